@@ -1,0 +1,60 @@
+import { z } from 'zod';
+
+export const Uuid = z.uuid({ message: 'Must be a valid UUID.' });
+export const DateTime = z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time.' });
+export const Email = z.email({ message: 'Must be a valid email address.' }).max(256);
+
+/** Query `page`/`pageSize` of every paged collection (pageSize at most 200). */
+export const PageQuery = z.object({
+  page: z.coerce.number().int().min(1).default(1),
+  pageSize: z.coerce.number().int().min(1).max(200).default(50),
+});
+export type PageQuery = z.infer<typeof PageQuery>;
+
+export function Paged<T extends z.ZodType>(item: T) {
+  return z.object({
+    items: z.array(item),
+    page: z.number().int(),
+    pageSize: z.number().int(),
+    totalCount: z.number().int(),
+    totalPages: z.number().int(),
+    hasNextPage: z.boolean(),
+    hasPreviousPage: z.boolean(),
+  });
+}
+
+export interface Page<T> {
+  items: T[];
+  page: number;
+  pageSize: number;
+  totalCount: number;
+  totalPages: number;
+  hasNextPage: boolean;
+  hasPreviousPage: boolean;
+}
+
+export function toPage<T>(items: T[], totalCount: number, q: PageQuery): Page<T> {
+  const totalPages = Math.ceil(totalCount / q.pageSize);
+  return {
+    items,
+    page: q.page,
+    pageSize: q.pageSize,
+    totalCount,
+    totalPages,
+    hasNextPage: q.page < totalPages,
+    hasPreviousPage: q.page > 1,
+  };
+}
+
+export const ProblemDetails = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string().optional(),
+    instance: z.string().optional(),
+    traceId: z.string().optional(),
+    errors: z.record(z.string(), z.array(z.string())).optional(),
+  })
+  .catchall(z.unknown())
+  .meta({ id: 'ProblemDetails' });

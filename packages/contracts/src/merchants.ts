@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { DateTime, Email, Uuid } from './common.js';
+
+export const PROVIDER_ENVIRONMENTS = ['Staging', 'Production'] as const;
+export const BILLING_TERMINAL_ACTIONS = ['Cancel', 'Pause'] as const;
+export const DEFAULT_RETRY_OFFSETS_DAYS = '1,3,7';
+
+/** Comma-separated, strictly ascending positive day offsets, e.g. "1,3,7". */
+export const RetryOffsetsDays = z
+  .string()
+  .regex(/^\d{1,3}(,\d{1,3})*$/, 'Must be comma-separated whole days, e.g. "1,3,7".')
+  .refine((s) => {
+    const days = s.split(',').map(Number);
+    return days.every((d, i) => d > 0 && (i === 0 || d > days[i - 1]!));
+  }, 'Offsets must be positive and strictly ascending.');
+
+const isTimeZone = (tz: string) => {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+export const CreateMerchantRequest = z
+  .object({
+    name: z.string().trim().min(1).max(200),
+    contactEmail: Email,
+    description: z.string().max(2000).nullish(),
+    contactPhone: z.string().max(50).nullish(),
+    country: z.string().regex(/^[A-Z]{2}$/, 'Must be an ISO 3166-1 alpha-2 code.').nullish(),
+    timeZone: z.string().refine(isTimeZone, 'Must be an IANA time zone.').nullish(),
+    billingRetryOffsetsDays: RetryOffsetsDays.nullish(),
+    billingTerminalAction: z.enum(BILLING_TERMINAL_ACTIONS).nullish(),
+    bankSettlementWindowDays: z.number().int().min(0).max(30).nullish(),
+  })
+  .meta({ id: 'CreateMerchantRequest' });
+export type CreateMerchantRequest = z.infer<typeof CreateMerchantRequest>;
+
+/** Credentials are write-only; an absent or null field leaves the stored value unchanged. */
+export const UpdateProviderRequest = z
+  .object({
+    id: Uuid.nullish(),
+    providerEnvironment: z.enum(PROVIDER_ENVIRONMENTS).nullish(),
+    gatewayUsername: z.string().min(1).max(256).nullish(),
+    gatewayPassword: z.string().min(1).max(256).nullish(),
+    merchantGuid: z.string().min(1).max(256).nullish(),
+  })
+  .meta({ id: 'UpdateProviderRequest' });
+export type UpdateProviderRequest = z.infer<typeof UpdateProviderRequest>;
+
+export const CurrentMerchant = z
+  .object({
+    id: Uuid,
+    name: z.string().nullable(),
+    description: z.string().nullable(),
+    contactEmail: z.string().nullable(),
+    contactPhone: z.string().nullable(),
+    country: z.string().nullable(),
+    timeZone: z.string().nullable(),
+    isActive: z.boolean(),
+    gatewayConfigured: z.boolean(),
+    createdAt: DateTime,
+    updatedAt: DateTime,
+  })
+  .meta({ id: 'CurrentMerchant' });
+export type CurrentMerchant = z.infer<typeof CurrentMerchant>;
+
+export const Merchant = CurrentMerchant.extend({
+  providerEnvironment: z.enum(PROVIDER_ENVIRONMENTS),
+  merchantGuidConfigured: z.boolean(),
+  providerMerchantProfileId: z.string().nullable(),
+  billingRetryOffsetsDays: z.string(),
+  billingTerminalAction: z.enum(BILLING_TERMINAL_ACTIONS),
+  bankSettlementWindowDays: z.number().int(),
+}).meta({ id: 'Merchant' });
+export type Merchant = z.infer<typeof Merchant>;
+
+export function toCurrentMerchant(m: Merchant): CurrentMerchant {
+  const { id, name, description, contactEmail, contactPhone, country, timeZone, isActive, gatewayConfigured, createdAt, updatedAt } = m;
+  return { id, name, description, contactEmail, contactPhone, country, timeZone, isActive, gatewayConfigured, createdAt, updatedAt };
+}

@@ -1,0 +1,28 @@
+import type { ZodError, ZodType, z } from 'zod';
+import { DomainError, type FieldErrors } from './errors.js';
+
+/** camelCase JSON path of a zod issue: `orders[0].id`; the whole body is `$`. */
+export function fieldPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else out += out ? `.${String(seg)}` : String(seg);
+  }
+  return out || '$';
+}
+
+export function fieldErrorsOf(error: ZodError): FieldErrors {
+  const errors: FieldErrors = {};
+  for (const issue of error.issues) {
+    const key = fieldPath(issue.path);
+    (errors[key] ??= []).push(issue.message);
+  }
+  return errors;
+}
+
+/** Parse or throw a validation `DomainError` naming every failing field. */
+export function parseOrThrow<S extends ZodType>(schema: S, value: unknown): z.output<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw DomainError.validation(fieldErrorsOf(result.error));
+  return result.data;
+}

@@ -1,0 +1,58 @@
+import { MikroORM, type EntitySchema, type MigrationObject, type Options } from '@mikro-orm/postgresql';
+import { Migrator } from '@mikro-orm/migrations';
+import type { Logger } from './logger.js';
+
+export interface DatabaseOptions {
+  /** Connection string of the PostgreSQL server. */
+  url: string;
+  /** The one Postgres schema this service owns. Every table and the migrations table live in it. */
+  schema: string;
+  entities: EntitySchema<any>[];
+  migrations: MigrationObject[];
+  poolMax?: number;
+  logger?: Logger;
+}
+
+/** MikroORM pinned to the service's own schema, with its migrations listed explicitly. */
+export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
+  const config: Options = {
+    clientUrl: opts.url,
+    schema: opts.schema,
+    entities: opts.entities,
+    extensions: [Migrator],
+    migrations: {
+      tableName: 'mikro_orm_migrations',
+      migrationsList: opts.migrations,
+      transactional: true,
+      allOrNothing: true,
+      snapshot: false,
+      silent: true,
+    },
+    pool: {
+      min: 1,
+      max: opts.poolMax ?? 10,
+      // Raw SQL in the service sees its own schema first, as the entities do.
+      afterCreate: (conn: { query(sql: string, cb: (err?: Error) => void): void }, done: (err: Error | undefined, conn: unknown) => void) =>
+        conn.query(`set search_path to "${opts.schema}", public`, (err) => done(err, conn)),
+    },
+    // Entities are plain EntitySchema definitions; nothing to discover from TS metadata.
+    discovery: { warnWhenNoEntities: false },
+    allowGlobalContext: false,
+    forceUtcTimezone: true,
+    debug: false,
+  };
+  return MikroORM.init(config);
+}
+
+/** Applies pending migrations of the service's schema; safe to run concurrently from replicas. */
+export async function migrate(orm: MikroORM, schema: string): Promise<string[]> {
+  const conn = orm.em.getConnection();
+  await conn.execute(`create schema if not exists "${schema}"`);
+  // Serialise concurrent migrators (several replicas starting at once) on a per-schema lock.
+  const lockKey = [...schema].reduce((h, c) => (h * 31 + c.charCodeAt(0)) | 0, 7);
+  return orm.em.transactional(async (em) => {
+    await em.getConnection().execute('select pg_advisory_xact_lock(?)', [lockKey]);
+    const applied = await orm.getMigrator().up();
+    return applied.map((m) => m.name);
+  });
+}

@@ -1,0 +1,205 @@
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { DomainError, ERROR_CODES, type ErrorCode } from '@billing/contracts';
+import { currentTraceId, extractTraceContext, injectTraceHeaders, SpanKind, withSpan } from '@billing/telemetry';
+import type { Logger } from './logger.js';
+
+export { grpc };
+
+/** The one set of proto-loader options every service and the gateway use. */
+export const PROTO_LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: false,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+};
+
+function findProtoRoot(): string {
+  if (process.env.PROTO_ROOT) return resolve(process.env.PROTO_ROOT);
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    const candidate = join(dir, 'proto');
+    if (existsSync(join(candidate, 'grpc/health/v1/health.proto'))) return candidate;
+    dir = dirname(dir);
+  }
+  throw new Error('proto/ directory not found; set PROTO_ROOT');
+}
+
+export const PROTO_ROOT = findProtoRoot();
+
+const packageCache = new Map<string, grpc.GrpcObject>();
+
+/** Loads `proto/<relPath>` (e.g. `identity/v1/api_keys.proto`) once per process. */
+export function loadProto(relPath: string): grpc.GrpcObject {
+  let pkg = packageCache.get(relPath);
+  if (!pkg) {
+    const def = protoLoader.loadSync(join(PROTO_ROOT, relPath), { ...PROTO_LOADER_OPTIONS, includeDirs: [PROTO_ROOT] });
+    pkg = grpc.loadPackageDefinition(def);
+    packageCache.set(relPath, pkg);
+  }
+  return pkg;
+}
+
+/** Looks up `a.b.Service` in a loaded package. */
+export function serviceDefinition(relPath: string, fullName: string): grpc.ServiceClientConstructor {
+  let node: unknown = loadProto(relPath);
+  for (const part of fullName.split('.')) node = (node as Record<string, unknown>)[part];
+  if (!node) throw new Error(`gRPC service ${fullName} not found in ${relPath}`);
+  return node as grpc.ServiceClientConstructor;
+}
+
+/** Domain error code → gRPC status: the one table for every service's adapter. */
+const GRPC_STATUS: Record<ErrorCode, grpc.status> = {
+  validation_failed: grpc.status.INVALID_ARGUMENT,
+  bad_request: grpc.status.INVALID_ARGUMENT,
+  unauthenticated: grpc.status.UNAUTHENTICATED,
+  forbidden: grpc.status.PERMISSION_DENIED,
+  account_suspended: grpc.status.PERMISSION_DENIED,
+  not_found: grpc.status.NOT_FOUND,
+  merchant_not_found: grpc.status.NOT_FOUND,
+  conflict: grpc.status.ALREADY_EXISTS,
+  invalid_transition: grpc.status.FAILED_PRECONDITION,
+  subscription_exists: grpc.status.ALREADY_EXISTS,
+  idempotency_key_reused: grpc.status.ALREADY_EXISTS,
+  idempotency_in_progress: grpc.status.ABORTED,
+  idempotency_outcome_unknown: grpc.status.UNKNOWN,
+  gone: grpc.status.FAILED_PRECONDITION,
+  unprocessable: grpc.status.FAILED_PRECONDITION,
+  account_locked: grpc.status.RESOURCE_EXHAUSTED,
+  rate_limited: grpc.status.RESOURCE_EXHAUSTED,
+  provider_unavailable: grpc.status.UNAVAILABLE,
+  service_unavailable: grpc.status.UNAVAILABLE,
+  payload_too_large: grpc.status.INVALID_ARGUMENT,
+  unsupported_media_type: grpc.status.INVALID_ARGUMENT,
+  internal: grpc.status.INTERNAL,
+};
+
+export const ERROR_CODE_KEY = 'error-code';
+export const ERROR_EXTENSIONS_KEY = 'error-extensions-bin';
+
+export function toGrpcError(e: DomainError): Partial<grpc.StatusObject> {
+  const metadata = new grpc.Metadata();
+  metadata.set(ERROR_CODE_KEY, e.code);
+  if (Object.keys(e.extensions).length) metadata.set(ERROR_EXTENSIONS_KEY, Buffer.from(JSON.stringify(e.extensions)));
+  return { code: GRPC_STATUS[e.code], details: e.message, metadata };
+}
+
+/**
+ * Rebuilds the DomainError a service threw from a gRPC error, so a caller (the gateway or
+ * another service) sees the same code. Transport failures become `service_unavailable`.
+ */
+export function fromGrpcError(err: grpc.ServiceError): DomainError {
+  const code = err.metadata?.get(ERROR_CODE_KEY)[0]?.toString();
+  if (code && code in ERROR_CODES) {
+    const raw = err.metadata.get(ERROR_EXTENSIONS_KEY)[0];
+    const ext = raw ? JSON.parse(Buffer.isBuffer(raw) ? raw.toString() : raw) : {};
+    return new DomainError(code as ErrorCode, err.details, ext);
+  }
+  if (err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED) {
+    return new DomainError('service_unavailable', 'A backing service is unavailable; retry shortly.', { retryAfterSeconds: 1 });
+  }
+  return new DomainError('internal', 'An unexpected error occurred.');
+}
+
+type UnaryImpl = (request: any, call: grpc.ServerUnaryCall<any, any>) => Promise<unknown>;
+
+/**
+ * Adapts async handlers to grpc-js unary handlers: runs each in a server span continuing the
+ * caller's trace, maps DomainError to status + metadata, and logs anything else with the trace
+ * id before answering INTERNAL without internals.
+ */
+export function unaryHandlers(
+  serviceName: string,
+  logger: Logger,
+  impl: Record<string, UnaryImpl>,
+): grpc.UntypedServiceImplementation {
+  const out: grpc.UntypedServiceImplementation = {};
+  for (const [method, fn] of Object.entries(impl)) {
+    out[method] = (call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) => {
+      const md = call.metadata.getMap();
+      const parent = extractTraceContext({ traceparent: md.traceparent?.toString(), tracestate: md.tracestate?.toString() });
+      withSpan(`${serviceName}/${method}`, { kind: SpanKind.SERVER, parent }, () => fn(call.request, call)).then(
+        (res) => callback(null, res as object),
+        (e: unknown) => {
+          if (e instanceof DomainError) return callback(toGrpcError(e));
+          logger.error({ err: e, method, traceId: currentTraceId() }, 'unhandled error in gRPC handler');
+          callback(toGrpcError(new DomainError('internal')));
+        },
+      );
+    };
+  }
+  return out;
+}
+
+/** A gRPC server with the standard health service; every registered service reports SERVING. */
+export function createGrpcServer(): { server: grpc.Server; setServing: (serving: boolean) => void } {
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  let serving = true;
+  const Health = serviceDefinition('grpc/health/v1/health.proto', 'grpc.health.v1.Health');
+  server.addService(Health.service, {
+    Check: (_call: grpc.ServerUnaryCall<any, any>, cb: grpc.sendUnaryData<any>) => cb(null, { status: serving ? 'SERVING' : 'NOT_SERVING' }),
+    Watch: (call: grpc.ServerWritableStream<any, any>) => {
+      call.write({ status: serving ? 'SERVING' : 'NOT_SERVING' });
+    },
+  });
+  return { server, setServing: (s) => (serving = s) };
+}
+
+export function listen(server: grpc.Server, address: string): Promise<number> {
+  return new Promise((resolvePort, reject) =>
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolvePort(port))),
+  );
+}
+
+export function shutdownServer(server: grpc.Server, graceMs = 5000): Promise<void> {
+  return new Promise((done) => {
+    const timer = setTimeout(() => {
+      server.forceShutdown();
+      done();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      done();
+    });
+  });
+}
+
+export interface CallOptions {
+  deadlineMs?: number;
+  metadata?: Record<string, string>;
+}
+
+/**
+ * A promise-returning client for one gRPC service. Every call carries a deadline and the
+ * current trace context; errors come back as DomainError.
+ */
+export function createClient<T extends Record<string, (req: any) => Promise<any>>>(
+  relPath: string,
+  fullName: string,
+  address: string,
+  defaultDeadlineMs = 5000,
+): T & { close(): void; raw: grpc.Client } {
+  const Ctor = serviceDefinition(relPath, fullName);
+  const client = new Ctor(address, grpc.credentials.createInsecure(), {
+    'grpc.keepalive_time_ms': 30_000,
+    'grpc.enable_retries': 0,
+  }) as grpc.Client & Record<string, Function>;
+  const api: Record<string, unknown> = { close: () => client.close(), raw: client };
+  for (const method of Object.keys(Ctor.service)) {
+    api[method] = (req: unknown, opts: CallOptions = {}) =>
+      new Promise((res, rej) => {
+        const md = new grpc.Metadata();
+        for (const [k, v] of Object.entries(injectTraceHeaders())) md.set(k, v);
+        for (const [k, v] of Object.entries(opts.metadata ?? {})) md.set(k, v);
+        const deadline = new Date(Date.now() + (opts.deadlineMs ?? defaultDeadlineMs));
+        client[method]!(req, md, { deadline }, (err: grpc.ServiceError | null, reply: unknown) =>
+          err ? rej(fromGrpcError(err)) : res(reply),
+        );
+      });
+  }
+  return api as T & { close(): void; raw: grpc.Client };
+}

@@ -1,0 +1,43 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { CreateMerchantRequest, DomainError, parseOrThrow, UpdateProviderRequest, type Merchant as MerchantView } from '@billing/contracts';
+import type { SecretBox } from '@billing/service-runtime';
+import { Merchant } from './merchant.js';
+
+/** Merchant as the proto message: nullable strings become absent fields. */
+export function toMerchantMessage(v: MerchantView) {
+  const out: Record<string, unknown> = {};
+  for (const [k, val] of Object.entries(v)) if (val !== null) out[k] = val;
+  return out;
+}
+
+export function merchantsGrpc(orm: MikroORM, box: SecretBox) {
+  return {
+    CreateMerchant: async (req: Record<string, unknown>) => {
+      const input = parseOrThrow(CreateMerchantRequest, req);
+      const merchant = Merchant.create(input);
+      await orm.em.fork().persistAndFlush(merchant);
+      return toMerchantMessage(merchant.toView());
+    },
+
+    GetMerchant: async (req: { id: string }) => {
+      const merchant = await orm.em.fork().findOne(Merchant, { id: req.id });
+      if (!merchant) throw new DomainError('merchant_not_found', 'Merchant not found.');
+      return toMerchantMessage(merchant.toView());
+    },
+
+    ListMerchants: async (req: { page: number; pageSize: number }) => {
+      const [items, total] = await orm.em.fork().findAndCount(Merchant, {}, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: req.pageSize, offset: (req.page - 1) * req.pageSize });
+      return { items: items.map((m) => toMerchantMessage(m.toView())), totalCount: total };
+    },
+
+    UpdateProvider: async (req: { id: string } & Record<string, unknown>) => {
+      const change = parseOrThrow(UpdateProviderRequest, req);
+      return orm.em.fork().transactional(async (em) => {
+        const merchant = await em.findOne(Merchant, { id: req.id }, { lockMode: 4 });
+        if (!merchant) throw new DomainError('merchant_not_found', 'Merchant not found.');
+        merchant.configureProvider(change, box);
+        return toMerchantMessage(merchant.toView());
+      });
+    },
+  };
+}

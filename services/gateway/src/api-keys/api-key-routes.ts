@@ -1,0 +1,123 @@
+import { z } from 'zod';
+import { AdminCreateApiKeyRequest, ApiKey, CreateApiKeyRequest, CreatedApiKey, Paged, PageQuery, toPage, UpdateWebhookRequest, Uuid } from '@billing/contracts';
+import type { MerchantAccess } from '../auth/access.js';
+import type { CredentialFeed } from '../auth/credential-feed.js';
+import { merchantOf } from '../auth/principal.js';
+import type { Backends } from '../backends/clients.js';
+import { created, defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
+import { assertSameId, nullFill } from '../http/views.js';
+
+const API_KEY_FIELDS = Object.keys(ApiKey.shape);
+
+export function toApiKey(msg: Record<string, any>): ApiKey {
+  return nullFill<ApiKey>({ ...msg, webhookEvents: msg.webhookEventsAll ? null : msg.webhookEvents }, API_KEY_FIELDS);
+}
+
+function toCreatedApiKey(res: { apiKey: Record<string, unknown>; key: string; signingSecret: string }): CreatedApiKey {
+  return { ...toApiKey(res.apiKey), key: res.key, signingSecret: res.signingSecret };
+}
+
+const IdParams = z.object({ id: Uuid });
+
+export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: CredentialFeed): RouteSpec[] {
+  const keys = backends.identity.apiKeys;
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/admin/merchants/:id/api-keys',
+      tag: 'Admin',
+      summary: 'Create an API key for a merchant',
+      description: 'The plaintext `key` (sk_ + 43 base64url characters) and `signingSecret` (whsec_ + base64) are returned once; the key is stored as SHA-256 and the secret encrypted.',
+      auth: { admin: true },
+      params: IdParams,
+      body: AdminCreateApiKeyRequest,
+      responses: { 201: CreatedApiKey, 400: null, 404: null },
+      handler: async ({ params, body, principal }) => {
+        await access.assert(principal, params.id);
+        const res = toCreatedApiKey(await keys.CreateApiKey({ merchantId: params.id, name: body.name, expiresAt: body.expiresAt ?? undefined }));
+        return created(res, `/api/ApiKeys/${res.id}`);
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/ApiKeys',
+      tag: 'API keys',
+      summary: 'Create an API key',
+      description: 'Admin role or an API key. The plaintext key and signing secret are returned once.',
+      auth: { merchant: 'Admin' },
+      body: CreateApiKeyRequest,
+      responses: { 201: CreatedApiKey, 400: null, 403: null, 404: null },
+      handler: async ({ body, principal }) => {
+        await access.assert(principal, body.merchantId);
+        const res = toCreatedApiKey(await keys.CreateApiKey({ merchantId: body.merchantId.toLowerCase(), name: body.name, expiresAt: body.expiresAt ?? undefined }));
+        return created(res, `/api/ApiKeys/${res.id}`);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/ApiKeys',
+      tag: 'API keys',
+      summary: "List a merchant's API keys",
+      auth: { merchant: 'Viewer' },
+      query: PageQuery.extend({ merchantId: Uuid.optional() }),
+      responses: { 200: Paged(ApiKey), 403: null, 404: null },
+      handler: async ({ query, principal }) => {
+        const merchantId = await access.resolve(principal, query.merchantId);
+        const res = await keys.ListApiKeys({ merchantId, page: query.page, pageSize: query.pageSize });
+        return ok(toPage(res.items.map(toApiKey), res.totalCount, query));
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/ApiKeys/:id',
+      tag: 'API keys',
+      summary: 'Read an API key',
+      auth: { merchant: 'Viewer' },
+      params: IdParams,
+      responses: { 200: ApiKey, 404: null },
+      handler: async ({ params, principal }) => ok(toApiKey(await keys.GetApiKey({ merchantId: merchantOf(principal) ?? '', id: params.id }))),
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/api/ApiKeys/:id',
+      tag: 'API keys',
+      summary: 'Revoke an API key',
+      description: 'Takes effect on the very next request at this gateway and within a second at every other replica. Revoking a revoked key is a no-op (204).',
+      auth: { merchant: 'Admin' },
+      params: IdParams,
+      responses: { 204: null, 404: null },
+      handler: async ({ params, principal }) => {
+        const key = await keys.RevokeApiKey({ merchantId: merchantOf(principal) ?? '', id: params.id });
+        feed.apply({ kind: 'api_key', subjectId: key.id, revoked: true, at: key.revokedAt });
+        return noContent();
+      },
+    }),
+    defineRoute({
+      method: 'PUT',
+      url: '/api/ApiKeys/:id/webhook',
+      tag: 'API keys',
+      summary: 'Set the webhook URL, subscribed event types and enabled flag of a key',
+      description:
+        'Absent fields are unchanged; `webhookUrl: null` clears it; `webhookEvents: null` subscribes to every event type and `[]` to none; unknown type names are 400. The URL must be absolute https (http only to loopback hosts outside production); in production a URL resolving to a loopback, private or link-local address is 400. Enabling requires a URL.',
+      auth: { merchant: 'Admin' },
+      params: IdParams,
+      body: UpdateWebhookRequest,
+      responses: { 200: ApiKey, 400: null, 403: null, 404: null },
+      handler: async ({ params, body, principal }) => {
+        assertSameId('id', body.id, params.id);
+        await access.assert(principal, body.merchantId);
+        const res = await keys.UpdateWebhook({
+          merchantId: body.merchantId.toLowerCase(),
+          id: params.id,
+          setWebhookUrl: body.webhookUrl !== undefined,
+          webhookUrl: body.webhookUrl ?? undefined,
+          setWebhookEvents: body.webhookEvents !== undefined,
+          webhookEventsAll: body.webhookEvents === null,
+          webhookEvents: body.webhookEvents ?? [],
+          webhookEnabled: body.webhookEnabled,
+        });
+        return ok(toApiKey(res));
+      },
+    }),
+  ];
+}

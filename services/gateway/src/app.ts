@@ -1,0 +1,66 @@
+import type { FastifyInstance } from 'fastify';
+import { createLogger, type Logger } from '@billing/service-runtime';
+import { apiKeyRoutes } from './api-keys/api-key-routes.js';
+import { MerchantAccess } from './auth/access.js';
+import { ApiKeyCache } from './auth/api-key-cache.js';
+import { Authenticator } from './auth/authenticator.js';
+import { CredentialFeed } from './auth/credential-feed.js';
+import { JwtVerifier } from './auth/jwt-verifier.js';
+import { createBackends, type Backends } from './backends/clients.js';
+import type { GatewayConfig } from './config.js';
+import type { RouteSpec } from './http/route.js';
+import { buildHttpServer, type RequestPipeline } from './http/server.js';
+import { merchantRoutes } from './merchants/merchant-routes.js';
+import { merchantUserRoutes } from './merchant-users/merchant-user-routes.js';
+import { buildOpenApi, DOCS_HTML } from './openapi/openapi.js';
+
+export interface GatewayApp {
+  app: FastifyInstance;
+  logger: Logger;
+  close(): Promise<void>;
+}
+
+/** Composition root of the gateway: credentials, cross-cutting pipeline, feature routes. */
+export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
+  const logger = createLogger('gateway', config.LOG_LEVEL);
+  const backends: Backends = createBackends(config);
+
+  const feed = new CredentialFeed(backends.identity, logger, config.CREDENTIAL_FEED_POLL_MS);
+  const apiKeys = new ApiKeyCache(backends.identity, feed, logger, config.API_KEY_CACHE_TTL_MS, config.API_KEY_USAGE_FLUSH_MS);
+  const identityJwks = async () => ({ keys: JSON.parse((await backends.identity.credentials.GetJwks({})).keysJson) });
+  const authenticator = new Authenticator(config.BILLING_ADMIN_TOKEN, apiKeys, feed, {
+    merchantUser: new JwtVerifier('merchantUser', identityJwks, logger),
+    customer: new JwtVerifier('customer', identityJwks, logger),
+  });
+  const access = new MerchantAccess(backends);
+
+  const pipeline: RequestPipeline = {};
+  const { app, register } = buildHttpServer({ logger, authenticator, pipeline });
+
+  const routes: RouteSpec[] = [
+    ...merchantRoutes(backends),
+    ...merchantUserRoutes(backends, access, feed),
+    ...apiKeyRoutes(backends, access, feed),
+  ];
+  for (const r of routes) register(r);
+
+  const openapi = buildOpenApi(routes, '1.0.0');
+  app.get('/openapi.json', async () => openapi);
+  app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(DOCS_HTML));
+  app.get('/health', async () => ({ status: 'ok' }));
+  app.get('/.well-known/jwks.json', async () => identityJwks());
+
+  await feed.start();
+  apiKeys.start();
+
+  return {
+    app,
+    logger,
+    close: async () => {
+      await app.close();
+      feed.stop();
+      await apiKeys.stop();
+      backends.close();
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { BaseConfig, parseConfig } from '@billing/service-runtime';
+
+export const GatewayConfig = BaseConfig.extend({
+  HOST: z.string().default('0.0.0.0'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  /** Platform admin bearer token; required (at least 32 characters) in production. */
+  BILLING_ADMIN_TOKEN: z.string().min(32, 'BILLING_ADMIN_TOKEN must be at least 32 characters').optional(),
+  IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),
+  BILLING_GRPC_URL: z.string().default('127.0.0.1:50052'),
+  CHECKOUT_GRPC_URL: z.string().default('127.0.0.1:50053'),
+  WEBHOOKS_GRPC_URL: z.string().default('127.0.0.1:50054'),
+  DATABASE_URL: z.string().optional(),
+  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  /** Deadline of every forwarded gRPC call. */
+  GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(5000),
+  /** How often the gateway polls identity's credential-change feed (revocations reach every replica within this). */
+  CREDENTIAL_FEED_POLL_MS: z.coerce.number().int().min(50).default(250),
+  /** Upper bound on how long an authenticated API key is trusted without asking identity again. */
+  API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(60_000),
+  /** How often `lastUsedAt` is written back, batched. */
+  API_KEY_USAGE_FLUSH_MS: z.coerce.number().int().min(100).default(5_000),
+  /** Base URL the gateway is reachable at, used in Location headers and links. */
+  PUBLIC_BASE_URL: z.string().optional(),
+});
+export type GatewayConfig = z.infer<typeof GatewayConfig> & { BILLING_ADMIN_TOKEN: string };
+
+export function loadConfig(env = process.env): GatewayConfig {
+  const config = parseConfig(GatewayConfig, env);
+  if (!config.BILLING_ADMIN_TOKEN) {
+    if (config.PLATFORM_MODE === 'production') {
+      process.stderr.write('Invalid configuration: BILLING_ADMIN_TOKEN must be set in production mode\n');
+      process.exit(78);
+    }
+    config.BILLING_ADMIN_TOKEN = randomBytes(32).toString('base64url');
+    process.stdout.write(`BILLING_ADMIN_TOKEN not set; generated one for this process: ${config.BILLING_ADMIN_TOKEN}\n`);
+  }
+  return config as GatewayConfig;
+}

@@ -1,0 +1,57 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { z, ZodType } from 'zod';
+import type { AuthRequirement } from '../auth/access.js';
+import type { Principal } from '../auth/principal.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+type Infer<S> = S extends ZodType ? z.output<S> : undefined;
+
+export interface RouteContext<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  /** Undefined only on anonymous routes. */
+  principal: Principal;
+  request: FastifyRequest;
+  reply: FastifyReply;
+}
+
+/** What a handler answers: a status, an optional body and extra headers. */
+export interface RouteResult {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/**
+ * One HTTP endpoint: its path, who may call it, the zod schemas of its inputs and outputs (the
+ * same ones the OpenAPI document is generated from) and a thin handler that forwards to a
+ * backing service.
+ */
+export interface RouteSpec<PS extends ZodType | undefined = any, QS extends ZodType | undefined = any, BS extends ZodType | undefined = any> {
+  method: HttpMethod;
+  url: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  auth: AuthRequirement;
+  params?: PS;
+  query?: QS;
+  body?: BS;
+  /** Status → response schema (null: no body). Errors are always problem details. */
+  responses: Record<number, ZodType | null>;
+  /** Requires an `Idempotency-Key` header and replays outcomes (interface.md idempotency rules). */
+  idempotent?: boolean;
+  handler: (ctx: RouteContext<Infer<PS>, Infer<QS>, Infer<BS>>) => Promise<RouteResult>;
+}
+
+export function defineRoute<PS extends ZodType | undefined, QS extends ZodType | undefined, BS extends ZodType | undefined>(
+  spec: RouteSpec<PS, QS, BS>,
+): RouteSpec<PS, QS, BS> {
+  return spec;
+}
+
+export const ok = (body: unknown): RouteResult => ({ status: 200, body });
+export const created = (body: unknown, location: string): RouteResult => ({ status: 201, body, headers: { location } });
+export const noContent = (): RouteResult => ({ status: 204 });

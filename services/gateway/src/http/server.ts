@@ -1,0 +1,141 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { DomainError, fieldErrorsOf } from '@billing/contracts';
+import { extractTraceContext, SpanKind, withSpan } from '@billing/telemetry';
+import type { Logger } from '@billing/service-runtime';
+import { authorize } from '../auth/access.js';
+import type { Authenticator } from '../auth/authenticator.js';
+import { parseBearer } from '../auth/bearer.js';
+import type { Principal } from '../auth/principal.js';
+import { HTTP_STATUS, problemOf, PROBLEM_CONTENT_TYPE } from './problem.js';
+import type { RouteContext, RouteResult, RouteSpec } from './route.js';
+
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+    traceId?: string;
+  }
+}
+
+/**
+ * Cross-cutting steps around every route, supplied by their own features: rate limiting runs
+ * after authentication; idempotency wraps the handler of routes marked `idempotent`.
+ */
+export interface RequestPipeline {
+  limitRate?(request: FastifyRequest, principal: Principal | undefined, reply: FastifyReply): Promise<void> | void;
+  runIdempotent?(spec: RouteSpec, ctx: RouteContext<any, any, any>, run: () => Promise<RouteResult>): Promise<RouteResult>;
+}
+
+export interface HttpServerOptions {
+  logger: Logger;
+  authenticator: Authenticator;
+  pipeline?: RequestPipeline;
+}
+
+function sendProblem(reply: FastifyReply, request: FastifyRequest, e: DomainError, status = HTTP_STATUS[e.code]): FastifyReply {
+  const retry = e.extensions.retryAfterSeconds;
+  if (typeof retry === 'number') reply.header('retry-after', String(Math.max(1, Math.ceil(retry))));
+  else if (status === 503) reply.header('retry-after', '1');
+  const problem = problemOf(e, request.url.split('?')[0], status);
+  problem.traceId ??= request.traceId;
+  return reply.code(status).type(PROBLEM_CONTENT_TYPE).send(problem);
+}
+
+/** Fastify's own errors (parsing, limits) as the platform's DomainErrors. */
+function domainErrorOf(err: unknown): DomainError | undefined {
+  if (err instanceof DomainError) return err;
+  const code = (err as { code?: string })?.code;
+  switch (code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new DomainError('payload_too_large', `The request body exceeds ${BODY_LIMIT_BYTES} bytes.`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new DomainError('unsupported_media_type', 'Request bodies must be application/json.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new DomainError('bad_request', 'The request body is malformed.');
+    case 'MALFORMED_JSON':
+      return DomainError.validation({ $: ['The request body is not valid JSON.'] }, 'The request body is not valid JSON.');
+  }
+  const status = (err as { statusCode?: number })?.statusCode;
+  if (status && status >= 400 && status < 500) return new DomainError('bad_request', (err as Error).message);
+  return undefined;
+}
+
+export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance; register(spec: RouteSpec): void } {
+  const { logger, authenticator, pipeline = {} } = opts;
+  const app: FastifyInstance = Fastify({
+    loggerInstance: logger.child({ component: 'http' }) as unknown as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: BODY_LIMIT_BYTES,
+    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 500 },
+    trustProxy: true,
+  });
+
+  // JSON parser that tolerates an empty body (POST /pause with a JSON content type) and marks
+  // malformed JSON distinctly.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(/^application\/(?:[\w.+-]+\+)?json(?:\s*;.*)?$/i, { parseAs: 'string' }, (_req, body: string | Buffer, done) => {
+    const text = body.toString().trim();
+    if (text === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(Object.assign(new Error('malformed JSON'), { code: 'MALFORMED_JSON', statusCode: 400 }), undefined);
+    }
+  });
+
+  app.setErrorHandler((err, request, reply) => {
+    const domain = domainErrorOf(err);
+    if (domain) return sendProblem(reply, request, domain);
+    request.log.error({ err }, 'unhandled error');
+    return sendProblem(reply, request, new DomainError('internal'));
+  });
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, request, new DomainError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)));
+
+  const register = (spec: RouteSpec) => {
+    app.route({
+      method: spec.method,
+      url: spec.url,
+      handler: async (request, reply) => {
+        const traceParent = extractTraceContext({ traceparent: request.headers.traceparent as string | undefined, tracestate: request.headers.tracestate as string | undefined });
+        return withSpan(`${spec.method} ${spec.url}`, { kind: SpanKind.SERVER, parent: traceParent, attributes: { 'http.request.method': spec.method, 'http.route': spec.url } }, async (span) => {
+          request.traceId = span.spanContext().traceId;
+          let principal: Principal | undefined;
+          if (!('anonymous' in spec.auth)) {
+            const token = parseBearer(request.headers.authorization);
+            if (!token) throw new DomainError('unauthenticated', 'Send "Authorization: Bearer <credential>".');
+            principal = await authenticator.authenticate(token);
+            request.principal = principal;
+          }
+          await pipeline.limitRate?.(request, principal, reply);
+          authorize(principal, spec.auth);
+
+          const ctx: RouteContext<any, any, any> = {
+            params: parse(spec.params, request.params),
+            query: parse(spec.query, request.query),
+            body: spec.body ? parse(spec.body, request.body ?? {}) : undefined,
+            principal: principal!,
+            request,
+            reply,
+          };
+          const run = () => spec.handler(ctx);
+          const result = spec.idempotent && pipeline.runIdempotent ? await pipeline.runIdempotent(spec, ctx, run) : await run();
+          span.setAttribute('http.response.status_code', result.status);
+          if (result.headers) reply.headers(result.headers);
+          reply.code(result.status);
+          if (result.body === undefined || result.status === 204) return reply.send();
+          return reply.type(result.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8').send(JSON.stringify(result.body));
+        });
+      },
+    });
+  };
+  return { app, register };
+}
+
+function parse(schema: import('zod').ZodType | undefined, value: unknown): unknown {
+  if (!schema) return value;
+  const r = schema.safeParse(value);
+  if (!r.success) throw DomainError.validation(fieldErrorsOf(r.error));
+  return r.data;
+}

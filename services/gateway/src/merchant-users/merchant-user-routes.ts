@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { CreateMerchantUserRequest, MerchantLoginRequest, MerchantSignInResult, MerchantUser, UpdateMerchantUserRequest, Uuid } from '@billing/contracts';
+import type { MerchantAccess } from '../auth/access.js';
+import type { CredentialFeed } from '../auth/credential-feed.js';
+import type { Backends } from '../backends/clients.js';
+import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
+
+export function merchantUserRoutes(backends: Backends, access: MerchantAccess, feed: CredentialFeed): RouteSpec[] {
+  const users = backends.identity.merchantUsers;
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/auth/login',
+      tag: 'Merchant users',
+      summary: 'Sign in a merchant user',
+      description: 'Returns an ES256 JWT (claims sub, mid, role, iss, aud, iat, exp; one hour). A wrong password, an unknown email and an inactive user all answer the same 401.',
+      auth: { anonymous: true },
+      body: MerchantLoginRequest,
+      responses: { 200: MerchantSignInResult, 400: null, 401: null },
+      handler: async ({ body }) => {
+        const res = await users.LoginMerchantUser(body);
+        const { isActive: _active, ...user } = res.user;
+        return ok({ token: res.token, expiresAt: res.expiresAt, user });
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/admin/merchants/:id/users',
+      tag: 'Admin',
+      summary: 'Create a merchant user',
+      description: 'Email is unique across all merchant users (409).',
+      auth: { admin: true },
+      params: z.object({ id: Uuid }),
+      body: CreateMerchantUserRequest,
+      responses: { 201: MerchantUser, 400: null, 404: null, 409: null },
+      handler: async ({ params, body, principal }) => {
+        await access.assert(principal, params.id);
+        const user = await users.CreateMerchantUser({ ...body, merchantId: params.id });
+        return created(user, `/api/admin/merchants/${params.id}/users/${user.id}`);
+      },
+    }),
+    defineRoute({
+      method: 'PATCH',
+      url: '/api/admin/merchants/:id/users/:userId',
+      tag: 'Admin',
+      summary: 'Activate, deactivate or change the role of a merchant user',
+      description: "Deactivating a user, or changing the role, ends the user's existing tokens: the next request with one is 401.",
+      auth: { admin: true },
+      params: z.object({ id: Uuid, userId: Uuid }),
+      body: UpdateMerchantUserRequest,
+      responses: { 200: MerchantUser, 400: null, 404: null },
+      handler: async ({ params, body, principal }) => {
+        await access.assert(principal, params.id);
+        const before = Date.now();
+        const user = await users.UpdateMerchantUser({ merchantId: params.id, userId: params.userId, ...body });
+        if (body.isActive === false || body.role !== undefined) feed.apply({ kind: 'merchant_user', subjectId: user.id, revoked: true, at: new Date(before).toISOString() });
+        return ok(user);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,103 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { AdminCreateApiKeyRequest, DomainError, parseOrThrow, WebhookSettings } from '@billing/contracts';
+import type { SecretBox } from '@billing/service-runtime';
+import { CredentialChange } from '../credential-changes/credential-change.js';
+import { ApiKey } from './api-key.js';
+import { assertWebhookUrlAllowed } from './webhook-url.js';
+
+export function toApiKeyMessage(k: ApiKey) {
+  return {
+    id: k.id,
+    merchantId: k.merchantId,
+    name: k.name,
+    keyPrefix: k.keyPrefix,
+    signingSecretPrefix: k.signingSecretPrefix,
+    webhookUrl: k.webhookUrl ?? undefined,
+    webhookEventsAll: k.webhookEvents === null,
+    webhookEvents: k.webhookEvents ?? [],
+    webhookEnabled: k.webhookEnabled,
+    expiresAt: k.expiresAt?.toISOString(),
+    lastUsedAt: k.lastUsedAt?.toISOString(),
+    revokedAt: k.revokedAt?.toISOString(),
+    createdAt: k.createdAt.toISOString(),
+  };
+}
+
+/** A key addressed by id: another merchant's key is indistinguishable from a missing one. */
+async function findKey(em: EntityManager, ref: { merchantId: string; id: string }, lock = false): Promise<ApiKey> {
+  const where = ref.merchantId ? { id: ref.id, merchantId: ref.merchantId } : { id: ref.id };
+  const key = await em.findOne(ApiKey, where, lock ? { lockMode: 4 } : {});
+  if (!key) throw new DomainError('not_found', 'API key not found.');
+  return key;
+}
+
+export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: boolean }) {
+  return {
+    CreateApiKey: async (req: { merchantId: string; name: string; expiresAt?: string }) => {
+      const input = parseOrThrow(AdminCreateApiKeyRequest, { name: req.name, expiresAt: req.expiresAt });
+      const { apiKey, key, signingSecret } = ApiKey.mint({ merchantId: req.merchantId, name: input.name, expiresAt: input.expiresAt ? new Date(input.expiresAt) : null }, box);
+      await orm.em.fork().persistAndFlush(apiKey);
+      return { apiKey: toApiKeyMessage(apiKey), key, signingSecret };
+    },
+
+    ListApiKeys: async (req: { merchantId: string; page: number; pageSize: number }) => {
+      const [items, total] = await orm.em.fork().findAndCount(
+        ApiKey,
+        { merchantId: req.merchantId },
+        { orderBy: { createdAt: 'desc', id: 'asc' }, limit: req.pageSize, offset: (req.page - 1) * req.pageSize },
+      );
+      return { items: items.map(toApiKeyMessage), totalCount: total };
+    },
+
+    GetApiKey: async (req: { merchantId: string; id: string }) => toApiKeyMessage(await findKey(orm.em.fork(), req)),
+
+    RevokeApiKey: async (req: { merchantId: string; id: string }) =>
+      orm.em.fork().transactional(async (em) => {
+        const key = await findKey(em, req, true);
+        if (key.revoke()) em.persist(CredentialChange.of('api_key', key.id, true));
+        return toApiKeyMessage(key);
+      }),
+
+    AuthenticateApiKey: async (req: { keyHash: string }) => {
+      const key = await orm.em.fork().findOne(ApiKey, { keyHash: req.keyHash });
+      if (!key) return { found: false };
+      return { found: true, id: key.id, merchantId: key.merchantId, expiresAt: key.expiresAt?.toISOString(), revokedAt: key.revokedAt?.toISOString() };
+    },
+
+    UpdateWebhook: async (req: {
+      merchantId: string;
+      id: string;
+      setWebhookUrl: boolean;
+      webhookUrl?: string;
+      setWebhookEvents: boolean;
+      webhookEventsAll: boolean;
+      webhookEvents: string[];
+      webhookEnabled?: boolean;
+    }) => {
+      const change = parseOrThrow(WebhookSettings, {
+        webhookUrl: req.setWebhookUrl ? (req.webhookUrl ?? null) : undefined,
+        webhookEvents: req.setWebhookEvents ? (req.webhookEventsAll ? null : req.webhookEvents) : undefined,
+        webhookEnabled: req.webhookEnabled,
+      });
+      if (change.webhookUrl) await assertWebhookUrlAllowed(change.webhookUrl, opts.production);
+      return orm.em.fork().transactional(async (em) => {
+        const key = await findKey(em, req, true);
+        key.configureWebhook({ webhookUrl: change.webhookUrl, webhookEvents: change.webhookEvents, webhookEnabled: change.webhookEnabled });
+        return toApiKeyMessage(key);
+      });
+    },
+
+    RecordApiKeyUsage: async (req: { usages: { id: string; usedAt: string }[] }) => {
+      const usages = req.usages.filter((u) => /^[0-9a-f-]{36}$/i.test(u.id) && !Number.isNaN(Date.parse(u.usedAt)));
+      if (usages.length === 0) return {};
+      // One statement for the whole batch; never moves lastUsedAt backwards.
+      await orm.em.getConnection().execute(
+        `update api_keys k set last_used_at = greatest(k.last_used_at, u.used_at)
+           from (select unnest(?::uuid[]) as id, unnest(?::timestamptz[]) as used_at) u
+          where k.id = u.id`,
+        [usages.map((u) => u.id), usages.map((u) => u.usedAt)],
+      );
+      return {};
+    },
+  };
+}

@@ -1,0 +1,19 @@
+import { z } from 'zod';
+import { BaseConfig, parseConfig, requireInProduction } from '@billing/service-runtime';
+
+const DEV_ENCRYPTION_KEY = 'development-only-encryption-key-do-not-use-in-production';
+
+export const IdentityConfig = BaseConfig.extend({
+  DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
+  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  IDENTITY_GRPC_ADDRESS: z.string().default('0.0.0.0:50051'),
+  ENCRYPTION_KEY: z.string().min(32).default(DEV_ENCRYPTION_KEY),
+  DB_SCHEMA: z.string().default('identity'),
+});
+export type IdentityConfig = z.infer<typeof IdentityConfig>;
+
+export function loadConfig(env = process.env): IdentityConfig {
+  const config = parseConfig(IdentityConfig, env);
+  requireInProduction(config.PLATFORM_MODE, { ENCRYPTION_KEY: env.ENCRYPTION_KEY });
+  return config;
+}

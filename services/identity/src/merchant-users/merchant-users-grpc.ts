@@ -1,0 +1,44 @@
+import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
+import { CreateMerchantUserRequest, DomainError, MERCHANT_TOKEN_TTL_SECONDS, MerchantLoginRequest, parseOrThrow, UpdateMerchantUserRequest } from '@billing/contracts';
+import { CredentialChange } from '../credential-changes/credential-change.js';
+import type { PasswordHasher } from '../passwords/password-hasher.js';
+import type { TokenIssuer } from '../signing-keys/token-issuer.js';
+import { MerchantUser } from './merchant-user.js';
+
+export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer: TokenIssuer) {
+  return {
+    CreateMerchantUser: async (req: { merchantId: string } & Record<string, unknown>) => {
+      const input = parseOrThrow(CreateMerchantUserRequest, req);
+      const em = orm.em.fork();
+      const user = MerchantUser.create({ merchantId: req.merchantId, email: input.email, fullName: input.fullName, role: input.role, passwordHash: await hasher.hash(input.password) });
+      try {
+        await em.persistAndFlush(user);
+      } catch (e) {
+        if (e instanceof UniqueConstraintViolationException) throw new DomainError('conflict', 'A merchant user with this email already exists.');
+        throw e;
+      }
+      return user.toView();
+    },
+
+    UpdateMerchantUser: async (req: { merchantId: string; userId: string; isActive?: boolean; role?: string }) => {
+      const change = parseOrThrow(UpdateMerchantUserRequest, { isActive: req.isActive, role: req.role });
+      return orm.em.fork().transactional(async (em) => {
+        const user = await em.findOne(MerchantUser, { id: req.userId, merchantId: req.merchantId }, { lockMode: 4 /* pessimistic write */ });
+        if (!user) throw new DomainError('not_found', 'Merchant user not found.');
+        const effect = user.update(change);
+        if (effect) em.persist(CredentialChange.of('merchant_user', user.id, effect === 'revoked'));
+        return user.toView();
+      });
+    },
+
+    LoginMerchantUser: async (req: { email: string; password: string }) => {
+      const input = parseOrThrow(MerchantLoginRequest, req);
+      const em = orm.em.fork();
+      const user = await em.findOne(MerchantUser, { email: input.email.toLowerCase() });
+      const ok = user ? await hasher.verify(input.password, user.passwordHash) : await hasher.verifyAgainstNothing(input.password);
+      if (!user || !ok || !user.isActive) throw new DomainError('unauthenticated', 'Invalid email or password.');
+      const { token, expiresAt } = await issuer.issue('merchantUser', user.id, { mid: user.merchantId, role: user.role, iat_ms: Date.now() }, MERCHANT_TOKEN_TTL_SECONDS);
+      return { token, expiresAt: expiresAt.toISOString(), user: user.toView() };
+    },
+  };
+}
