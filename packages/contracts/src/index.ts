@@ -6,3 +6,4 @@ export * from './merchants.js';
 export * from './merchant-users.js';
 export * from './api-keys.js';
 export * from './tokens.js';
+export * from './events.js';

@@ -5,3 +5,4 @@ export * from './grpc.js';
 export * from './database.js';
 export * from './nats.js';
 export * from './secrets.js';
+export * from './outbox.js';

@@ -1,11 +1,11 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, serviceDefinition, shutdownServer, unaryHandlers, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, serviceDefinition, shutdownServer, unaryHandlers, type Logger } from '@billing/service-runtime';
 import type { BillingConfig } from './config.js';
 import { MerchantSchema } from './merchants/merchant.js';
 import { merchantsGrpc } from './merchants/merchants-grpc.js';
 import { MIGRATIONS } from './migrations/index.js';
 
-export const ENTITIES = [MerchantSchema];
+export const ENTITIES = [OutboxMessageSchema, MerchantSchema];
 
 export async function openBillingDatabase(config: BillingConfig): Promise<MikroORM> {
   return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS, poolMax: config.DB_POOL_MAX });

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, serviceDefinition, shutdownServer, unaryHandlers, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, serviceDefinition, shutdownServer, unaryHandlers, type Logger } from '@billing/service-runtime';
 import { ApiKeySchema } from './api-keys/api-key.js';
 import { apiKeysGrpc } from './api-keys/api-keys-grpc.js';
 import type { IdentityConfig } from './config.js';
@@ -12,7 +12,7 @@ import { PasswordHasher } from './passwords/password-hasher.js';
 import { SigningKeySchema } from './signing-keys/signing-key.js';
 import { TokenIssuer } from './signing-keys/token-issuer.js';
 
-export const ENTITIES = [SigningKeySchema, MerchantUserSchema, ApiKeySchema, CredentialChangeSchema];
+export const ENTITIES = [OutboxMessageSchema, SigningKeySchema, MerchantUserSchema, ApiKeySchema, CredentialChangeSchema];
 
 export async function openIdentityDatabase(config: IdentityConfig): Promise<MikroORM> {
   return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS });

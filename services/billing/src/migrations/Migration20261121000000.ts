@@ -1,4 +1,5 @@
 import { Migration } from '@mikro-orm/migrations';
+import { outboxTableSql } from '@billing/service-runtime';
 
 export class Migration20261121000000 extends Migration {
   override async up(): Promise<void> {
@@ -22,5 +23,6 @@ export class Migration20261121000000 extends Migration {
       "created_at" timestamptz not null,
       "updated_at" timestamptz not null)`);
     this.addSql(`create index "merchants_created_at_index" on "billing"."merchants" ("created_at", "id")`);
+    for (const sql of outboxTableSql('billing')) this.addSql(sql);
   }
 }

@@ -1,4 +1,5 @@
 import { Migration } from '@mikro-orm/migrations';
+import { outboxTableSql } from '@billing/service-runtime';
 
 export class Migration20261121000000 extends Migration {
   override async up(): Promise<void> {
@@ -43,5 +44,6 @@ export class Migration20261121000000 extends Migration {
       "subject_id" uuid not null,
       "revoked" boolean not null,
       "at" timestamptz not null default now())`);
+    for (const sql of outboxTableSql('identity')) this.addSql(sql);
   }
 }

@@ -1,0 +1,68 @@
+// Readiness checks: grpc.health.v1.Health/Check for gRPC services, GET for HTTP ones.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { canConnect } from './ports.mjs';
+
+const HEALTH_PROTO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../proto/grpc/health/v1/health.proto');
+
+/** @type {Promise<any> | undefined} */
+let healthClientCtor;
+
+/** The generated Health client, or null when @grpc/grpc-js is not installed. */
+function loadHealthClient() {
+  healthClientCtor ??= (async () => {
+    try {
+      const grpc = await import('@grpc/grpc-js');
+      const loader = await import('@grpc/proto-loader');
+      const def = loader.loadSync(HEALTH_PROTO, { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true });
+      /** @type {any} */
+      const pkg = grpc.loadPackageDefinition(def);
+      return { grpc, Health: pkg.grpc.health.v1.Health };
+    } catch {
+      return null;
+    }
+  })();
+  return healthClientCtor;
+}
+
+/**
+ * True when the gRPC server at `address` (`host:port`) reports SERVING for `service` ('' is
+ * the server as a whole). Without @grpc/grpc-js, true when the port accepts connections.
+ * @param {string} address
+ * @param {{ service?: string, timeoutMs?: number }} [opts]
+ * @returns {Promise<boolean>}
+ */
+export async function checkGrpcHealth(address, opts = {}) {
+  const loaded = await loadHealthClient();
+  if (!loaded) {
+    const i = address.lastIndexOf(':');
+    return canConnect(address.slice(0, i), Number(address.slice(i + 1)), opts.timeoutMs);
+  }
+  const client = new loaded.Health(address, loaded.grpc.credentials.createInsecure());
+  try {
+    return await new Promise((resolve) => {
+      const deadline = new Date(Date.now() + (opts.timeoutMs ?? 1000));
+      client.Check({ service: opts.service ?? '' }, { deadline }, (/** @type {unknown} */ err, /** @type {{ status?: string }} */ res) =>
+        resolve(!err && res?.status === 'SERVING'),
+      );
+    });
+  } finally {
+    client.close();
+  }
+}
+
+/**
+ * True when GET `url` answers 2xx.
+ * @param {string} url
+ * @param {{ timeoutMs?: number }} [opts]
+ * @returns {Promise<boolean>}
+ */
+export async function checkHttpHealth(url, opts = {}) {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(opts.timeoutMs ?? 2000) });
+    await res.arrayBuffer();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,150 @@
+// NATS with JetStream for development and tests: the server in NATS_URL, or a nats-server
+// process with its own store directory.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { findFreePort } from './ports.mjs';
+import { describeExit, sleep, spawnProcess, waitUntil } from './processes.mjs';
+
+const SEARCH_DIRS = ['/usr/sbin', '/usr/local/bin', '/usr/bin', '/usr/local/sbin', '/opt/homebrew/bin'];
+
+export const NATS_INSTALL_HINT = [
+  'nats-server was not found. Either:',
+  '  - install it: apt-get install nats-server (Debian/Ubuntu), brew install nats-server (macOS),',
+  '    or download a release from https://github.com/nats-io/nats-server/releases and put it on PATH;',
+  '  - or point NATS_SERVER_BIN at the binary;',
+  '  - or set NATS_URL to a running NATS server with JetStream enabled (nats-server -js).',
+].join('\n');
+
+/** @param {string} file */
+function isExecutable(file) {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Path of the nats-server binary: NATS_SERVER_BIN, PATH, or the usual system directories.
+ * With `install`, when running as root on a system with apt-get, installs the Debian package
+ * if nothing is found.
+ * @param {{ install?: boolean, log?: (msg: string) => void }} [opts]
+ * @returns {string | undefined}
+ */
+export function findNatsServer(opts = {}) {
+  const fromEnv = process.env.NATS_SERVER_BIN;
+  if (fromEnv) {
+    if (isExecutable(fromEnv)) return fromEnv;
+    throw new Error(`NATS_SERVER_BIN=${fromEnv} is not an executable file`);
+  }
+  const search = () => {
+    const dirs = [...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean), ...SEARCH_DIRS];
+    return dirs.map((d) => path.join(d, 'nats-server')).find(isExecutable);
+  };
+  const found = search();
+  if (found || !opts.install) return found;
+  const aptGet = ['/usr/bin/apt-get', '/bin/apt-get'].find(isExecutable);
+  if (process.getuid?.() !== 0 || !aptGet) return undefined;
+  opts.log?.('nats-server not found; installing it with apt-get');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const install = () => spawnSync(aptGet, ['install', '-y', '--no-install-recommends', 'nats-server'], { stdio: 'inherit', env }).status === 0;
+  if (!install()) {
+    spawnSync(aptGet, ['update'], { stdio: 'inherit', env });
+    install();
+  }
+  return search();
+}
+
+/**
+ * @typedef {object} NatsServer
+ * @property {string} url
+ * @property {number} port
+ * @property {string} storeDir
+ * @property {string[]} logs
+ * @property {() => number | undefined} pid
+ * @property {() => Promise<void>} stop
+ * @property {() => Promise<void>} restart Stops and starts again on the same port and store directory.
+ */
+
+/**
+ * @typedef {object} NatsServerOptions
+ * @property {string} bin Path of nats-server.
+ * @property {string} storeDir JetStream store directory; created if missing.
+ * @property {number} [port] Exact port; otherwise `preferredPort` if free, or any free port.
+ * @property {number} [preferredPort]
+ * @property {boolean} [detached] Own process group (see processes.mjs).
+ * @property {(line: string) => void} [onLine]
+ */
+
+/**
+ * Starts `nats-server -js` on 127.0.0.1 and waits until it is ready.
+ * @param {NatsServerOptions} opts
+ * @returns {Promise<NatsServer>}
+ */
+export async function startNatsServer(opts) {
+  fs.mkdirSync(opts.storeDir, { recursive: true });
+  /** @type {string[]} */
+  const logs = [];
+  /** @param {number} port */
+  const launch = async (port) => {
+    const proc = await spawnProcess('nats-server', opts.bin, {
+      args: ['-js', '-sd', opts.storeDir, '-a', '127.0.0.1', '-p', String(port), '-n', `billing-dev-${port}`],
+      detached: opts.detached,
+      logs,
+      onLine: opts.onLine,
+    });
+    const from = logs.length;
+    try {
+      await waitUntil('nats-server to be ready', async () => logs.slice(from).some((l) => l.includes('Server is ready')), {
+        timeoutMs: 30_000,
+        abort: proc.exited.then((s) => `nats-server ${describeExit(s)}:\n${logs.slice(-20).join('\n')}`),
+      });
+      return proc;
+    } catch (e) {
+      await proc.stop(5000);
+      throw e;
+    }
+  };
+
+  let port = opts.port ?? (await findFreePort(opts.preferredPort));
+  let proc;
+  for (let attempt = 0; !proc; attempt++) {
+    try {
+      proc = await launch(port);
+    } catch (e) {
+      const portTaken = logs.some((l) => /address already in use/i.test(l));
+      if (opts.port !== undefined || !portTaken || attempt >= 3) throw e;
+      await sleep(100);
+      port = await findFreePort();
+    }
+  }
+  /** @type {import('./processes.mjs').ManagedProcess | undefined} */
+  let current = proc;
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    storeDir: opts.storeDir,
+    logs,
+    pid: () => (current?.running() ? current.pid : undefined),
+    stop: async () => {
+      await current?.stop(10_000);
+      current = undefined;
+    },
+    restart: async () => {
+      await current?.stop(10_000);
+      current = undefined;
+      // The OS may hold the port briefly after the old server closed it.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          current = await launch(port);
+          return;
+        } catch (e) {
+          if (attempt >= 20) throw e;
+          await sleep(250);
+        }
+      }
+    },
+  };
+}

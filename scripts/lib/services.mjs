@@ -1,0 +1,102 @@
+// The services of the platform, as the launchers (npm start, the test harness, bench) run them.
+// Adding a service or an environment variable is one entry or one line here.
+
+/**
+ * @typedef {object} ServiceSpec
+ * @property {string} name Directory under services/; runs from services/<name>/dist/main.js.
+ * @property {'grpc' | 'http'} protocol
+ * @property {number} defaultPort The port the service uses when nothing is configured.
+ * @property {Record<string, string>} listen Env vars telling the service where to listen;
+ *   `{host}` and `{port}` are filled in.
+ * @property {string} [healthPath] HTTP services: path answering 200 when ready. Without it an
+ *   HTTP service is ready when its port accepts connections. gRPC services are checked with
+ *   grpc.health.v1.Health/Check.
+ * @property {Record<string, string>} [connectsTo] Env var → service whose address it receives
+ *   (`127.0.0.1:<port>` for gRPC, `http://127.0.0.1:<port>` for HTTP). Only set when that service
+ *   runs; a service is started after the ones it connects to.
+ * @property {(ctx: LaunchContext) => Record<string, string | undefined>} [env] Further env vars.
+ */
+
+/**
+ * @typedef {object} LaunchContext
+ * @property {string} adminToken
+ * @property {'development' | 'test' | 'production'} mode
+ */
+
+/** In start order where there are no dependencies. @type {ServiceSpec[]} */
+export const SERVICES = [
+  {
+    name: 'sandbox-provider',
+    protocol: 'http',
+    defaultPort: 8090,
+    listen: { SANDBOX_PROVIDER_PORT: '{port}' },
+  },
+  {
+    name: 'identity',
+    protocol: 'grpc',
+    defaultPort: 50051,
+    listen: { IDENTITY_GRPC_ADDRESS: '{host}:{port}' },
+  },
+  {
+    name: 'billing',
+    protocol: 'grpc',
+    defaultPort: 50052,
+    listen: { BILLING_GRPC_ADDRESS: '{host}:{port}' },
+    connectsTo: { PAYMENT_PROVIDER_URL: 'sandbox-provider' },
+  },
+  {
+    name: 'checkout',
+    protocol: 'grpc',
+    defaultPort: 50053,
+    listen: { CHECKOUT_GRPC_ADDRESS: '{host}:{port}' },
+    connectsTo: { PAYMENT_PROVIDER_URL: 'sandbox-provider' },
+  },
+  {
+    name: 'webhooks',
+    protocol: 'grpc',
+    defaultPort: 50054,
+    listen: { WEBHOOKS_GRPC_ADDRESS: '{host}:{port}' },
+  },
+  {
+    name: 'gateway',
+    protocol: 'http',
+    defaultPort: 8080,
+    listen: { HOST: '{host}', PORT: '{port}' },
+    healthPath: '/health',
+    connectsTo: {
+      IDENTITY_GRPC_URL: 'identity',
+      BILLING_GRPC_URL: 'billing',
+      CHECKOUT_GRPC_URL: 'checkout',
+      WEBHOOKS_GRPC_URL: 'webhooks',
+    },
+    env: (ctx) => ({ BILLING_ADMIN_TOKEN: ctx.adminToken }),
+  },
+];
+
+/** Env vars every service receives (besides its own from the spec). */
+export const COMMON_ENV = ['DATABASE_URL', 'NATS_URL', 'PLATFORM_MODE', 'LOG_LEVEL'];
+
+/**
+ * Fills `{host}` and `{port}` in a listen template.
+ * @param {string} template
+ * @param {{ host: string, port: number }} values
+ */
+export function fillTemplate(template, values) {
+  return template.replaceAll('{host}', values.host).replaceAll('{port}', String(values.port));
+}
+
+/**
+ * The port in `value` when it has the template's shape (`0.0.0.0:50051` for `{host}:{port}`).
+ * @param {string} template
+ * @param {string | undefined} value
+ * @returns {number | undefined}
+ */
+export function portFromTemplate(template, value) {
+  if (!value || !template.includes('{port}')) return undefined;
+  const pattern = template
+    .split(/(\{host\}|\{port\})/)
+    .map((part) => (part === '{host}' ? '.*' : part === '{port}' ? '(\\d+)' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('');
+  const m = new RegExp(`^${pattern}$`).exec(value);
+  return m ? Number(m[1]) : undefined;
+}
