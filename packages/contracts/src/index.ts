@@ -5,5 +5,6 @@ export * from './event-types.js';
 export * from './merchants.js';
 export * from './merchant-users.js';
 export * from './api-keys.js';
+export * from './customers.js';
 export * from './tokens.js';
 export * from './events.js';

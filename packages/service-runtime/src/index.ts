@@ -6,3 +6,4 @@ export * from './database.js';
 export * from './nats.js';
 export * from './secrets.js';
 export * from './outbox.js';
+export * from './messaging.js';
