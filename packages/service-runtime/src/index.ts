@@ -7,3 +7,6 @@ export * from './nats.js';
 export * from './secrets.js';
 export * from './outbox.js';
 export * from './messaging.js';
+export * from './outbox-relay.js';
+export * from './event-stream.js';
+export * from './network-address.js';

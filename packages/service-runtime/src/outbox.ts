@@ -62,3 +62,19 @@ export function recordEvent(em: EntityManager, event: { type: string; merchantId
   em.persist(msg);
   return msg;
 }
+
+/** The LISTEN/NOTIFY channel a service's outbox announces commits on. */
+export const outboxChannel = (schema: string) => `outbox_${schema}`;
+
+/**
+ * SQL adding a statement-level trigger that NOTIFYs the outbox channel on insert. Postgres
+ * delivers the notification at commit (and never for a rolled-back transaction), so the relay
+ * wakes as soon as an event becomes visible instead of waiting for its next poll.
+ */
+export function outboxNotifySql(schema: string): string[] {
+  return [
+    `create or replace function "${schema}"."outbox_notify"() returns trigger language plpgsql as $$
+      begin perform pg_notify('${outboxChannel(schema)}', ''); return null; end $$`,
+    `create or replace trigger "outbox_notify" after insert on "${schema}"."outbox" for each statement execute function "${schema}"."outbox_notify"()`,
+  ];
+}

@@ -1,19 +1,9 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { DomainError } from '@billing/contracts';
+import { isNonPublicAddress } from '@billing/service-runtime';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
-
-/** True for loopback, private (RFC 1918, ULA), link-local, CGNAT and unspecified addresses. */
-export function isNonPublicAddress(address: string): boolean {
-  if (isIP(address) === 4) {
-    const [a, b] = address.split('.').map(Number) as [number, number];
-    return a === 127 || a === 10 || a === 0 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254) || (a === 100 && b >= 64 && b <= 127);
-  }
-  const v6 = address.toLowerCase();
-  if (v6.startsWith('::ffff:')) return isNonPublicAddress(v6.slice(7));
-  return v6 === '::1' || v6 === '::' || v6.startsWith('fc') || v6.startsWith('fd') || v6.startsWith('fe8') || v6.startsWith('fe9') || v6.startsWith('fea') || v6.startsWith('feb');
-}
 
 /**
  * Webhook URLs must be absolute https. Plain http is allowed only to loopback hosts outside
