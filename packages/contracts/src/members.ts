@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { DateTime, Email, PageQuery, Uuid } from './common.js';
+
+/** A merchant's customer: unique per merchant by email, compared case-insensitively. */
+export const Member = z
+  .object({
+    id: Uuid,
+    merchantId: Uuid,
+    email: z.string(),
+    firstName: z.string(),
+    lastName: z.string(),
+    phone: z.string().nullable(),
+    createdAt: DateTime,
+    updatedAt: DateTime,
+  })
+  .meta({ id: 'Member' });
+export type Member = z.infer<typeof Member>;
+
+export const CreateMemberRequest = z
+  .object({
+    merchantId: Uuid,
+    email: z.string().trim().pipe(Email),
+    firstName: z.string().trim().min(1, 'Must not be empty.').max(100),
+    lastName: z.string().trim().min(1, 'Must not be empty.').max(100),
+    phone: z.string().trim().max(50).nullish(),
+  })
+  .meta({ id: 'CreateMemberRequest' });
+export type CreateMemberRequest = z.infer<typeof CreateMemberRequest>;
+
+/** `email` matches exactly, case-insensitively. */
+export const ListMembersQuery = PageQuery.extend({ merchantId: Uuid.optional(), email: z.string().trim().max(256).optional() });
+
+/** Payload (`data`) of `member.created`: the new member. */
+export const MemberCreatedEvent = Member.meta({ id: 'MemberCreatedEvent' });
+export type MemberCreatedEvent = z.infer<typeof MemberCreatedEvent>;

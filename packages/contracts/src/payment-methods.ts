@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import { DateTime, Uuid } from './common.js';
+
+export const PAYMENT_METHOD_TYPES = ['Card', 'BankAccount'] as const;
+export type PaymentMethodType = (typeof PAYMENT_METHOD_TYPES)[number];
+
+/**
+ * A member's stored instrument: the result of tokenisation, never a full card or account
+ * number. `rank` 1 is the default; the biller tries methods in rank order.
+ */
+export const PaymentMethod = z
+  .object({
+    id: Uuid,
+    merchantId: Uuid,
+    memberId: Uuid,
+    type: z.enum(PAYMENT_METHOD_TYPES),
+    brand: z.string().nullable(),
+    last4: z.string(),
+    expiryMonth: z.number().int().nullable(),
+    expiryYear: z.number().int().nullable(),
+    accountName: z.string().nullable(),
+    bsb: z.string().nullable(),
+    rank: z.number().int(),
+    isDefault: z.boolean(),
+    createdAt: DateTime,
+  })
+  .meta({ id: 'PaymentMethod' });
+export type PaymentMethod = z.infer<typeof PaymentMethod>;
+
+/** Australian bank-state-branch number: six digits, optionally `123-456`; normalised to `123-456`. */
+export const Bsb = z
+  .string()
+  .trim()
+  .regex(/^\d{3}-?\d{3}$/, 'Must be a 6-digit BSB, e.g. 062-000.')
+  .transform((s) => `${s.replace('-', '').slice(0, 3)}-${s.replace('-', '').slice(3)}`);
+
+export const Last4 = z.string().regex(/^\d{4}$/, 'Must be exactly 4 digits.');
+
+/** Body fields that would carry full instrument numbers; refused outright, never stored or logged. */
+export const FORBIDDEN_INSTRUMENT_FIELDS = ['cardNumber', 'number', 'pan', 'accountNumber', 'cvc', 'cvv', 'cvn', 'securityCode', 'card_number', 'account_number'] as const;
+
+const FULL_NUMBER_MESSAGE = 'Full card or account numbers and security codes must never be sent; send the tokenisation result (type, brand, last4) or use from-token.';
+
+/** Fields of a tokenisation result, shared by the payment-method endpoints and onboarding. */
+export const paymentMethodDetailsShape = {
+  type: z.enum(PAYMENT_METHOD_TYPES),
+  brand: z.string().trim().min(1).max(50).nullish(),
+  last4: Last4,
+  expiryMonth: z.number().int('Must be a whole number.').min(1).max(12).nullish(),
+  expiryYear: z.number().int('Must be a whole number.').min(2000).max(2100).nullish(),
+  accountName: z.string().trim().min(1, 'Must not be empty.').max(200).nullish(),
+  bsb: Bsb.nullish(),
+};
+
+/**
+ * Cards need `expiryMonth` and `expiryYear` (not in the past) and carry no bank fields; bank
+ * accounts need `accountName` and `bsb` and carry no expiry. Fields holding full numbers
+ * (`cardNumber`, `accountNumber`, ...) are refused.
+ */
+export function checkPaymentMethodDetails(
+  pm: { type: PaymentMethodType; expiryMonth?: number | null; expiryYear?: number | null; accountName?: string | null; bsb?: string | null } & Record<string, unknown>,
+  ctx: z.RefinementCtx,
+  now = new Date(),
+): void {
+  for (const field of FORBIDDEN_INSTRUMENT_FIELDS) if (field in pm) ctx.addIssue({ code: 'custom', path: [field], message: FULL_NUMBER_MESSAGE });
+  const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  if (pm.type === 'Card') {
+    if (pm.expiryMonth == null) issue('expiryMonth', 'Required for a Card.');
+    if (pm.expiryYear == null) issue('expiryYear', 'Required for a Card.');
+    if (pm.accountName != null) issue('accountName', 'Only for a BankAccount.');
+    if (pm.bsb != null) issue('bsb', 'Only for a BankAccount.');
+    if (pm.expiryMonth != null && pm.expiryYear != null) {
+      const expiry = pm.expiryYear * 12 + pm.expiryMonth;
+      if (expiry < now.getUTCFullYear() * 12 + now.getUTCMonth() + 1) issue('expiryYear', 'The card has expired.');
+    }
+  } else {
+    if (pm.accountName == null) issue('accountName', 'Required for a BankAccount.');
+    if (pm.bsb == null) issue('bsb', 'Required for a BankAccount.');
+    if (pm.expiryMonth != null) issue('expiryMonth', 'Only for a Card.');
+    if (pm.expiryYear != null) issue('expiryYear', 'Only for a Card.');
+  }
+}
+
+export const AddPaymentMethodRequest = z
+  .looseObject({ merchantId: Uuid.nullish(), memberId: Uuid.nullish(), ...paymentMethodDetailsShape })
+  .superRefine((pm, ctx) => checkPaymentMethodDetails(pm, ctx))
+  .meta({ id: 'AddPaymentMethodRequest' });
+export type AddPaymentMethodRequest = z.infer<typeof AddPaymentMethodRequest>;
+
+export const AddPaymentMethodFromTokenRequest = z
+  .object({
+    merchantId: Uuid.nullish(),
+    memberId: Uuid.nullish(),
+    providerToken: z.string().trim().min(1, 'Must not be empty.').max(200),
+  })
+  .meta({ id: 'AddPaymentMethodFromTokenRequest' });
+export type AddPaymentMethodFromTokenRequest = z.infer<typeof AddPaymentMethodFromTokenRequest>;
+
+/** The member's full set of method ids in the new order; the first becomes the default. */
+export const ReorderPaymentMethodsRequest = z
+  .object({
+    memberId: Uuid.nullish(),
+    merchantId: Uuid.nullish(),
+    orderedIds: z.array(Uuid).max(1000).nullish(),
+  })
+  .meta({ id: 'ReorderPaymentMethodsRequest' });
+export type ReorderPaymentMethodsRequest = z.infer<typeof ReorderPaymentMethodsRequest>;
+
+/** Payload (`data`) of `payment_method.added`: the new method. */
+export const PaymentMethodAddedEvent = PaymentMethod.meta({ id: 'PaymentMethodAddedEvent' });
+export type PaymentMethodAddedEvent = z.infer<typeof PaymentMethodAddedEvent>;

@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import { DateTime, Uuid } from './common.js';
+
+/** Onboarding questions of a product, answered by members when they sign up. */
+export const QUESTION_KINDS = ['Text', 'SingleChoice', 'MultiChoice'] as const;
+export type QuestionKind = (typeof QUESTION_KINDS)[number];
+
+export const INT32_MIN = -2_147_483_648;
+export const INT32_MAX = 2_147_483_647;
+const Int32 = z.number().int('Must be a whole number.').min(INT32_MIN).max(INT32_MAX);
+
+/** Most options a choice question may have. */
+export const MAX_QUESTION_OPTIONS = 50;
+
+export const QuestionOption = z.object({ id: Uuid, label: z.string() }).meta({ id: 'QuestionOption' });
+export type QuestionOption = z.infer<typeof QuestionOption>;
+
+export const Question = z
+  .object({
+    id: Uuid,
+    productId: Uuid,
+    text: z.string(),
+    kind: z.enum(QUESTION_KINDS),
+    required: z.boolean(),
+    /** Display position; the list is ordered by `order`, then `id`. */
+    order: z.number().int(),
+    options: z.array(QuestionOption),
+    createdAt: DateTime,
+  })
+  .meta({ id: 'Question' });
+export type Question = z.infer<typeof Question>;
+
+/**
+ * Choice questions need at least one option (labels unique, case-insensitively); Text questions
+ * have none. `order` defaults to after the product's last question.
+ */
+export const CreateQuestionRequest = z
+  .object({
+    merchantId: Uuid.nullish(),
+    productId: Uuid.nullish(),
+    text: z.string().trim().min(1, 'Must not be empty.').max(1000),
+    kind: z.enum(QUESTION_KINDS),
+    required: z.boolean().default(false),
+    order: Int32.nullish(),
+    options: z
+      .array(z.object({ label: z.string().trim().min(1, 'Must not be empty.').max(200) }))
+      .max(MAX_QUESTION_OPTIONS)
+      .nullish(),
+  })
+  .superRefine((q, ctx) => {
+    const options = q.options ?? [];
+    if (q.kind === 'Text' && options.length > 0) ctx.addIssue({ code: 'custom', path: ['options'], message: 'Text questions have no options.' });
+    if (q.kind !== 'Text' && options.length === 0) ctx.addIssue({ code: 'custom', path: ['options'], message: `${q.kind} questions need at least one option.` });
+    const seen = new Set<string>();
+    options.forEach((o, i) => {
+      const key = o.label.toLowerCase();
+      if (seen.has(key)) ctx.addIssue({ code: 'custom', path: ['options', i, 'label'], message: 'Option labels must be unique.' });
+      seen.add(key);
+    });
+  })
+  .meta({ id: 'CreateQuestionRequest' });
+export type CreateQuestionRequest = z.infer<typeof CreateQuestionRequest>;
+
+/**
+ * Bulk display-order update: each listed question gets its `order`; questions not listed keep
+ * theirs. Every id must be a question of the product in the path, listed once.
+ */
+export const ReorderQuestionsRequest = z
+  .object({
+    productId: Uuid.nullish(),
+    orders: z
+      .array(z.object({ id: Uuid, order: Int32 }), { message: 'Required: an array of { id, order }.' })
+      .min(1, 'At least one item is required.')
+      .max(1000)
+      .superRefine((orders, ctx) => {
+        const seen = new Set<string>();
+        orders.forEach((o, i) => {
+          const id = o.id.toLowerCase();
+          if (seen.has(id)) ctx.addIssue({ code: 'custom', path: [i, 'id'], message: 'Each question may be listed only once.' });
+          seen.add(id);
+        });
+      }),
+  })
+  .meta({ id: 'ReorderQuestionsRequest' });
+export type ReorderQuestionsRequest = z.infer<typeof ReorderQuestionsRequest>;

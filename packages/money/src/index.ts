@@ -1,0 +1,3 @@
+export * from './currency.js';
+export * from './money.js';
+export * from './rounding.js';
