@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { createLogger, type Logger } from '@billing/service-runtime';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { createLogger, migrate, openDatabase, type Logger } from '@billing/service-runtime';
 import { apiKeyRoutes } from './api-keys/api-key-routes.js';
 import { MerchantAccess } from './auth/access.js';
 import { ApiKeyCache } from './auth/api-key-cache.js';
@@ -10,9 +11,21 @@ import { createBackends, type Backends } from './backends/clients.js';
 import type { GatewayConfig } from './config.js';
 import type { RouteSpec } from './http/route.js';
 import { buildHttpServer, type RequestPipeline } from './http/server.js';
+import { startExpiryJob } from './idempotency/expiry-job.js';
+import { IdempotencyEngine } from './idempotency/idempotency-engine.js';
+import { IdempotencyRecordSchema } from './idempotency/idempotency-record.js';
+import { IdempotencyStore } from './idempotency/idempotency-store.js';
 import { merchantRoutes } from './merchants/merchant-routes.js';
 import { merchantUserRoutes } from './merchant-users/merchant-user-routes.js';
+import { MIGRATIONS } from './migrations/index.js';
 import { buildOpenApi, DOCS_HTML } from './openapi/openapi.js';
+
+export const ENTITIES = [IdempotencyRecordSchema];
+
+/** The gateway's own schema: idempotency records. */
+export async function openGatewayDatabase(config: GatewayConfig): Promise<MikroORM> {
+  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS, poolMax: config.DB_POOL_MAX });
+}
 
 export interface GatewayApp {
   app: FastifyInstance;
@@ -23,6 +36,8 @@ export interface GatewayApp {
 /** Composition root of the gateway: credentials, cross-cutting pipeline, feature routes. */
 export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   const logger = createLogger('gateway', config.LOG_LEVEL);
+  const orm = await openGatewayDatabase(config);
+  await migrate(orm, config.DB_SCHEMA);
   const backends: Backends = createBackends(config);
 
   const feed = new CredentialFeed(backends.identity, logger, config.CREDENTIAL_FEED_POLL_MS);
@@ -34,7 +49,18 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   });
   const access = new MerchantAccess(backends);
 
-  const pipeline: RequestPipeline = {};
+  const idempotencyStore = new IdempotencyStore(orm);
+  const idempotency = new IdempotencyEngine(idempotencyStore, logger, {
+    retentionMs: config.IDEMPOTENCY_RETENTION_HOURS * 3_600_000,
+    leaseMs: config.IDEMPOTENCY_LEASE_SECONDS * 1000,
+  });
+  const pipeline: RequestPipeline = {
+    runIdempotent: (_spec, request, principal, run) =>
+      idempotency.run(
+        { method: request.method, url: request.url, key: request.headers['idempotency-key'], rawBody: request.rawBody, principal, traceId: request.traceId },
+        run,
+      ),
+  };
   const { app, register } = buildHttpServer({ logger, authenticator, pipeline });
 
   const routes: RouteSpec[] = [
@@ -52,6 +78,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
 
   await feed.start();
   apiKeys.start();
+  const idempotencyExpiry = startExpiryJob(idempotencyStore, logger, config.IDEMPOTENCY_CLEANUP_INTERVAL_MS);
 
   return {
     app,
@@ -60,7 +87,9 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
       await app.close();
       feed.stop();
       await apiKeys.stop();
+      await idempotencyExpiry.stop();
       backends.close();
+      await orm.close();
     },
   };
 }

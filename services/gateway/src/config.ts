@@ -11,7 +11,9 @@ export const GatewayConfig = BaseConfig.extend({
   BILLING_GRPC_URL: z.string().default('127.0.0.1:50052'),
   CHECKOUT_GRPC_URL: z.string().default('127.0.0.1:50053'),
   WEBHOOKS_GRPC_URL: z.string().default('127.0.0.1:50054'),
-  DATABASE_URL: z.string().optional(),
+  DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
+  DB_SCHEMA: z.string().default('gateway'),
+  DB_POOL_MAX: z.coerce.number().int().min(1).default(10),
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   /** Deadline of every forwarded gRPC call. */
   GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(5000),
@@ -23,6 +25,12 @@ export const GatewayConfig = BaseConfig.extend({
   API_KEY_USAGE_FLUSH_MS: z.coerce.number().int().min(100).default(5_000),
   /** Base URL the gateway is reachable at, used in Location headers and links. */
   PUBLIC_BASE_URL: z.string().optional(),
+  /** How long an Idempotency-Key is kept; after it the key may be reused (contract: 24 h). */
+  IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().positive().default(24),
+  /** An idempotent request still in flight after this is presumed lost (its gateway died): outcome unknown. */
+  IDEMPOTENCY_LEASE_SECONDS: z.coerce.number().positive().default(60),
+  /** How often expired idempotency records are deleted. */
+  IDEMPOTENCY_CLEANUP_INTERVAL_MS: z.coerce.number().int().min(1000).default(600_000),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfig> & { BILLING_ADMIN_TOKEN: string };
 

@@ -15,6 +15,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
     traceId?: string;
+    /** The JSON body bytes exactly as received (idempotency fingerprints hash them). */
+    rawBody?: Buffer;
   }
 }
 
@@ -24,7 +26,8 @@ declare module 'fastify' {
  */
 export interface RequestPipeline {
   limitRate?(request: FastifyRequest, principal: Principal | undefined, reply: FastifyReply): Promise<void> | void;
-  runIdempotent?(spec: RouteSpec, ctx: RouteContext<any, any, any>, run: () => Promise<RouteResult>): Promise<RouteResult>;
+  /** `run` parses the inputs and calls the handler, so validation failures are outcomes of the run. */
+  runIdempotent?(spec: RouteSpec, request: FastifyRequest, principal: Principal | undefined, run: () => Promise<RouteResult>): Promise<RouteResult>;
 }
 
 export interface HttpServerOptions {
@@ -75,7 +78,8 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
   // JSON parser that tolerates an empty body (POST /pause with a JSON content type) and marks
   // malformed JSON distinctly.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(/^application\/(?:[\w.+-]+\+)?json(?:\s*;.*)?$/i, { parseAs: 'string' }, (_req, body: string | Buffer, done) => {
+  app.addContentTypeParser(/^application\/(?:[\w.+-]+\+)?json(?:\s*;.*)?$/i, { parseAs: 'buffer' }, (req, body: string | Buffer, done) => {
+    req.rawBody = typeof body === 'string' ? Buffer.from(body) : body;
     const text = body.toString().trim();
     if (text === '') return done(null, undefined);
     try {
@@ -111,16 +115,18 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
           await pipeline.limitRate?.(request, principal, reply);
           authorize(principal, spec.auth);
 
-          const ctx: RouteContext<any, any, any> = {
-            params: parse(spec.params, request.params),
-            query: parse(spec.query, request.query),
-            body: spec.body ? parse(spec.body, request.body ?? {}) : undefined,
-            principal: principal!,
-            request,
-            reply,
+          const run = async () => {
+            const ctx: RouteContext<any, any, any> = {
+              params: parse(spec.params, request.params),
+              query: parse(spec.query, request.query),
+              body: spec.body ? parse(spec.body, request.body ?? {}) : undefined,
+              principal: principal!,
+              request,
+              reply,
+            };
+            return spec.handler(ctx);
           };
-          const run = () => spec.handler(ctx);
-          const result = spec.idempotent && pipeline.runIdempotent ? await pipeline.runIdempotent(spec, ctx, run) : await run();
+          const result = spec.idempotent && pipeline.runIdempotent ? await pipeline.runIdempotent(spec, request, principal, run) : await run();
           span.setAttribute('http.response.status_code', result.status);
           if (result.headers) reply.headers(result.headers);
           reply.code(result.status);

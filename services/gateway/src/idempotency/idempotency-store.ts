@@ -1,0 +1,84 @@
+import type { MikroORM, QueryResult } from '@mikro-orm/postgresql';
+import { IdempotencyRecord, type StoredResponse } from './idempotency-record.js';
+
+/** Rows deleted per statement by the expiry job. */
+export const EXPIRY_BATCH_SIZE = 5000;
+
+export interface Claim {
+  scope: string;
+  key: string;
+  fingerprint: string;
+  method: string;
+  path: string;
+  claimToken: string;
+  now: Date;
+  expiresAt: Date;
+}
+
+/**
+ * The idempotency table. Each write is one statement so that concurrent requests (on any
+ * replica) are decided by Postgres row locks, never by a read-then-write race.
+ */
+export class IdempotencyStore {
+  constructor(private readonly orm: MikroORM) {}
+
+  /**
+   * Claims the key for this attempt: inserts it, or takes over a row that has expired or that a
+   * 4xx released for the same fingerprint. True when this attempt now holds the key.
+   */
+  async claim(c: Claim): Promise<boolean> {
+    const rows = await this.orm.em.getConnection().execute(
+      `insert into idempotency_records as r
+         (scope, key, fingerprint, method, path, state, claim_token, claimed_at, created_at, expires_at)
+       values (?, ?, ?, ?, ?, 'in_flight', ?, ?, ?, ?)
+       on conflict (scope, key) do update set
+         fingerprint = excluded.fingerprint, method = excluded.method, path = excluded.path, state = 'in_flight',
+         claim_token = excluded.claim_token, claimed_at = excluded.claimed_at, created_at = excluded.created_at,
+         expires_at = excluded.expires_at, response_status = null, response_headers = null, response_body = null,
+         completed_at = null
+       where r.expires_at <= excluded.claimed_at or (r.state = 'released' and r.fingerprint = excluded.fingerprint)
+       returning r.claim_token`,
+      [c.scope, c.key, c.fingerprint, c.method, c.path, c.claimToken, c.now, c.now, c.expiresAt],
+      'all',
+    );
+    return rows.length === 1;
+  }
+
+  async find(scope: string, key: string): Promise<IdempotencyRecord | null> {
+    return this.orm.em.fork().findOne(IdempotencyRecord, { scope, key });
+  }
+
+  /** Stores the outcome of the attempt holding the claim; false when it no longer holds it. */
+  async complete(scope: string, key: string, claimToken: string, response: StoredResponse, now: Date): Promise<boolean> {
+    const res = await this.orm.em.getConnection().execute<QueryResult>(
+      `update idempotency_records
+          set state = 'completed', response_status = ?, response_headers = ?, response_body = ?, completed_at = ?
+        where scope = ? and key = ? and claim_token = ? and state = 'in_flight'`,
+      [response.status, JSON.stringify(response.headers), response.body, now, scope, key, claimToken],
+      'run',
+    );
+    return res.affectedRows === 1;
+  }
+
+  /** Frees the key after a 4xx; the fingerprint stays, so only the same request may claim it again. */
+  async release(scope: string, key: string, claimToken: string, now: Date): Promise<boolean> {
+    const res = await this.orm.em.getConnection().execute<QueryResult>(
+      `update idempotency_records set state = 'released', completed_at = ?
+        where scope = ? and key = ? and claim_token = ? and state = 'in_flight'`,
+      [now, scope, key, claimToken],
+      'run',
+    );
+    return res.affectedRows === 1;
+  }
+
+  /** Deletes up to `batch` expired records; returns how many. */
+  async deleteExpired(now: Date, batch = EXPIRY_BATCH_SIZE): Promise<number> {
+    const res = await this.orm.em.getConnection().execute<QueryResult>(
+      `delete from idempotency_records where ctid = any (array(
+         select ctid from idempotency_records where expires_at <= ? limit ? for update skip locked))`,
+      [now, batch],
+      'run',
+    );
+    return res.affectedRows;
+  }
+}
