@@ -1,0 +1,318 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { apiClient, createApiKey, createMerchant, createMerchantUser, eventually, unique } from '../support/fixtures.js';
+
+const api = apiClient(inject('gatewayUrl'));
+const admin = inject('adminToken');
+const db = new pg.Pool({ connectionString: inject('databaseUrl'), max: 2 });
+afterAll(() => db.end());
+
+const MERCHANT_FIELDS = [
+  'id', 'name', 'description', 'contactEmail', 'contactPhone', 'country', 'timeZone', 'isActive', 'gatewayConfigured', 'createdAt', 'updatedAt',
+  'providerEnvironment', 'merchantGuidConfigured', 'providerMerchantProfileId', 'billingRetryOffsetsDays', 'billingTerminalAction', 'bankSettlementWindowDays',
+];
+
+describe('admin merchants', () => {
+  it('creates a merchant with defaults and a Location header', async () => {
+    const res = await api.post('/api/admin/merchants', { name: 'Acme Fitness', contactEmail: 'ops@acme.example', country: 'AU', timeZone: 'Australia/Sydney' }, { token: admin });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('location')).toBe(`/api/admin/merchants/${res.body.id}`);
+    expect(Object.keys(res.body).sort()).toEqual([...MERCHANT_FIELDS].sort());
+    expect(res.body).toMatchObject({
+      name: 'Acme Fitness', contactEmail: 'ops@acme.example', country: 'AU', timeZone: 'Australia/Sydney', description: null, isActive: true,
+      gatewayConfigured: false, merchantGuidConfigured: false, providerEnvironment: 'Staging', billingRetryOffsetsDays: '1,3,7', billingTerminalAction: 'Cancel',
+    });
+    const read = await api.get(`/api/admin/merchants/${res.body.id}`, { token: admin });
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual(res.body);
+  });
+
+  it('names every invalid field in a validation problem', async () => {
+    const res = await api.post('/api/admin/merchants', { name: '', contactEmail: 'not-an-email', billingRetryOffsetsDays: '3,1', billingTerminalAction: 'Explode', timeZone: 'Mars/Base' }, { token: admin });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
+    expect(res.body.title).toBe('One or more validation errors occurred.');
+    expect(Object.keys(res.body.errors).sort()).toEqual(['billingRetryOffsetsDays', 'billingTerminalAction', 'contactEmail', 'name', 'timeZone']);
+  });
+
+  it('lists merchants in the paged shape', async () => {
+    await createMerchant(api, admin);
+    const res = await api.get('/api/admin/merchants?page=1&pageSize=1', { token: admin });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ page: 1, pageSize: 1, hasPreviousPage: false });
+    expect(res.body.items).toHaveLength(1);
+    expect(res.body.totalCount).toBeGreaterThanOrEqual(2);
+    expect(res.body.hasNextPage).toBe(true);
+  });
+
+  it('answers 404 for an unknown merchant and 400 for a malformed id', async () => {
+    expect((await api.get('/api/admin/merchants/6d1f7c39-5d0c-4a4e-9d59-0d0b4f1d1c11', { token: admin })).status).toBe(404);
+    const bad = await api.get('/api/admin/merchants/not-a-uuid', { token: admin });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors).toHaveProperty('id');
+  });
+
+  it('refuses merchant credentials on admin endpoints (wrong kind: 401)', async () => {
+    const m = await createMerchant(api, admin);
+    const key = await createApiKey(api, admin, m.id);
+    expect((await api.get(`/api/admin/merchants/${m.id}`, { token: key.key })).status).toBe(401);
+    expect((await api.post('/api/admin/merchants', { name: 'x', contactEmail: 'x@example.com' }, { token: key.key })).status).toBe(401);
+  });
+});
+
+describe('PUT /api/admin/merchants/{id}/provider', () => {
+  it('stores credentials write-only and encrypted, reporting only the booleans', async () => {
+    const m = await createMerchant(api, admin);
+    const res = await api.put(`/api/admin/merchants/${m.id}/provider`, { id: m.id, providerEnvironment: 'Staging', gatewayUsername: 'gw-user', gatewayPassword: 'gw-secret-pass' }, { token: admin });
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body).sort()).toEqual([...MERCHANT_FIELDS].sort());
+    expect(res.body).toMatchObject({ gatewayConfigured: true, merchantGuidConfigured: false, providerEnvironment: 'Staging' });
+    expect(JSON.stringify(res.body)).not.toContain('gw-secret-pass');
+
+    const { rows } = await db.query('select provider_credentials_sealed from billing.merchants where id = $1', [m.id]);
+    expect(rows[0].provider_credentials_sealed).toMatch(/^v1:/);
+    expect(rows[0].provider_credentials_sealed).not.toContain('gw-secret-pass');
+    expect(rows[0].provider_credentials_sealed).not.toContain('gw-user');
+  });
+
+  it('leaves absent or null fields unchanged', async () => {
+    const m = await createMerchant(api, admin);
+    await api.put(`/api/admin/merchants/${m.id}/provider`, { gatewayUsername: 'u', gatewayPassword: 'p', merchantGuid: 'guid-1' }, { token: admin });
+    const res = await api.put(`/api/admin/merchants/${m.id}/provider`, { providerEnvironment: 'Production', gatewayPassword: null }, { token: admin });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ providerEnvironment: 'Production', gatewayConfigured: true, merchantGuidConfigured: true });
+  });
+
+  it('answers 400 for a body id that differs from the path, or a bad environment; 404 for an unknown merchant', async () => {
+    const m = await createMerchant(api, admin);
+    const other = await createMerchant(api, admin);
+    expect((await api.put(`/api/admin/merchants/${m.id}/provider`, { id: other.id }, { token: admin })).status).toBe(400);
+    const env = await api.put(`/api/admin/merchants/${m.id}/provider`, { providerEnvironment: 'Mars' }, { token: admin });
+    expect(env.status).toBe(400);
+    expect(env.body.errors).toHaveProperty('providerEnvironment');
+    expect((await api.put('/api/admin/merchants/6d1f7c39-5d0c-4a4e-9d59-0d0b4f1d1c11/provider', { gatewayUsername: 'u' }, { token: admin })).status).toBe(404);
+  });
+});
+
+describe('GET /api/Merchants/me', () => {
+  it('answers id through updatedAt for a merchant user and for an API key', async () => {
+    const m = await createMerchant(api, admin, { description: 'Gym' });
+    const { token } = await createMerchantUser(api, admin, m.id, 'Viewer');
+    const key = await createApiKey(api, admin, m.id);
+    for (const credential of [token, key.key]) {
+      const res = await api.get('/api/Merchants/me', { token: credential });
+      expect(res.status).toBe(200);
+      expect(Object.keys(res.body)).toEqual(MERCHANT_FIELDS.slice(0, 11));
+      expect(res.body).toMatchObject({ id: m.id, description: 'Gym' });
+    }
+  });
+
+  it('matches the path case-insensitively', async () => {
+    const m = await createMerchant(api, admin);
+    const key = await createApiKey(api, admin, m.id);
+    expect((await api.get('/API/merchants/ME', { token: key.key })).status).toBe(200);
+  });
+
+  it('answers 404 when the merchant named by the token no longer exists', async () => {
+    const m = await createMerchant(api, admin);
+    const key = await createApiKey(api, admin, m.id);
+    await db.query('delete from billing.merchants where id = $1', [m.id]);
+    const res = await api.get('/api/Merchants/me', { token: key.key });
+    expect(res.status).toBe(404);
+    expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
+  });
+
+  it('answers 401 for the platform admin token (it has no merchant)', async () => {
+    expect((await api.get('/api/Merchants/me', { token: admin })).status).toBe(401);
+  });
+});
+
+describe('merchant users (admin)', () => {
+  it('creates users, refuses a duplicate email (any case) with 409, and 404s an unknown merchant', async () => {
+    const m = await createMerchant(api, admin);
+    const email = `${unique('dup')}@example.com`;
+    const first = await api.post(`/api/admin/merchants/${m.id}/users`, { email, password: 'password-123', fullName: 'A', role: 'Admin' }, { token: admin });
+    expect(first.status).toBe(201);
+    expect(first.body).toEqual({ id: expect.any(String), merchantId: m.id, email, fullName: 'A', role: 'Admin', isActive: true });
+    const dup = await api.post(`/api/admin/merchants/${m.id}/users`, { email: email.toUpperCase(), password: 'password-123', fullName: 'B', role: 'Staff' }, { token: admin });
+    expect(dup.status).toBe(409);
+    const missing = await api.post('/api/admin/merchants/6d1f7c39-5d0c-4a4e-9d59-0d0b4f1d1c11/users', { email: `${unique()}@example.com`, password: 'password-123', fullName: 'C', role: 'Staff' }, { token: admin });
+    expect(missing.status).toBe(404);
+    const weak = await api.post(`/api/admin/merchants/${m.id}/users`, { email: `${unique()}@example.com`, password: 'short', fullName: 'C', role: 'Boss' }, { token: admin });
+    expect(weak.status).toBe(400);
+    expect(Object.keys(weak.body.errors).sort()).toEqual(['password', 'role']);
+  });
+
+  it('stores the password as a scrypt hash', async () => {
+    const m = await createMerchant(api, admin);
+    const { user, password } = await createMerchantUser(api, admin, m.id);
+    const { rows } = await db.query('select password_hash from identity.merchant_users where id = $1', [user.id]);
+    expect(rows[0].password_hash).toMatch(/^scrypt\$131072\$8\$1\$/);
+    expect(rows[0].password_hash).not.toContain(password);
+  });
+
+  it('signs in with the claims of contract.md §1', async () => {
+    const m = await createMerchant(api, admin);
+    const email = `${unique('l')}@example.com`;
+    await api.post(`/api/admin/merchants/${m.id}/users`, { email, password: 'password-123', fullName: 'Lee', role: 'Staff' }, { token: admin });
+    const res = await api.post('/api/auth/login', { email, password: 'password-123' });
+    expect(res.status).toBe(200);
+    expect(res.body.user).toEqual({ id: expect.any(String), merchantId: m.id, email, fullName: 'Lee', role: 'Staff' });
+    const [header, payload] = res.body.token.split('.').map((p: string) => JSON.parse(Buffer.from(p, 'base64url').toString()));
+    expect(header.alg).toBe('ES256');
+    expect(payload).toMatchObject({ sub: res.body.user.id, mid: m.id, role: 'Staff', iss: expect.any(String), aud: expect.any(String) });
+    expect(payload.exp - payload.iat).toBeLessThanOrEqual(3600);
+    expect(Date.parse(res.body.expiresAt)).toBe(payload.exp * 1000);
+  });
+
+  it('answers the same 401 for a wrong password, an unknown email and an inactive user', async () => {
+    const m = await createMerchant(api, admin);
+    const { user, email, password } = await createMerchantUser(api, admin, m.id);
+    const wrong = await api.post('/api/auth/login', { email, password: 'nope-nope-nope' });
+    const unknown = await api.post('/api/auth/login', { email: `${unique()}@example.com`, password });
+    expect((await api.patch(`/api/admin/merchants/${m.id}/users/${user.id}`, { isActive: false }, { token: admin })).status).toBe(200);
+    const inactive = await api.post('/api/auth/login', { email, password });
+    for (const r of [wrong, unknown, inactive]) {
+      expect(r.status).toBe(401);
+      expect({ title: r.body.title, detail: r.body.detail }).toEqual({ title: wrong.body.title, detail: wrong.body.detail });
+    }
+    const invalid = await api.post('/api/auth/login', { email: 'nope', password: '' });
+    expect(invalid.status).toBe(400);
+    expect(Object.keys(invalid.body.errors).sort()).toEqual(['email', 'password']);
+  });
+});
+
+describe('API keys', () => {
+  it('mints sk_ keys and whsec_ secrets shown once, stored hashed and encrypted', async () => {
+    const m = await createMerchant(api, admin);
+    const key = await createApiKey(api, admin, m.id, { name: 'primary' });
+    expect(key.key).toMatch(/^sk_[A-Za-z0-9_-]{43}$/);
+    expect(key.signingSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(key).toMatchObject({ name: 'primary', keyPrefix: key.key.slice(0, 11), signingSecretPrefix: key.signingSecret.slice(0, 12), webhookUrl: null, webhookEvents: null, webhookEnabled: false, revokedAt: null, lastUsedAt: null });
+
+    const { rows } = await db.query('select key_hash, signing_secret_sealed from identity.api_keys where id = $1', [key.id]);
+    const { createHash } = await import('node:crypto');
+    expect(rows[0].key_hash).toBe(createHash('sha256').update(key.key).digest('hex'));
+    expect(rows[0].signing_secret_sealed).not.toContain(key.signingSecret.slice(6));
+
+    const listed = await api.get(`/api/ApiKeys?merchantId=${m.id}`, { token: key.key });
+    expect(listed.status).toBe(200);
+    expect(listed.body.items).toHaveLength(1);
+    expect(listed.body.items[0]).not.toHaveProperty('key');
+    expect(listed.body.items[0]).not.toHaveProperty('signingSecret');
+  });
+
+  it('lets a merchant create and revoke its own keys; revocation applies on the next request', async () => {
+    const m = await createMerchant(api, admin);
+    const key = await createApiKey(api, admin, m.id);
+    const created = await api.post('/api/ApiKeys', { merchantId: m.id, name: 'second' }, { token: key.key });
+    expect(created.status).toBe(201);
+    expect(created.headers.get('location')).toBe(`/api/ApiKeys/${created.body.id}`);
+    expect((await api.get('/api/Merchants/me', { token: created.body.key })).status).toBe(200);
+    expect((await api.del(`/api/ApiKeys/${created.body.id}`, { token: key.key })).status).toBe(204);
+    expect((await api.get('/api/Merchants/me', { token: created.body.key })).status).toBe(401);
+    const read = await api.get(`/api/ApiKeys/${created.body.id}`, { token: key.key });
+    expect(read.body.revokedAt).not.toBeNull();
+  });
+
+  it('answers 401 for a key past its expiresAt', async () => {
+    const m = await createMerchant(api, admin);
+    const key = await createApiKey(api, admin, m.id, { expiresAt: new Date(Date.now() + 1500).toISOString() });
+    expect((await api.get('/api/Merchants/me', { token: key.key })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1700));
+    expect((await api.get('/api/Merchants/me', { token: key.key })).status).toBe(401);
+  });
+
+  it('refuses an expiresAt in the past', async () => {
+    const m = await createMerchant(api, admin);
+    const res = await api.post(`/api/admin/merchants/${m.id}/api-keys`, { name: 'x', expiresAt: '2020-01-01T00:00:00Z' }, { token: admin });
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toHaveProperty('expiresAt');
+  });
+
+  it('maintains lastUsedAt without a write per request', async () => {
+    const m = await createMerchant(api, admin);
+    const key = await createApiKey(api, admin, m.id);
+    for (let i = 0; i < 5; i++) await api.get('/api/Merchants/me', { token: key.key });
+    const used = await eventually(async () => (await api.get(`/api/ApiKeys/${key.id}`, { token: admin })).body.lastUsedAt, 8000, 200);
+    expect(used).toEqual(expect.any(String));
+  });
+
+  it('answers 403 for another existing merchant and 404 for an unknown one', async () => {
+    const a = await createMerchant(api, admin);
+    const b = await createMerchant(api, admin);
+    const keyA = await createApiKey(api, admin, a.id);
+    const keyB = await createApiKey(api, admin, b.id);
+    expect((await api.post('/api/ApiKeys', { merchantId: b.id, name: 'x' }, { token: keyA.key })).status).toBe(403);
+    expect((await api.get(`/api/ApiKeys?merchantId=${b.id}`, { token: keyA.key })).status).toBe(403);
+    expect((await api.post('/api/ApiKeys', { merchantId: '6d1f7c39-5d0c-4a4e-9d59-0d0b4f1d1c11', name: 'x' }, { token: keyA.key })).status).toBe(404);
+    // Another merchant's key addressed by id alone is indistinguishable from a missing one.
+    expect((await api.get(`/api/ApiKeys/${keyB.id}`, { token: keyA.key })).status).toBe(404);
+    expect((await api.del(`/api/ApiKeys/${keyB.id}`, { token: keyA.key })).status).toBe(404);
+    expect((await api.get('/api/Merchants/me', { token: keyB.key })).status).toBe(200);
+  });
+
+  it('enforces roles: Viewer reads, Admin manages keys', async () => {
+    const m = await createMerchant(api, admin);
+    const viewer = await createMerchantUser(api, admin, m.id, 'Viewer');
+    const staff = await createMerchantUser(api, admin, m.id, 'Staff');
+    const adminUser = await createMerchantUser(api, admin, m.id, 'Admin');
+    expect((await api.get(`/api/ApiKeys?merchantId=${m.id}`, { token: viewer.token })).status).toBe(200);
+    expect((await api.post('/api/ApiKeys', { merchantId: m.id, name: 'x' }, { token: viewer.token })).status).toBe(403);
+    expect((await api.post('/api/ApiKeys', { merchantId: m.id, name: 'x' }, { token: staff.token })).status).toBe(403);
+    expect((await api.post('/api/ApiKeys', { merchantId: m.id, name: 'x' }, { token: adminUser.token })).status).toBe(201);
+  });
+});
+
+describe('PUT /api/ApiKeys/{id}/webhook', () => {
+  async function setup() {
+    const m = await createMerchant(api, admin);
+    const key = await createApiKey(api, admin, m.id);
+    const put = (body: Record<string, unknown>, id = key.id, token = key.key) => api.put(`/api/ApiKeys/${id}/webhook`, { id, merchantId: m.id, ...body }, { token });
+    return { m, key, put };
+  }
+
+  it('sets URL, events and enabled flag; absent fields stay; null events means all, [] none', async () => {
+    const { put } = await setup();
+    const res = await put({ webhookUrl: 'https://hooks.example.com/billing', webhookEvents: ['subscription.created', 'member.created'], webhookEnabled: true });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ webhookUrl: 'https://hooks.example.com/billing', webhookEvents: ['subscription.created', 'member.created'], webhookEnabled: true });
+    const partial = await put({ webhookEvents: null });
+    expect(partial.body).toMatchObject({ webhookUrl: 'https://hooks.example.com/billing', webhookEvents: null, webhookEnabled: true });
+    const none = await put({ webhookEvents: [] });
+    expect(none.body.webhookEvents).toEqual([]);
+    const loopback = await put({ webhookUrl: 'http://127.0.0.1:9999/hook' });
+    expect(loopback.status).toBe(200);
+  });
+
+  it('validates every field', async () => {
+    const { put, m, key } = await setup();
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ webhookUrl: 'not a url' }, 'webhookUrl'],
+      [{ webhookUrl: 'http://hooks.example.com/x' }, 'webhookUrl'],
+      [{ webhookUrl: `https://example.com/${'a'.repeat(2048)}` }, 'webhookUrl'],
+      [{ webhookEvents: ['subscription.created', 'no.such.event'] }, 'webhookEvents[1]'],
+      [{ webhookEnabled: true, webhookUrl: null }, 'webhookUrl'],
+      [{ webhookEnabled: 'yes' }, 'webhookEnabled'],
+    ];
+    for (const [body, field] of cases) {
+      const res = await put(body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(Object.keys(res.body.errors), JSON.stringify(body)).toContain(field);
+    }
+    const missing = await api.put(`/api/ApiKeys/${key.id}/webhook`, { webhookEnabled: false }, { token: key.key });
+    expect(missing.status).toBe(400);
+    expect(Object.keys(missing.body.errors).sort()).toEqual(['id', 'merchantId']);
+    const mismatch = await api.put(`/api/ApiKeys/${key.id}/webhook`, { id: '6d1f7c39-5d0c-4a4e-9d59-0d0b4f1d1c11', merchantId: m.id }, { token: key.key });
+    expect(mismatch.status).toBe(400);
+  });
+
+  it("answers 404 for an unknown key or another merchant's key, 403 for another merchant", async () => {
+    const a = await setup();
+    const b = await setup();
+    expect((await a.put({ webhookEnabled: false }, '6d1f7c39-5d0c-4a4e-9d59-0d0b4f1d1c11')).status).toBe(404);
+    expect((await a.put({ webhookEnabled: false }, b.key.id)).status).toBe(404);
+    const foreign = await api.put(`/api/ApiKeys/${a.key.id}/webhook`, { id: a.key.id, merchantId: b.m.id }, { token: a.key.key });
+    expect(foreign.status).toBe(403);
+  });
+});
