@@ -1,10 +1,16 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, serviceDefinition, shutdownServer, unaryHandlers, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, createDeliveryChannels, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, serviceDefinition, shutdownServer, startOutboxRelay, unaryHandlers, type Logger } from '@billing/service-runtime';
 import { ApiKeySchema } from './api-keys/api-key.js';
 import { apiKeysGrpc } from './api-keys/api-keys-grpc.js';
+import { webhookSigningGrpc } from './api-keys/webhook-signing-grpc.js';
 import type { IdentityConfig } from './config.js';
 import { CredentialChangeSchema } from './credential-changes/credential-change.js';
 import { credentialsGrpc } from './credential-changes/credentials-grpc.js';
+import { CustomerAccountSchema } from './customers/customer-account.js';
+import { CustomerTokenSchema } from './customers/customer-token.js';
+import { customersGrpc } from './customers/customers-grpc.js';
+import { startCustomerHousekeeping } from './customers/housekeeping.js';
+import { LoginLockout } from './customers/login-lockout.js';
 import { MerchantUserSchema } from './merchant-users/merchant-user.js';
 import { merchantUsersGrpc } from './merchant-users/merchant-users-grpc.js';
 import { MIGRATIONS } from './migrations/index.js';
@@ -12,7 +18,7 @@ import { PasswordHasher } from './passwords/password-hasher.js';
 import { SigningKeySchema } from './signing-keys/signing-key.js';
 import { TokenIssuer } from './signing-keys/token-issuer.js';
 
-export const ENTITIES = [OutboxMessageSchema, SigningKeySchema, MerchantUserSchema, ApiKeySchema, CredentialChangeSchema];
+export const ENTITIES = [OutboxMessageSchema, SigningKeySchema, MerchantUserSchema, ApiKeySchema, CredentialChangeSchema, CustomerAccountSchema, CustomerTokenSchema];
 
 export async function openIdentityDatabase(config: IdentityConfig): Promise<MikroORM> {
   return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS });
@@ -39,7 +45,20 @@ export async function startIdentity(config: IdentityConfig): Promise<IdentityApp
   const proto = (file: string, name: string) => serviceDefinition(`identity/v1/${file}`, name).service;
   server.addService(proto('merchant_users.proto', 'identity.v1.MerchantUsers'), unaryHandlers('identity.MerchantUsers', logger, merchantUsersGrpc(orm, hasher, issuer)));
   server.addService(proto('api_keys.proto', 'identity.v1.ApiKeys'), unaryHandlers('identity.ApiKeys', logger, apiKeysGrpc(orm, box, { production: config.PLATFORM_MODE === 'production' })));
+  const customers = customersGrpc({
+    orm,
+    hasher,
+    issuer,
+    lockout: new LoginLockout({ threshold: config.CUSTOMER_LOCKOUT_THRESHOLD, lockSeconds: config.CUSTOMER_LOCKOUT_SECONDS }),
+    channels: createDeliveryChannels(config),
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    logger,
+  });
+  server.addService(proto('customers.proto', 'identity.v1.Customers'), unaryHandlers('identity.Customers', logger, customers));
+  const stopCustomerHousekeeping = startCustomerHousekeeping(orm, logger);
   server.addService(proto('credentials.proto', 'identity.v1.Credentials'), unaryHandlers('identity.Credentials', logger, credentialsGrpc(orm, issuer)));
+  server.addService(proto('api_keys.proto', 'identity.v1.WebhookSigning'), unaryHandlers('identity.WebhookSigning', logger, webhookSigningGrpc(orm, box)));
+  const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'identity-outbox' });
   const port = await listen(server, config.IDENTITY_GRPC_ADDRESS);
   logger.info({ port }, 'identity listening');
 
@@ -48,6 +67,8 @@ export async function startIdentity(config: IdentityConfig): Promise<IdentityApp
     logger,
     close: async () => {
       await shutdownServer(server);
+      stopCustomerHousekeeping();
+      await relay.stop();
       await orm.close();
     },
   };

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { EntitySchema } from '@mikro-orm/postgresql';
-import { DomainError } from '@billing/contracts';
+import { DomainError, type ApiKeyEndpointState } from '@billing/contracts';
 import { sha256Hex, type SecretBox } from '@billing/service-runtime';
 
 export const KEY_PREFIX_LENGTH = 11;
@@ -27,6 +27,8 @@ export class ApiKey {
   revokedAt: Date | null = null;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
+  /** Increases with every change of the webhook endpoint state (settings or revocation). */
+  version = 1;
 
   /** Mints a key; the plaintexts are returned once and never stored. */
   static mint(props: { merchantId: string; name: string; expiresAt: Date | null }, box: SecretBox) {
@@ -47,6 +49,7 @@ export class ApiKey {
     if (this.revokedAt) return false;
     this.revokedAt = now;
     this.updatedAt = now;
+    this.version++;
     return true;
   }
 
@@ -58,7 +61,20 @@ export class ApiKey {
       webhookEnabled: change.webhookEnabled ?? this.webhookEnabled,
     };
     if (next.webhookEnabled && !next.webhookUrl) throw DomainError.field('webhookUrl', 'A webhook URL is required to enable webhooks.');
-    Object.assign(this, next, { updatedAt: new Date() });
+    Object.assign(this, next, { updatedAt: new Date(), version: this.version + 1 });
+  }
+
+  /** The endpoint state announced in `api_key.*` events (never the signing secret). */
+  endpointState(): ApiKeyEndpointState {
+    return {
+      apiKeyId: this.id,
+      merchantId: this.merchantId,
+      webhookUrl: this.webhookUrl,
+      webhookEvents: this.webhookEvents,
+      webhookEnabled: this.webhookEnabled,
+      revoked: this.revokedAt !== null,
+      version: this.version,
+    };
   }
 
   isUsable(now = new Date()): boolean {
@@ -85,5 +101,6 @@ export const ApiKeySchema = new EntitySchema<ApiKey>({
     revokedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     createdAt: { type: 'Date', columnType: 'timestamptz' },
     updatedAt: { type: 'Date', columnType: 'timestamptz' },
+    version: { type: 'integer' },
   },
 });

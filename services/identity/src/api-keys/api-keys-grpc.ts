@@ -1,6 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { AdminCreateApiKeyRequest, DomainError, parseOrThrow, WebhookSettings } from '@billing/contracts';
-import type { SecretBox } from '@billing/service-runtime';
+import { AdminCreateApiKeyRequest, DomainError, parseOrThrow, WebhookSettings, type ApiKeyEventType } from '@billing/contracts';
+import { recordEvent, type SecretBox } from '@billing/service-runtime';
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import { ApiKey } from './api-key.js';
 import { assertWebhookUrlAllowed } from './webhook-url.js';
@@ -31,12 +31,20 @@ async function findKey(em: EntityManager, ref: { merchantId: string; id: string 
   return key;
 }
 
+/** Announces the key's endpoint state to the webhooks read model, in the caller's transaction. */
+function recordEndpointEvent(em: EntityManager, type: ApiKeyEventType, key: ApiKey): void {
+  recordEvent(em, { type, merchantId: key.merchantId, data: key.endpointState(), occurredAt: key.updatedAt });
+}
+
 export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: boolean }) {
   return {
     CreateApiKey: async (req: { merchantId: string; name: string; expiresAt?: string }) => {
       const input = parseOrThrow(AdminCreateApiKeyRequest, { name: req.name, expiresAt: req.expiresAt });
       const { apiKey, key, signingSecret } = ApiKey.mint({ merchantId: req.merchantId, name: input.name, expiresAt: input.expiresAt ? new Date(input.expiresAt) : null }, box);
-      await orm.em.fork().persistAndFlush(apiKey);
+      await orm.em.fork().transactional(async (em) => {
+        em.persist(apiKey);
+        recordEndpointEvent(em, 'api_key.created', apiKey);
+      });
       return { apiKey: toApiKeyMessage(apiKey), key, signingSecret };
     },
 
@@ -54,7 +62,10 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
     RevokeApiKey: async (req: { merchantId: string; id: string }) =>
       orm.em.fork().transactional(async (em) => {
         const key = await findKey(em, req, true);
-        if (key.revoke()) em.persist(CredentialChange.of('api_key', key.id, true));
+        if (key.revoke()) {
+          em.persist(CredentialChange.of('api_key', key.id, true));
+          recordEndpointEvent(em, 'api_key.revoked', key);
+        }
         return toApiKeyMessage(key);
       }),
 
@@ -83,6 +94,7 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
       return orm.em.fork().transactional(async (em) => {
         const key = await findKey(em, req, true);
         key.configureWebhook({ webhookUrl: change.webhookUrl, webhookEvents: change.webhookEvents, webhookEnabled: change.webhookEnabled });
+        recordEndpointEvent(em, 'api_key.webhook_configured', key);
         return toApiKeyMessage(key);
       });
     },
