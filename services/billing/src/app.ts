@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, serviceDefinition, shutdownServer, unaryHandlers, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, serviceDefinition, shutdownServer, startOutboxRelay, unaryHandlers, type Logger } from '@billing/service-runtime';
 import type { BillingConfig } from './config.js';
 import { MerchantSchema } from './merchants/merchant.js';
 import { merchantsGrpc } from './merchants/merchants-grpc.js';
@@ -27,6 +27,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   const { server } = createGrpcServer();
   const proto = (file: string, name: string) => serviceDefinition(`billing/v1/${file}`, name).service;
   server.addService(proto('merchants.proto', 'billing.v1.Merchants'), unaryHandlers('billing.Merchants', logger, merchantsGrpc(orm, box)));
+  const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'billing-outbox' });
   const port = await listen(server, config.BILLING_GRPC_ADDRESS);
   logger.info({ port }, 'billing listening');
 
@@ -35,6 +36,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
     logger,
     close: async () => {
       await shutdownServer(server);
+      await relay.stop();
       await orm.close();
     },
   };
