@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, parseConfig, requireInProduction } from '@billing/service-runtime';
+import { BaseConfig, MessagingConfig, parseConfig, requireInProduction } from '@billing/service-runtime';
 
 const DEV_ENCRYPTION_KEY = 'development-only-encryption-key-do-not-use-in-production';
 
@@ -9,6 +9,14 @@ export const IdentityConfig = BaseConfig.extend({
   IDENTITY_GRPC_ADDRESS: z.string().default('0.0.0.0:50051'),
   ENCRYPTION_KEY: z.string().min(32).default(DEV_ENCRYPTION_KEY),
   DB_SCHEMA: z.string().default('identity'),
+  /** Email (`<DATA_DIR>/mail/`) and SMS (`SMS_PROVIDER`) delivery channels. */
+  ...MessagingConfig.shape,
+  /** Base URL of the links in customer emails (password reset, email verification). */
+  PUBLIC_BASE_URL: z.url().default('http://localhost:8080'),
+  /** Consecutive failed customer logins for one email that lock it. */
+  CUSTOMER_LOCKOUT_THRESHOLD: z.coerce.number().int().min(1).default(5),
+  /** How long a locked customer email stays locked. */
+  CUSTOMER_LOCKOUT_SECONDS: z.coerce.number().int().min(1).default(900),
 });
 export type IdentityConfig = z.infer<typeof IdentityConfig>;
 

@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import { EntitySchema } from '@mikro-orm/postgresql';
+import { DomainError } from '@billing/contracts';
+
+/** The optional profile fields, each nullable. */
+export interface CustomerContactDetails {
+  phone: string | null;
+  addressLine1: string | null;
+  addressLine2: string | null;
+  city: string | null;
+  state: string | null;
+  postCode: string | null;
+  country: string | null;
+}
+export type OptionalProfileField = keyof CustomerContactDetails;
+export const OPTIONAL_PROFILE_FIELDS: readonly OptionalProfileField[] = ['phone', 'addressLine1', 'addressLine2', 'city', 'state', 'postCode', 'country'];
+
+export interface SignupProfile extends Partial<CustomerContactDetails> {
+  firstName: string;
+  lastName: string;
+  dateOfBirth: string;
+}
+
+/**
+ * A merchant's end customer. An account is *unclaimed* (no password) when an invitation or a
+ * checkout created it for an email; signing up with that email claims it. A suspended account
+ * cannot sign in and its tokens are refused.
+ */
+export class CustomerAccount {
+  id: string = randomUUID();
+  /** Stored lower-cased; unique. */
+  email!: string;
+  /** scrypt hash; null while unclaimed. */
+  passwordHash: string | null = null;
+  firstName!: string;
+  lastName!: string;
+  /** YYYY-MM-DD. */
+  dateOfBirth: string | null = null;
+  phone: string | null = null;
+  addressLine1: string | null = null;
+  addressLine2: string | null = null;
+  city: string | null = null;
+  state: string | null = null;
+  postCode: string | null = null;
+  country: string | null = null;
+  emailVerified = false;
+  termsAcceptedAt: Date | null = null;
+  claimedAt: Date | null = null;
+  suspendedAt: Date | null = null;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+
+  /** An account created for an email named by an invitation or a checkout; no password yet. */
+  static unclaimed(props: { email: string; firstName: string; lastName: string; phone?: string | null }): CustomerAccount {
+    return Object.assign(new CustomerAccount(), {
+      email: props.email.toLowerCase(),
+      firstName: props.firstName,
+      lastName: props.lastName,
+      phone: props.phone ?? null,
+    });
+  }
+
+  static signUp(email: string, profile: SignupProfile, passwordHash: string, acceptedTerms: boolean): CustomerAccount {
+    const account = Object.assign(new CustomerAccount(), { email: email.toLowerCase(), firstName: profile.firstName, lastName: profile.lastName });
+    account.claim(profile, passwordHash, acceptedTerms);
+    return account;
+  }
+
+  isClaimed(): boolean {
+    return this.passwordHash !== null;
+  }
+
+  fullName(): string {
+    return `${this.firstName} ${this.lastName}`;
+  }
+
+  isSuspended(): boolean {
+    return this.suspendedAt !== null;
+  }
+
+  /** Sets the password and fills the profile; given contact fields replace stored ones, absent ones are kept. */
+  claim(profile: SignupProfile, passwordHash: string, acceptedTerms: boolean, now = new Date()): void {
+    if (this.isClaimed()) throw new DomainError('conflict', 'An account already exists for this email.');
+    this.passwordHash = passwordHash;
+    this.claimedAt = now;
+    this.firstName = profile.firstName;
+    this.lastName = profile.lastName;
+    this.dateOfBirth = profile.dateOfBirth;
+    for (const f of OPTIONAL_PROFILE_FIELDS) if (profile[f] != null) this[f] = profile[f];
+    if (acceptedTerms) this.termsAcceptedAt = now;
+    this.updatedAt = now;
+  }
+
+  /** Names are replaced; dateOfBirth and contact fields only when given (null clears a contact field). */
+  updateProfile(change: { firstName: string; lastName: string; dateOfBirth?: string | null } & Partial<CustomerContactDetails>): void {
+    this.firstName = change.firstName;
+    this.lastName = change.lastName;
+    if (change.dateOfBirth) this.dateOfBirth = change.dateOfBirth;
+    for (const f of OPTIONAL_PROFILE_FIELDS) if (change[f] !== undefined) this[f] = change[f];
+    this.updatedAt = new Date();
+  }
+
+  /** A password reset also claims an unclaimed account: it proves control of the email. */
+  setPassword(passwordHash: string, now = new Date()): void {
+    this.passwordHash = passwordHash;
+    this.claimedAt ??= now;
+    this.updatedAt = now;
+  }
+
+  markEmailVerified(): void {
+    if (this.emailVerified) return;
+    this.emailVerified = true;
+    this.updatedAt = new Date();
+  }
+
+  /** Returns whether this changed anything (suspending a suspended account keeps the original time). */
+  suspend(now = new Date()): boolean {
+    if (this.suspendedAt) return false;
+    this.suspendedAt = now;
+    this.updatedAt = now;
+    return true;
+  }
+
+  unsuspend(now = new Date()): boolean {
+    if (!this.suspendedAt) return false;
+    this.suspendedAt = null;
+    this.updatedAt = now;
+    return true;
+  }
+}
+
+export const CustomerAccountSchema = new EntitySchema<CustomerAccount>({
+  class: CustomerAccount,
+  tableName: 'customer_accounts',
+  properties: {
+    id: { type: 'uuid', primary: true },
+    email: { type: 'string', unique: true },
+    passwordHash: { type: 'text', nullable: true },
+    firstName: { type: 'string' },
+    lastName: { type: 'string' },
+    dateOfBirth: { type: 'string', columnType: 'date', nullable: true },
+    phone: { type: 'string', nullable: true },
+    addressLine1: { type: 'string', nullable: true },
+    addressLine2: { type: 'string', nullable: true },
+    city: { type: 'string', nullable: true },
+    state: { type: 'string', nullable: true },
+    postCode: { type: 'string', nullable: true },
+    country: { type: 'string', nullable: true },
+    emailVerified: { type: 'boolean' },
+    termsAcceptedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    claimedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    suspendedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    createdAt: { type: 'Date', columnType: 'timestamptz' },
+    updatedAt: { type: 'Date', columnType: 'timestamptz' },
+  },
+});

@@ -1,0 +1,235 @@
+import { LockMode, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { z } from 'zod';
+import {
+  CUSTOMER_TOKEN_TTL_SECONDS,
+  CustomerLoginRequest,
+  CustomerSignupRequest,
+  DomainError,
+  EMAIL_VERIFICATION_TTL_SECONDS,
+  Email,
+  ForgotPasswordRequest,
+  PASSWORD_RESET_TTL_SECONDS,
+  parseOrThrow,
+  ResetPasswordRequest,
+  UpdateCustomerProfileRequest,
+  VerifyEmailRequest,
+} from '@billing/contracts';
+import type { DeliveryChannels, Logger } from '@billing/service-runtime';
+import { CredentialChange } from '../credential-changes/credential-change.js';
+import type { PasswordHasher } from '../passwords/password-hasher.js';
+import type { TokenIssuer } from '../signing-keys/token-issuer.js';
+import { CustomerAccount, OPTIONAL_PROFILE_FIELDS, type OptionalProfileField } from './customer-account.js';
+import { emailVerificationEmail, passwordResetEmail } from './customer-mail.js';
+import { consumeToken, CustomerToken, isTokenUsable, retireTokens } from './customer-token.js';
+import type { LoginLockout } from './login-lockout.js';
+
+export interface CustomersDeps {
+  orm: MikroORM;
+  hasher: PasswordHasher;
+  issuer: TokenIssuer;
+  lockout: LoginLockout;
+  channels: DeliveryChannels;
+  /** Base of the links in customer emails. */
+  publicBaseUrl: string;
+  logger: Logger;
+}
+
+export function toCustomerAccountMessage(a: CustomerAccount) {
+  const optional = (v: string | null) => v ?? undefined;
+  return {
+    id: a.id,
+    email: a.email,
+    firstName: a.firstName,
+    lastName: a.lastName,
+    fullName: a.fullName(),
+    dateOfBirth: optional(a.dateOfBirth),
+    phone: optional(a.phone),
+    addressLine1: optional(a.addressLine1),
+    addressLine2: optional(a.addressLine2),
+    city: optional(a.city),
+    state: optional(a.state),
+    postCode: optional(a.postCode),
+    country: optional(a.country),
+    emailVerified: a.emailVerified,
+    createdAt: a.createdAt.toISOString(),
+    claimed: a.isClaimed(),
+    suspended: a.isSuspended(),
+  };
+}
+
+const EnsureCustomerAccountInput = z.object({
+  email: Email,
+  firstName: z.string().trim().min(1).max(100),
+  lastName: z.string().trim().min(1).max(100),
+  phone: z.string().trim().max(50).optional(),
+});
+
+const invalidToken = () => DomainError.field('token', 'The token is invalid, expired or already used.');
+
+async function findAccount(em: EntityManager, id: string, lock = false): Promise<CustomerAccount> {
+  const account = /^[0-9a-f-]{36}$/i.test(id) ? await em.findOne(CustomerAccount, { id }, lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) : null;
+  if (!account) throw new DomainError('not_found', 'Customer account not found.');
+  return account;
+}
+
+export function customersGrpc(deps: CustomersDeps) {
+  const { orm, hasher, issuer, lockout, channels, publicBaseUrl, logger } = deps;
+
+  /** Delivery never fails the request that caused it; a lost email is logged (never its content). */
+  const deliver = (what: string, accountId: string, send: () => Promise<void>) =>
+    void send().catch((e) => logger.error({ err: e, accountId }, `could not send the ${what} email`));
+
+  const signIn = async (account: CustomerAccount) => {
+    const { token, expiresAt } = await issuer.issue('customer', account.id, { iat_ms: Date.now() }, CUSTOMER_TOKEN_TTL_SECONDS);
+    return { token, expiresAt: expiresAt.toISOString(), account: toCustomerAccountMessage(account) };
+  };
+
+  const sendPasswordReset = async (email: string) => {
+    const em = orm.em.fork();
+    const account = await em.findOne(CustomerAccount, { email });
+    if (!account) return;
+    const { token, entity } = CustomerToken.mint(account.id, 'password_reset', PASSWORD_RESET_TTL_SECONDS);
+    await em.persistAndFlush(entity);
+    await channels.email.send(passwordResetEmail(account.email, token, publicBaseUrl));
+  };
+
+  return {
+    SignUpCustomer: async (req: Record<string, unknown>) => {
+      const input = parseOrThrow(CustomerSignupRequest, req);
+      const email = input.email.toLowerCase();
+      const passwordHash = await hasher.hash(input.password);
+      let verification: string;
+      let account: CustomerAccount;
+      try {
+        ({ account, verification } = await orm.em.fork().transactional(async (em) => {
+          let account = await em.findOne(CustomerAccount, { email }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+          if (account) account.claim(input, passwordHash, input.acceptedTerms === true);
+          else em.persist((account = CustomerAccount.signUp(email, input, passwordHash, input.acceptedTerms === true)));
+          const { token, entity } = CustomerToken.mint(account.id, 'email_verification', EMAIL_VERIFICATION_TTL_SECONDS);
+          em.persist(entity);
+          return { account, verification: token };
+        }));
+      } catch (e) {
+        // Two sign-ups for a new email at once: the loser finds the winner's claimed account.
+        if (e instanceof UniqueConstraintViolationException) throw new DomainError('conflict', 'An account already exists for this email.');
+        throw e;
+      }
+      deliver('verification', account.id, () => channels.email.send(emailVerificationEmail(account.email, account.firstName, verification, publicBaseUrl)));
+      return signIn(account);
+    },
+
+    LoginCustomer: async (req: { email: string; password: string }) => {
+      const input = parseOrThrow(CustomerLoginRequest, req);
+      const email = input.email.toLowerCase();
+      const em = orm.em.fork();
+      const locked = (seconds: number) =>
+        new DomainError('account_locked', `Too many failed sign-ins; try again in ${seconds} second(s).`, { retryAfterSeconds: seconds });
+
+      const lockedFor = await lockout.secondsLocked(em, email);
+      if (lockedFor) throw locked(lockedFor);
+      const account = await em.findOne(CustomerAccount, { email });
+      // An unknown email and an unclaimed account cost the same time as a wrong password.
+      const ok = account?.passwordHash ? await hasher.verify(input.password, account.passwordHash) : await hasher.verifyAgainstNothing(input.password);
+      if (!account || !ok) {
+        const nowLocked = await lockout.recordFailure(em, email);
+        if (nowLocked) throw locked(nowLocked);
+        throw new DomainError('unauthenticated', 'Invalid email or password.');
+      }
+      const stillLocked = await lockout.recordSuccess(em, email);
+      if (stillLocked) throw locked(stillLocked);
+      if (account.isSuspended()) throw new DomainError('account_suspended', 'This account is suspended.');
+      return signIn(account);
+    },
+
+    GetCustomerAccount: async (req: { id: string }) => toCustomerAccountMessage(await findAccount(orm.em.fork(), req.id)),
+
+    UpdateCustomerProfile: async (req: { accountId: string; cleared: string[] } & Record<string, unknown>) => {
+      const cleared = new Set(req.cleared.filter((f): f is OptionalProfileField => (OPTIONAL_PROFILE_FIELDS as readonly string[]).includes(f)));
+      const body = { ...req, accountId: undefined, cleared: undefined } as Record<string, unknown>;
+      for (const f of cleared) body[f] = null;
+      const input = parseOrThrow(UpdateCustomerProfileRequest, body);
+      return orm.em.fork().transactional(async (em) => {
+        const account = await findAccount(em, req.accountId, true);
+        if (account.isSuspended()) throw new DomainError('unauthenticated', 'This account is suspended.');
+        account.updateProfile(input);
+        return toCustomerAccountMessage(account);
+      });
+    },
+
+    RequestPasswordReset: async (req: { email: string }) => {
+      const { email } = parseOrThrow(ForgotPasswordRequest, req);
+      // Answer before looking anything up, so the answer and its timing are the same for every email.
+      setImmediate(() => void sendPasswordReset(email.toLowerCase()).catch((e) => logger.error({ err: e }, 'could not send a password-reset email')));
+      return {};
+    },
+
+    IssuePasswordReset: async (req: { id: string }) => {
+      const em = orm.em.fork();
+      const account = await findAccount(em, req.id);
+      const { token, entity } = CustomerToken.mint(account.id, 'password_reset', PASSWORD_RESET_TTL_SECONDS);
+      await em.persistAndFlush(entity);
+      return { token, expiresAt: entity.expiresAt.toISOString() };
+    },
+
+    ResetPassword: async (req: { token: string; newPassword: string }) => {
+      const input = parseOrThrow(ResetPasswordRequest, req);
+      // Spend the hashing time only on a token that can work; the use itself is atomic below.
+      if (!(await isTokenUsable(orm.em.fork(), input.token, 'password_reset'))) throw invalidToken();
+      const passwordHash = await hasher.hash(input.newPassword);
+      return orm.em.fork().transactional(async (em) => {
+        const accountId = await consumeToken(em, input.token, 'password_reset');
+        if (!accountId) throw invalidToken();
+        const account = await findAccount(em, accountId, true);
+        account.setPassword(passwordHash);
+        await retireTokens(em, account.id, 'password_reset');
+        await lockout.clear(em, account.email);
+        // A new password ends every session of the old one.
+        const change = CredentialChange.of('customer', account.id, true);
+        em.persist(change);
+        return { accountId: account.id, revoked: true, at: change.at.toISOString() };
+      });
+    },
+
+    VerifyEmail: async (req: { token: string }) => {
+      const input = parseOrThrow(VerifyEmailRequest, req);
+      await orm.em.fork().transactional(async (em) => {
+        const accountId = await consumeToken(em, input.token, 'email_verification');
+        if (!accountId) throw invalidToken();
+        (await findAccount(em, accountId, true)).markEmailVerified();
+      });
+      return {};
+    },
+
+    SuspendCustomerAccount: async (req: { id: string }) =>
+      orm.em.fork().transactional(async (em) => {
+        const account = await findAccount(em, req.id, true);
+        if (account.suspend()) em.persist(CredentialChange.of('customer', account.id, true));
+        return { accountId: account.id, revoked: true, at: account.suspendedAt!.toISOString() };
+      }),
+
+    UnsuspendCustomerAccount: async (req: { id: string }) =>
+      orm.em.fork().transactional(async (em) => {
+        const account = await findAccount(em, req.id, true);
+        const now = new Date();
+        if (account.unsuspend(now)) em.persist(CredentialChange.of('customer', account.id, false));
+        return { accountId: account.id, revoked: false, at: now.toISOString() };
+      }),
+
+    EnsureCustomerAccount: async (req: { email: string; firstName: string; lastName: string; phone?: string }) => {
+      const input = parseOrThrow(EnsureCustomerAccountInput, req);
+      const email = input.email.toLowerCase();
+      const em = orm.em.fork();
+      const existing = await em.findOne(CustomerAccount, { email });
+      if (existing) return { id: existing.id, created: false, claimed: existing.isClaimed() };
+      const account = CustomerAccount.unclaimed({ ...input, email, phone: input.phone || null });
+      try {
+        await em.persistAndFlush(account);
+        return { id: account.id, created: true, claimed: false };
+      } catch (e) {
+        if (!(e instanceof UniqueConstraintViolationException)) throw e;
+        const winner = await orm.em.fork().findOneOrFail(CustomerAccount, { email });
+        return { id: winner.id, created: false, claimed: winner.isClaimed() };
+      }
+    },
+  };
+}
