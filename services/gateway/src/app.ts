@@ -8,6 +8,7 @@ import { Authenticator } from './auth/authenticator.js';
 import { CredentialFeed } from './auth/credential-feed.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
 import { createBackends, type Backends } from './backends/clients.js';
+import { customerRoutes } from './customers/customer-routes.js';
 import type { GatewayConfig } from './config.js';
 import type { RouteSpec } from './http/route.js';
 import { buildHttpServer, type RequestPipeline } from './http/server.js';
@@ -67,6 +68,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     ...merchantRoutes(backends),
     ...merchantUserRoutes(backends, access, feed),
     ...apiKeyRoutes(backends, access, feed),
+    ...customerRoutes(backends, feed),
   ];
   for (const r of routes) register(r);
 

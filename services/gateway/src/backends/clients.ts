@@ -8,6 +8,7 @@ export interface IdentityClients {
   merchantUsers: Client;
   apiKeys: Client;
   credentials: Client;
+  customers: Client;
 }
 
 export interface Backends {
@@ -23,6 +24,7 @@ export function createBackends(config: GatewayConfig): Backends {
     merchantUsers: createClient('identity/v1/merchant_users.proto', 'identity.v1.MerchantUsers', config.IDENTITY_GRPC_URL, d),
     apiKeys: createClient('identity/v1/api_keys.proto', 'identity.v1.ApiKeys', config.IDENTITY_GRPC_URL, d),
     credentials: createClient('identity/v1/credentials.proto', 'identity.v1.Credentials', config.IDENTITY_GRPC_URL, d),
+    customers: createClient('identity/v1/customers.proto', 'identity.v1.Customers', config.IDENTITY_GRPC_URL, d),
   };
   const billing = {
     merchants: createClient('billing/v1/merchants.proto', 'billing.v1.Merchants', config.BILLING_GRPC_URL, d),
