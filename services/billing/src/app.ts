@@ -4,8 +4,22 @@ import type { BillingConfig } from './config.js';
 import { MerchantSchema } from './merchants/merchant.js';
 import { merchantsGrpc } from './merchants/merchants-grpc.js';
 import { MIGRATIONS } from './migrations/index.js';
+import { MemberSchema } from './members/member.js';
+import { membersGrpc } from './members/members-grpc.js';
+import { PaymentMethodSchema } from './payment-methods/payment-method.js';
+import { paymentMethodsGrpc } from './payment-methods/payment-methods-grpc.js';
+import { PaymentProviders } from './payment-provider/payment-providers.js';
+import { SandboxPaymentProvider } from './payment-provider/sandbox-payment-provider.js';
+import { PlanSchema } from './plans/plan.js';
+import { plansGrpc } from './plans/plans-grpc.js';
+import { ProductSchema } from './products/product.js';
+import { productsGrpc } from './products/products-grpc.js';
+import { QuestionSchema } from './questions/question.js';
+import { questionsGrpc } from './questions/questions-grpc.js';
+import { SubscriptionSchema } from './subscriptions/subscription.js';
+import { subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
 
-export const ENTITIES = [OutboxMessageSchema, MerchantSchema];
+export const ENTITIES = [OutboxMessageSchema, MerchantSchema, ProductSchema, QuestionSchema, PlanSchema, MemberSchema, PaymentMethodSchema, SubscriptionSchema];
 
 export async function openBillingDatabase(config: BillingConfig): Promise<MikroORM> {
   return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS, poolMax: config.DB_POOL_MAX });
@@ -27,6 +41,13 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   const { server } = createGrpcServer();
   const proto = (file: string, name: string) => serviceDefinition(`billing/v1/${file}`, name).service;
   server.addService(proto('merchants.proto', 'billing.v1.Merchants'), unaryHandlers('billing.Merchants', logger, merchantsGrpc(orm, box)));
+  const providers = new PaymentProviders(new SandboxPaymentProvider(config.PAYMENT_PROVIDER_URL, config.PAYMENT_PROVIDER_TIMEOUT_MS));
+  server.addService(proto('products.proto', 'billing.v1.Products'), unaryHandlers('billing.Products', logger, productsGrpc(orm)));
+  server.addService(proto('questions.proto', 'billing.v1.Questions'), unaryHandlers('billing.Questions', logger, questionsGrpc(orm)));
+  server.addService(proto('plans.proto', 'billing.v1.Plans'), unaryHandlers('billing.Plans', logger, plansGrpc(orm)));
+  server.addService(proto('members.proto', 'billing.v1.Members'), unaryHandlers('billing.Members', logger, membersGrpc(orm)));
+  server.addService(proto('payment_methods.proto', 'billing.v1.PaymentMethods'), unaryHandlers('billing.PaymentMethods', logger, paymentMethodsGrpc(orm, providers)));
+  server.addService(proto('subscriptions.proto', 'billing.v1.Subscriptions'), unaryHandlers('billing.Subscriptions', logger, subscriptionsGrpc(orm)));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'billing-outbox' });
   const port = await listen(server, config.BILLING_GRPC_ADDRESS);
   logger.info({ port }, 'billing listening');

@@ -1,0 +1,62 @@
+import { ForeignKeyConstraintViolationException, LockMode, raw, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { CreateMemberRequest, DomainError, parseOrThrow } from '@billing/contracts';
+import { recordEvent } from '@billing/service-runtime';
+import { scopedTo } from '../merchant-scope.js';
+import { pageWindow } from '../paging.js';
+import { Member } from './member.js';
+
+/** A member addressed by id: another merchant's member is indistinguishable from a missing one. */
+export async function findMember(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Member> {
+  const member = await em.findOne(Member, scopedTo(ref.merchantId, { id: ref.id }), opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
+  if (!member) throw new DomainError('not_found', 'Member not found.');
+  return member;
+}
+
+/** Exact email match, case-insensitive (served by the unique index on lower(email)). */
+function byEmail(merchantId: string, email: string) {
+  return { merchantId, [raw((alias) => `lower(${alias}.email)`)]: email.trim().toLowerCase() };
+}
+
+export function membersGrpc(orm: MikroORM) {
+  return {
+    /**
+     * Returns the existing member of that email unchanged, or creates one and records
+     * `member.created` in the same transaction. Two concurrent creates race on the unique index:
+     * the loser's insert fails and it answers with the winner's member.
+     */
+    CreateMember: async (req: { merchantId: string; email: string; firstName: string; lastName: string; phone?: string }) => {
+      const input = parseOrThrow(CreateMemberRequest, req);
+      const merchantId = input.merchantId.toLowerCase();
+      const existing = await orm.em.fork().findOne(Member, byEmail(merchantId, input.email));
+      if (existing) return { member: existing.toMessage(), created: false };
+      try {
+        const member = await orm.em.fork().transactional(async (em) => {
+          const m = Member.create({ ...input, merchantId });
+          em.persist(m);
+          recordEvent(em, { type: 'member.created', merchantId, data: toMemberEvent(m) });
+          return m;
+        });
+        return { member: member.toMessage(), created: true };
+      } catch (e) {
+        if (e instanceof ForeignKeyConstraintViolationException) throw new DomainError('merchant_not_found', 'Merchant not found.');
+        if (!(e instanceof UniqueConstraintViolationException)) throw e;
+        const winner = await orm.em.fork().findOne(Member, byEmail(merchantId, input.email));
+        if (!winner) throw e;
+        return { member: winner.toMessage(), created: false };
+      }
+    },
+
+    GetMember: async (req: { merchantId: string; id: string }) => (await findMember(orm.em.fork(), req)).toMessage(),
+
+    ListMembers: async (req: { merchantId: string; email?: string; page: number; pageSize: number }) => {
+      const where = req.email ? byEmail(req.merchantId, req.email) : { merchantId: req.merchantId };
+      const [items, total] = await orm.em.fork().findAndCount(Member, where, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageWindow(req) });
+      return { items: items.map((m) => m.toMessage()), totalCount: total };
+    },
+  };
+}
+
+/** `member.created` data: the member as the REST API shows it. */
+export function toMemberEvent(m: Member): Record<string, unknown> {
+  return { ...m.toMessage(), phone: m.phone };
+}

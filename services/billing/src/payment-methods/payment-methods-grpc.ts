@@ -1,0 +1,101 @@
+import { LockMode, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { AddPaymentMethodRequest, DomainError, parseOrThrow } from '@billing/contracts';
+import { recordEvent } from '@billing/service-runtime';
+import { findMember } from '../members/members-grpc.js';
+import type { Member } from '../members/member.js';
+import { Merchant } from '../merchants/merchant.js';
+import { scopedTo } from '../merchant-scope.js';
+import type { PaymentProviders } from '../payment-provider/payment-providers.js';
+import { PaymentMethod, type InstrumentDetails } from './payment-method.js';
+import { byRank, nextRank, rerank } from './ranking.js';
+
+type MemberRef = { merchantId: string; memberId: string };
+
+async function methodsOf(em: EntityManager, member: Member, lock = false): Promise<PaymentMethod[]> {
+  return em.find(PaymentMethod, { memberId: member.id }, { orderBy: { rank: 'asc' }, ...(lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) });
+}
+
+/**
+ * Appends a method at the member's lowest rank and records `payment_method.added`, in one
+ * transaction holding the member's row lock (so concurrent adds get distinct ranks).
+ */
+async function appendMethod(orm: MikroORM, ref: MemberRef, details: InstrumentDetails, providerToken: string | null) {
+  return orm.em.fork().transactional(async (em) => {
+    const member = await findMember(em, { merchantId: ref.merchantId, id: ref.memberId }, { lock: true });
+    if (providerToken) {
+      const existing = await em.findOne(PaymentMethod, { merchantId: member.merchantId, providerToken });
+      if (existing && existing.memberId === member.id) return { paymentMethod: existing.toMessage(), created: false };
+      if (existing) throw DomainError.field('providerToken', 'This token is already used by another member.');
+    }
+    const pm = PaymentMethod.create({ ...details, merchantId: member.merchantId, memberId: member.id, rank: nextRank(await methodsOf(em, member)), providerToken });
+    em.persist(pm);
+    recordEvent(em, { type: 'payment_method.added', merchantId: member.merchantId, data: pm.toView() });
+    return { paymentMethod: pm.toMessage(), created: true };
+  });
+}
+
+export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders) {
+  return {
+    AddPaymentMethod: async (req: MemberRef & Record<string, unknown>) => {
+      const input = parseOrThrow(AddPaymentMethodRequest, {
+        type: req.type,
+        brand: req.brand,
+        last4: req.last4,
+        expiryMonth: req.expiryMonth,
+        expiryYear: req.expiryYear,
+        accountName: req.accountName,
+        bsb: req.bsb,
+      });
+      const details: InstrumentDetails = {
+        type: input.type,
+        brand: input.brand ?? null,
+        last4: input.last4,
+        expiryMonth: input.expiryMonth ?? null,
+        expiryYear: input.expiryYear ?? null,
+        accountName: input.accountName ?? null,
+        bsb: input.bsb ?? null,
+      };
+      return appendMethod(orm, req, details, null);
+    },
+
+    /** Validates the token with the merchant's payment provider, then stores what it stands for. */
+    AddPaymentMethodFromToken: async (req: MemberRef & { providerToken: string }) => {
+      const token = (req.providerToken ?? '').trim();
+      if (!token) throw DomainError.field('providerToken', 'Required.');
+      const em = orm.em.fork();
+      const member = await findMember(em, { merchantId: req.merchantId, id: req.memberId });
+      const merchant = await em.findOneOrFail(Merchant, { id: member.merchantId });
+      const instrument = await providers.forEnvironment(merchant.providerEnvironment).lookupToken(member.merchantId, token);
+      if (!instrument) throw DomainError.field('providerToken', 'The payment provider does not know this token.');
+      const { token: _token, ...details } = instrument;
+      try {
+        return await appendMethod(orm, req, details, token);
+      } catch (e) {
+        // A concurrent add of the same token won the unique index: answer as the repeat it is.
+        if (!(e instanceof UniqueConstraintViolationException)) throw e;
+        return appendMethod(orm, req, details, token);
+      }
+    },
+
+    GetPaymentMethod: async (req: MemberRef & { id: string }) => {
+      const pm = await orm.em.fork().findOne(PaymentMethod, scopedTo(req.merchantId, { id: req.id }));
+      if (!pm || pm.memberId !== req.memberId.toLowerCase()) throw new DomainError('not_found', 'Payment method not found.');
+      return pm.toMessage();
+    },
+
+    ListPaymentMethods: async (req: MemberRef) => {
+      const em = orm.em.fork();
+      const member = await findMember(em, { merchantId: req.merchantId, id: req.memberId });
+      return { items: (await methodsOf(em, member)).map((m) => m.toMessage()) };
+    },
+
+    ReorderPaymentMethods: async (req: MemberRef & { orderedIds: string[] }) =>
+      orm.em.fork().transactional(async (em) => {
+        const member = await findMember(em, { merchantId: req.merchantId, id: req.memberId }, { lock: true });
+        const methods = await methodsOf(em, member, true);
+        const ordered = rerank(methods, req.orderedIds ?? []);
+        await em.flush();
+        return { items: byRank(ordered).map((m) => m.toMessage()) };
+      }),
+  };
+}

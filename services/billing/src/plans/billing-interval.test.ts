@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { addDays, periodEnd } from './billing-interval.js';
+
+const at = (iso: string) => new Date(iso);
+
+describe('periodEnd', () => {
+  it('adds whole weeks and fortnights', () => {
+    expect(periodEnd(at('2026-01-01T10:00:00Z'), { interval: 'Week', intervalCount: 1 }).toISOString()).toBe('2026-01-08T10:00:00.000Z');
+    expect(periodEnd(at('2026-01-01T10:00:00Z'), { interval: 'Week', intervalCount: 3 }).toISOString()).toBe('2026-01-22T10:00:00.000Z');
+    expect(periodEnd(at('2026-01-01T10:00:00Z'), { interval: 'Fortnight', intervalCount: 1 }).toISOString()).toBe('2026-01-15T10:00:00.000Z');
+  });
+
+  it('adds calendar months, clamping to the end of short months without drifting', () => {
+    const anchor = at('2026-01-31T09:30:00Z');
+    const monthly = { interval: 'Month' as const, intervalCount: 1 };
+    const feb = periodEnd(anchor, monthly);
+    expect(feb.toISOString()).toBe('2026-02-28T09:30:00.000Z');
+    const mar = periodEnd(feb, monthly, anchor);
+    expect(mar.toISOString()).toBe('2026-03-31T09:30:00.000Z');
+    expect(periodEnd(mar, monthly, anchor).toISOString()).toBe('2026-04-30T09:30:00.000Z');
+    expect(periodEnd(at('2027-12-15T00:00:00Z'), { interval: 'Month', intervalCount: 3 }).toISOString()).toBe('2028-03-15T00:00:00.000Z');
+  });
+
+  it('adds years, keeping Feb 29 anchors on the last day of February', () => {
+    expect(periodEnd(at('2028-02-29T00:00:00Z'), { interval: 'Year', intervalCount: 1 }).toISOString()).toBe('2029-02-28T00:00:00.000Z');
+    expect(periodEnd(at('2029-02-28T00:00:00Z'), { interval: 'Year', intervalCount: 3 }, at('2028-02-29T00:00:00Z')).toISOString()).toBe('2032-02-29T00:00:00.000Z');
+  });
+
+  it('refuses a non-positive count', () => {
+    expect(() => periodEnd(new Date(), { interval: 'Month', intervalCount: 0 })).toThrow(RangeError);
+  });
+
+  it('adds days', () => {
+    expect(addDays(at('2026-03-01T00:00:00Z'), 14).toISOString()).toBe('2026-03-15T00:00:00.000Z');
+  });
+});

@@ -1,0 +1,53 @@
+import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { DomainError } from '@billing/contracts';
+import { scopedTo } from '../merchant-scope.js';
+import { pageWindow } from '../paging.js';
+import { findProduct } from '../products/products-grpc.js';
+import { Plan } from './plan.js';
+
+/** A plan addressed by id: another merchant's plan is indistinguishable from a missing one. */
+export async function findPlan(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Plan> {
+  const plan = await em.findOne(Plan, scopedTo(ref.merchantId, { id: ref.id }), opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
+  if (!plan) throw new DomainError('not_found', 'Plan not found.');
+  return plan;
+}
+
+export function plansGrpc(orm: MikroORM) {
+  return {
+    CreatePlan: async (req: {
+      merchantId: string;
+      productId: string;
+      name: string;
+      amountMinor: string | number;
+      currency: string;
+      interval: string;
+      intervalCount: number;
+      trialDays: number;
+      isActive: boolean;
+    }) => {
+      const em = orm.em.fork();
+      if (!req.merchantId) throw DomainError.field('merchantId', 'Required.');
+      const product = await findProduct(em, { merchantId: req.merchantId, id: req.productId });
+      const plan = Plan.create({ ...req, merchantId: product.merchantId, productId: product.id, amountMinor: Number(req.amountMinor) });
+      await em.persistAndFlush(plan);
+      return plan.toMessage();
+    },
+
+    GetPlan: async (req: { merchantId: string; id: string }) => (await findPlan(orm.em.fork(), req)).toMessage(),
+
+    ListPlans: async (req: { merchantId: string; productId?: string; isActive?: boolean; page: number; pageSize: number }) => {
+      const where: Record<string, unknown> = { merchantId: req.merchantId };
+      if (req.productId) where.productId = req.productId.toLowerCase();
+      if (req.isActive !== undefined) where.isActive = req.isActive;
+      const [items, total] = await orm.em.fork().findAndCount(Plan, where, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageWindow(req) });
+      return { items: items.map((p) => p.toMessage()), totalCount: total };
+    },
+
+    UpdatePlan: async (req: { merchantId: string; id: string; name?: string; isActive?: boolean }) =>
+      orm.em.fork().transactional(async (em) => {
+        const plan = await findPlan(em, req, { lock: true });
+        plan.update({ name: req.name, isActive: req.isActive });
+        return plan.toMessage();
+      }),
+  };
+}

@@ -1,0 +1,35 @@
+import { ForeignKeyConstraintViolationException, LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { CreateProductRequest, DomainError, parseOrThrow } from '@billing/contracts';
+import { scopedTo } from '../merchant-scope.js';
+import { pageWindow } from '../paging.js';
+import { Product } from './product.js';
+
+/** A product addressed by id: another merchant's product is indistinguishable from a missing one. */
+export async function findProduct(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Product> {
+  const product = await em.findOne(Product, scopedTo(ref.merchantId, { id: ref.id }), opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
+  if (!product) throw new DomainError('not_found', 'Product not found.');
+  return product;
+}
+
+export function productsGrpc(orm: MikroORM) {
+  return {
+    CreateProduct: async (req: { merchantId: string; name: string; description?: string }) => {
+      const input = parseOrThrow(CreateProductRequest, req);
+      const product = Product.create({ ...input, merchantId: input.merchantId.toLowerCase() });
+      try {
+        await orm.em.fork().persistAndFlush(product);
+      } catch (e) {
+        if (e instanceof ForeignKeyConstraintViolationException) throw new DomainError('merchant_not_found', 'Merchant not found.');
+        throw e;
+      }
+      return product.toMessage();
+    },
+
+    GetProduct: async (req: { merchantId: string; id: string }) => (await findProduct(orm.em.fork(), req)).toMessage(),
+
+    ListProducts: async (req: { merchantId: string; page: number; pageSize: number }) => {
+      const [items, total] = await orm.em.fork().findAndCount(Product, { merchantId: req.merchantId }, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageWindow(req) });
+      return { items: items.map((p) => p.toMessage()), totalCount: total };
+    },
+  };
+}

@@ -1,0 +1,62 @@
+import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
+import { CreateQuestionRequest, DomainError, parseOrThrow } from '@billing/contracts';
+import { scopedTo } from '../merchant-scope.js';
+import { findProduct } from '../products/products-grpc.js';
+import { compareQuestions, Question } from './question.js';
+import { applyQuestionOrder } from './question-order.js';
+
+export function questionsGrpc(orm: MikroORM) {
+  return {
+    CreateQuestion: async (req: { merchantId: string; productId: string; text: string; kind: string; required: boolean; order?: number; optionLabels: string[] }) => {
+      const input = parseOrThrow(CreateQuestionRequest, {
+        text: req.text,
+        kind: req.kind,
+        required: req.required,
+        order: req.order,
+        options: req.kind === 'Text' && !req.optionLabels.length ? undefined : req.optionLabels.map((label) => ({ label })),
+      });
+      return orm.em.fork().transactional(async (em) => {
+        // Locks the product row so concurrent creates append distinct default orders.
+        const product = await findProduct(em, { merchantId: req.merchantId, id: req.productId }, { lock: true });
+        let order = input.order;
+        if (order == null) {
+          const last = await em.findOne(Question, { productId: product.id }, { orderBy: { order: 'desc', id: 'desc' } });
+          order = last ? last.order + 1 : 1;
+        }
+        const question = Question.create({
+          merchantId: product.merchantId,
+          productId: product.id,
+          text: input.text,
+          kind: input.kind,
+          required: input.required,
+          order,
+          optionLabels: (input.options ?? []).map((o) => o.label),
+        });
+        em.persist(question);
+        return question.toMessage();
+      });
+    },
+
+    GetQuestion: async (req: { merchantId: string; productId: string; id: string }) => {
+      const question = await orm.em.fork().findOne(Question, scopedTo(req.merchantId, { id: req.id }));
+      if (!question || question.productId !== req.productId.toLowerCase()) throw new DomainError('not_found', 'Question not found.');
+      return question.toMessage();
+    },
+
+    ListQuestions: async (req: { merchantId: string; productId: string }) => {
+      const em = orm.em.fork();
+      const product = await findProduct(em, { merchantId: req.merchantId, id: req.productId });
+      const items = await em.find(Question, { productId: product.id }, { orderBy: { order: 'asc', id: 'asc' } });
+      return { items: items.sort(compareQuestions).map((q) => q.toMessage()) };
+    },
+
+    ReorderQuestions: async (req: { merchantId: string; productId: string; orders: { id: string; order: number }[] }) => {
+      await orm.em.fork().transactional(async (em) => {
+        const product = await findProduct(em, { merchantId: req.merchantId, id: req.productId });
+        const questions = await em.find(Question, { productId: product.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        applyQuestionOrder(questions, req.orders);
+      });
+      return {};
+    },
+  };
+}

@@ -1,0 +1,151 @@
+import { describe, expect, it } from 'vitest';
+import { DomainError } from '@billing/contracts';
+import { Subscription, type PlanTerms } from './subscription.js';
+
+const MONTHLY: PlanTerms = { interval: 'Month', intervalCount: 1, trialDays: 0 };
+const T0 = new Date('2026-01-31T10:00:00Z');
+const later = (days: number) => new Date(T0.getTime() + days * 86_400_000);
+
+function start(plan: PlanTerms = MONTHLY, startDate?: Date): Subscription {
+  const s = Subscription.start({ merchantId: 'm', memberId: 'mem', planId: 'p', paymentMethodId: null, startDate, plan }, T0);
+  s.pullEvents();
+  return s;
+}
+
+function codeOf(fn: () => void): string | undefined {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof DomainError) return e.code;
+    throw e;
+  }
+  return undefined;
+}
+
+describe('Subscription.start', () => {
+  it('bills in advance: the first period starts now and is due at once', () => {
+    const s = Subscription.start({ merchantId: 'm', memberId: 'mem', planId: 'p', paymentMethodId: null, plan: MONTHLY }, T0);
+    expect(s.status).toBe('Active');
+    expect(s.currentPeriodStart).toEqual(T0);
+    expect(s.currentPeriodEnd.toISOString()).toBe('2026-02-28T10:00:00.000Z');
+    expect(s.nextBillingAt).toEqual(T0);
+    expect(s.pullEvents()).toEqual(['subscription.created']);
+    expect(s.pullEvents()).toEqual([]);
+  });
+
+  it('starts at startDate when given', () => {
+    const s = start(MONTHLY, new Date('2026-03-01T00:00:00Z'));
+    expect(s.currentPeriodStart.toISOString()).toBe('2026-03-01T00:00:00.000Z');
+    expect(s.nextBillingAt?.toISOString()).toBe('2026-03-01T00:00:00.000Z');
+  });
+
+  it('makes a trial a free first period, with the first charge due at its end', () => {
+    const s = start({ interval: 'Week', intervalCount: 1, trialDays: 14 });
+    expect(s.currentPeriodEnd).toEqual(later(14));
+    expect(s.nextBillingAt).toEqual(later(14));
+  });
+});
+
+describe('Subscription transitions', () => {
+  it('pauses an Active subscription and resumes it', () => {
+    const s = start();
+    s.pause(later(10), later(1));
+    expect(s.status).toBe('Paused');
+    expect(s.pausedAt).toEqual(later(1));
+    expect(s.resumeAt).toEqual(later(10));
+    s.resume(MONTHLY, later(2));
+    expect(s.status).toBe('Active');
+    expect(s.pausedAt).toBeNull();
+    expect(s.resumeAt).toBeNull();
+    expect(s.pullEvents()).toEqual(['subscription.paused', 'subscription.resumed']);
+  });
+
+  it('starts a new period on resume when the pause covered the due date', () => {
+    const s = start();
+    s.advancePeriod(MONTHLY, T0); // first period paid; next due 2026-02-28
+    s.pause(null, later(1));
+    s.resume(MONTHLY, later(60));
+    expect(s.currentPeriodStart).toEqual(later(60));
+    expect(s.nextBillingAt).toEqual(later(60));
+  });
+
+  it('keeps the paid period on resume when the due date has not passed', () => {
+    const s = start();
+    s.advancePeriod(MONTHLY, T0);
+    const due = s.nextBillingAt;
+    s.pause(null, later(1));
+    s.resume(MONTHLY, later(5));
+    expect(s.nextBillingAt).toEqual(due);
+  });
+
+  it('refuses to pause a Paused subscription and to resume an Active one', () => {
+    const s = start();
+    expect(codeOf(() => s.resume(MONTHLY))).toBe('invalid_transition');
+    s.pause(null);
+    expect(codeOf(() => s.pause(null))).toBe('invalid_transition');
+  });
+
+  it('refuses a resumeAt that is not in the future', () => {
+    const s = start();
+    expect(codeOf(() => s.pause(T0, later(1)))).toBe('validation_failed');
+    expect(s.status).toBe('Active');
+  });
+
+  it('refuses everything on a Cancelled subscription', () => {
+    const s = start();
+    s.cancel(false, later(1));
+    expect(s.status).toBe('Cancelled');
+    expect(s.cancelledAt).toEqual(later(1));
+    expect(s.nextBillingAt).toBeNull();
+    expect(s.isLive()).toBe(false);
+    expect(codeOf(() => s.pause(null))).toBe('invalid_transition');
+    expect(codeOf(() => s.resume(MONTHLY))).toBe('invalid_transition');
+    expect(codeOf(() => s.cancel(false))).toBe('invalid_transition');
+    expect(codeOf(() => s.cancel(true))).toBe('invalid_transition');
+    expect(codeOf(() => s.advancePeriod(MONTHLY))).toBe('invalid_transition');
+    expect(s.pullEvents()).toEqual(['subscription.cancelled']);
+  });
+
+  it('cancels at period end by flagging an Active subscription, without an event', () => {
+    const s = start();
+    s.cancel(true, later(1));
+    expect(s.status).toBe('Active');
+    expect(s.cancelAtPeriodEnd).toBe(true);
+    expect(s.isLive()).toBe(true);
+    s.cancel(true, later(2));
+    expect(s.pullEvents()).toEqual([]);
+  });
+
+  it('cancels a Paused or PastDue subscription at once even when asked for period end', () => {
+    const paused = start();
+    paused.pause(null);
+    paused.cancel(true);
+    expect(paused.status).toBe('Cancelled');
+    const pastDue = start();
+    pastDue.markPastDue();
+    pastDue.cancel(true);
+    expect(pastDue.status).toBe('Cancelled');
+  });
+
+  it('pauses a PastDue subscription; a later successful charge makes it Active', () => {
+    const s = start();
+    s.markPastDue();
+    expect(s.status).toBe('PastDue');
+    expect(codeOf(() => s.resume(MONTHLY))).toBe('invalid_transition');
+    s.advancePeriod(MONTHLY);
+    expect(s.status).toBe('Active');
+    s.markPastDue();
+    s.pause(null);
+    expect(s.status).toBe('Paused');
+  });
+
+  it('advances calendar periods from the anchor without drift', () => {
+    const s = start();
+    s.advancePeriod(MONTHLY);
+    expect(s.currentPeriodEnd.toISOString()).toBe('2026-02-28T10:00:00.000Z');
+    s.advancePeriod(MONTHLY);
+    expect(s.currentPeriodStart.toISOString()).toBe('2026-02-28T10:00:00.000Z');
+    expect(s.currentPeriodEnd.toISOString()).toBe('2026-03-31T10:00:00.000Z');
+    expect(s.nextBillingAt?.toISOString()).toBe('2026-03-31T10:00:00.000Z');
+  });
+});

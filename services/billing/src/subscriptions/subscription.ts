@@ -1,0 +1,209 @@
+import { randomUUID } from 'node:crypto';
+import { EntitySchema } from '@mikro-orm/postgresql';
+import { DomainError, type SubscriptionStatus } from '@billing/contracts';
+import { addDays, periodEnd, type BillingSchedule } from '../plans/billing-interval.js';
+
+export type SubscriptionEventType = 'subscription.created' | 'subscription.paused' | 'subscription.resumed' | 'subscription.cancelled';
+
+/** The plan terms a subscription is billed on. */
+export interface PlanTerms extends BillingSchedule {
+  trialDays: number;
+}
+
+/**
+ * A member enrolled in a plan, billed in advance: the charge for a period is due at its start
+ * (`nextBillingAt`). The aggregate guards its state machine and records the events its
+ * transitions cause; the caller writes them to the outbox in the same transaction.
+ *
+ *   Active ──pause──▶ Paused ──resume──▶ Active
+ *   Active ──failed charge──▶ PastDue ──charge succeeds──▶ Active   (billing run)
+ *   Active | Paused | PastDue ──cancel──▶ Cancelled                  (final)
+ */
+export class Subscription {
+  id: string = randomUUID();
+  merchantId!: string;
+  memberId!: string;
+  planId!: string;
+  paymentMethodId: string | null = null;
+  status: SubscriptionStatus = 'Active';
+  currentPeriodStart!: Date;
+  currentPeriodEnd!: Date;
+  /** When the next charge is due; null once Cancelled. */
+  nextBillingAt: Date | null = null;
+  /** Day-of-month and time-of-day anchor of calendar periods (the first paid period's start). */
+  billingAnchor!: Date;
+  cancelAtPeriodEnd = false;
+  pausedAt: Date | null = null;
+  resumeAt: Date | null = null;
+  cancelledAt: Date | null = null;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+
+  /** Not persisted: events caused since load, drained by `pullEvents`. */
+  private pending?: SubscriptionEventType[];
+
+  /**
+   * Starts at `startDate` (or now). Without a trial the first period is due at once; with one,
+   * the trial is a free period and the first charge is due when it ends.
+   */
+  static start(input: { merchantId: string; memberId: string; planId: string; paymentMethodId: string | null; startDate?: Date | null; plan: PlanTerms }, now = new Date()): Subscription {
+    const s = new Subscription();
+    const start = input.startDate ?? now;
+    Object.assign(s, { merchantId: input.merchantId, memberId: input.memberId, planId: input.planId, paymentMethodId: input.paymentMethodId, createdAt: now, updatedAt: now });
+    if (input.plan.trialDays > 0) {
+      const trialEnd = addDays(start, input.plan.trialDays);
+      Object.assign(s, { currentPeriodStart: start, currentPeriodEnd: trialEnd, nextBillingAt: trialEnd, billingAnchor: trialEnd });
+    } else {
+      Object.assign(s, { currentPeriodStart: start, currentPeriodEnd: periodEnd(start, input.plan), nextBillingAt: start, billingAnchor: start });
+    }
+    s.record('subscription.created');
+    return s;
+  }
+
+  isLive(): boolean {
+    return this.status !== 'Cancelled';
+  }
+
+  /** Active or PastDue → Paused. Billing stops until resumed (`resumeAt` is when it should be). */
+  pause(resumeAt: Date | null, now = new Date()): void {
+    this.refuseWhenCancelled('paused');
+    if (this.status === 'Paused') throw new DomainError('invalid_transition', 'The subscription is already paused.');
+    if (resumeAt && resumeAt <= now) throw DomainError.field('resumeAt', 'Must be in the future.');
+    this.status = 'Paused';
+    this.pausedAt = now;
+    this.resumeAt = resumeAt;
+    this.touch(now, 'subscription.paused');
+  }
+
+  /**
+   * Paused → Active. If the paused time covered the next due date, a new period starts now and
+   * is due at once (billing in advance); otherwise the paid period runs on unchanged.
+   */
+  resume(schedule: BillingSchedule, now = new Date()): void {
+    this.refuseWhenCancelled('resumed');
+    if (this.status !== 'Paused') throw new DomainError('invalid_transition', `Only a paused subscription can be resumed; this one is ${this.status}.`);
+    this.status = 'Active';
+    this.pausedAt = null;
+    this.resumeAt = null;
+    if (!this.nextBillingAt || this.nextBillingAt < now) {
+      this.currentPeriodStart = now;
+      this.currentPeriodEnd = periodEnd(now, schedule);
+      this.nextBillingAt = now;
+      this.billingAnchor = now;
+    }
+    this.touch(now, 'subscription.resumed');
+  }
+
+  /**
+   * Cancels now, or with `atPeriodEnd` an Active subscription stays Active with
+   * `cancelAtPeriodEnd` until its paid period ends (the billing run then cancels it instead of
+   * charging). A Paused or PastDue subscription has no paid period running, so it is cancelled
+   * at once either way.
+   */
+  cancel(atPeriodEnd: boolean, now = new Date()): void {
+    this.refuseWhenCancelled('cancelled');
+    if (atPeriodEnd && this.status === 'Active') {
+      if (this.cancelAtPeriodEnd) return;
+      this.cancelAtPeriodEnd = true;
+      this.updatedAt = now;
+      return;
+    }
+    this.status = 'Cancelled';
+    this.cancelledAt = now;
+    this.nextBillingAt = null;
+    this.pausedAt = null;
+    this.resumeAt = null;
+    this.touch(now, 'subscription.cancelled');
+  }
+
+  /**
+   * Billing run: the charge for the period starting at `nextBillingAt` succeeded or is
+   * processing. That period becomes current and the next one is due at its end.
+   */
+  advancePeriod(schedule: BillingSchedule, now = new Date()): void {
+    if (this.status !== 'Active' && this.status !== 'PastDue') throw new DomainError('invalid_transition', `A ${this.status} subscription is not billed.`);
+    if (!this.nextBillingAt) throw new DomainError('invalid_transition', 'Nothing is due.');
+    this.status = 'Active';
+    this.currentPeriodStart = this.nextBillingAt;
+    this.currentPeriodEnd = periodEnd(this.currentPeriodStart, schedule, this.billingAnchor);
+    this.nextBillingAt = this.currentPeriodEnd;
+    this.updatedAt = now;
+  }
+
+  /** Billing run: the charge due failed; retries follow the merchant's schedule. */
+  markPastDue(now = new Date()): void {
+    if (this.status !== 'Active' && this.status !== 'PastDue') throw new DomainError('invalid_transition', `A ${this.status} subscription cannot become past due.`);
+    this.status = 'PastDue';
+    this.updatedAt = now;
+  }
+
+  /** Events caused since the last call, oldest first. */
+  pullEvents(): SubscriptionEventType[] {
+    const events = this.pending ?? [];
+    this.pending = [];
+    return events;
+  }
+
+  private refuseWhenCancelled(verb: string): void {
+    if (this.status === 'Cancelled') throw new DomainError('invalid_transition', `A cancelled subscription cannot be ${verb}.`);
+  }
+
+  private touch(now: Date, event: SubscriptionEventType): void {
+    this.updatedAt = now;
+    this.record(event);
+  }
+
+  private record(event: SubscriptionEventType): void {
+    (this.pending ??= []).push(event);
+  }
+
+  toMessage() {
+    const iso = (d: Date | null) => d?.toISOString();
+    return {
+      id: this.id,
+      merchantId: this.merchantId,
+      memberId: this.memberId,
+      planId: this.planId,
+      paymentMethodId: this.paymentMethodId ?? undefined,
+      status: this.status,
+      currentPeriodStart: this.currentPeriodStart.toISOString(),
+      currentPeriodEnd: this.currentPeriodEnd.toISOString(),
+      nextBillingAt: iso(this.nextBillingAt),
+      cancelAtPeriodEnd: this.cancelAtPeriodEnd,
+      pausedAt: iso(this.pausedAt),
+      resumeAt: iso(this.resumeAt),
+      cancelledAt: iso(this.cancelledAt),
+      createdAt: this.createdAt.toISOString(),
+      updatedAt: this.updatedAt.toISOString(),
+    };
+  }
+
+  /** The subscription as the REST API shows it (the payload of subscription events). */
+  toView() {
+    const m = this.toMessage();
+    return { ...m, paymentMethodId: m.paymentMethodId ?? null, nextBillingAt: m.nextBillingAt ?? null, pausedAt: m.pausedAt ?? null, resumeAt: m.resumeAt ?? null, cancelledAt: m.cancelledAt ?? null };
+  }
+}
+
+export const SubscriptionSchema = new EntitySchema<Subscription>({
+  class: Subscription,
+  tableName: 'subscriptions',
+  properties: {
+    id: { type: 'uuid', primary: true },
+    merchantId: { type: 'uuid' },
+    memberId: { type: 'uuid' },
+    planId: { type: 'uuid' },
+    paymentMethodId: { type: 'uuid', nullable: true },
+    status: { type: 'string' },
+    currentPeriodStart: { type: 'Date', columnType: 'timestamptz' },
+    currentPeriodEnd: { type: 'Date', columnType: 'timestamptz' },
+    nextBillingAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    billingAnchor: { type: 'Date', columnType: 'timestamptz' },
+    cancelAtPeriodEnd: { type: 'boolean' },
+    pausedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    resumeAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    cancelledAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    createdAt: { type: 'Date', columnType: 'timestamptz' },
+    updatedAt: { type: 'Date', columnType: 'timestamptz' },
+  },
+});

@@ -1,0 +1,111 @@
+import { LockMode, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { DateOrDateTime, DomainError, parseOrThrow, SUBSCRIPTION_STATUSES } from '@billing/contracts';
+import { recordEvent } from '@billing/service-runtime';
+import { findMember } from '../members/members-grpc.js';
+import { scopedTo } from '../merchant-scope.js';
+import { pageWindow } from '../paging.js';
+import { PaymentMethod } from '../payment-methods/payment-method.js';
+import { Plan } from '../plans/plan.js';
+import { findPlan } from '../plans/plans-grpc.js';
+import { Subscription } from './subscription.js';
+
+/** A subscription addressed by id: another merchant's is indistinguishable from a missing one. */
+export async function findSubscription(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Subscription> {
+  const sub = await em.findOne(Subscription, scopedTo(ref.merchantId, { id: ref.id }), opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
+  if (!sub) throw new DomainError('not_found', 'Subscription not found.');
+  return sub;
+}
+
+/** Writes the events the aggregate recorded to the outbox, in the caller's transaction. */
+export function recordSubscriptionEvents(em: EntityManager, sub: Subscription): void {
+  for (const type of sub.pullEvents()) recordEvent(em, { type, merchantId: sub.merchantId, data: sub.toView() });
+}
+
+function parseInstant(field: string, value: string | undefined): Date | null {
+  if (!value) return null;
+  const text = parseOrThrow(DateOrDateTime, value) as string;
+  const date = new Date(/^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text);
+  if (Number.isNaN(date.getTime())) throw DomainError.field(field, 'Must be an ISO 8601 date or date-time.');
+  return date;
+}
+
+async function liveSubscriptionOf(em: EntityManager, memberId: string, planId: string): Promise<Subscription | null> {
+  return em.findOne(Subscription, { memberId, planId, status: { $ne: 'Cancelled' } });
+}
+
+function alreadyExists(existing: Subscription): DomainError {
+  return new DomainError('subscription_exists', `The member already has a live (${existing.status}) subscription to this plan.`, { existingSubscriptionId: existing.id });
+}
+
+export function subscriptionsGrpc(orm: MikroORM) {
+  /** Loads, changes and saves one subscription with its events, under a row lock. */
+  const transition = (ref: { merchantId: string; id: string }, change: (sub: Subscription, em: EntityManager) => Promise<void> | void) =>
+    orm.em.fork().transactional(async (em) => {
+      const sub = await findSubscription(em, ref, { lock: true });
+      await change(sub, em);
+      recordSubscriptionEvents(em, sub);
+      return sub.toMessage();
+    });
+
+  return {
+    /**
+     * At most one live subscription per member and plan: checked first for a clear answer, and
+     * enforced by the partial unique index `subscriptions_live_unique`, so of concurrent creates
+     * exactly one commits and the others answer `subscription_exists`.
+     */
+    CreateSubscription: async (req: { merchantId: string; memberId: string; planId: string; paymentMethodId?: string; startDate?: string }) => {
+      if (!req.merchantId) throw DomainError.field('merchantId', 'Required.');
+      const startDate = parseInstant('startDate', req.startDate);
+      const em = orm.em.fork();
+      const member = await findMember(em, { merchantId: req.merchantId, id: req.memberId });
+      const plan = await findPlan(em, { merchantId: req.merchantId, id: req.planId });
+      let paymentMethodId: string | null = null;
+      if (req.paymentMethodId) {
+        const pm = await em.findOne(PaymentMethod, scopedTo(req.merchantId, { id: req.paymentMethodId }));
+        if (!pm) throw new DomainError('not_found', 'Payment method not found.');
+        if (pm.memberId !== member.id) throw DomainError.field('paymentMethodId', 'Must be a payment method of the member.');
+        paymentMethodId = pm.id;
+      }
+      if (!plan.isActive) throw new DomainError('unprocessable', 'The plan is not active; members cannot be enrolled in it.');
+      const existing = await liveSubscriptionOf(em, member.id, plan.id);
+      if (existing) throw alreadyExists(existing);
+      try {
+        return await orm.em.fork().transactional(async (tx) => {
+          const sub = Subscription.start({ merchantId: member.merchantId, memberId: member.id, planId: plan.id, paymentMethodId, startDate, plan });
+          tx.persist(sub);
+          recordSubscriptionEvents(tx, sub);
+          return sub.toMessage();
+        });
+      } catch (e) {
+        if (!(e instanceof UniqueConstraintViolationException)) throw e;
+        const winner = await liveSubscriptionOf(orm.em.fork(), member.id, plan.id);
+        if (!winner) throw e;
+        throw alreadyExists(winner);
+      }
+    },
+
+    GetSubscription: async (req: { merchantId: string; id: string }) => (await findSubscription(orm.em.fork(), req)).toMessage(),
+
+    ListSubscriptions: async (req: { merchantId: string; memberId?: string; planId?: string; status?: string; page: number; pageSize: number }) => {
+      const where: Record<string, unknown> = { merchantId: req.merchantId };
+      if (req.memberId) where.memberId = req.memberId.toLowerCase();
+      if (req.planId) where.planId = req.planId.toLowerCase();
+      if (req.status) {
+        if (!(SUBSCRIPTION_STATUSES as readonly string[]).includes(req.status)) throw DomainError.field('status', `Must be one of ${SUBSCRIPTION_STATUSES.join(', ')}.`);
+        where.status = req.status;
+      }
+      const [items, total] = await orm.em.fork().findAndCount(Subscription, where, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageWindow(req) });
+      return { items: items.map((s) => s.toMessage()), totalCount: total };
+    },
+
+    PauseSubscription: async (req: { merchantId: string; id: string; resumeAt?: string }) => {
+      const resumeAt = parseInstant('resumeAt', req.resumeAt);
+      return transition(req, (sub) => sub.pause(resumeAt));
+    },
+
+    ResumeSubscription: async (req: { merchantId: string; id: string }) =>
+      transition(req, async (sub, em) => sub.resume(await em.findOneOrFail(Plan, { id: sub.planId }))),
+
+    CancelSubscription: async (req: { merchantId: string; id: string; atPeriodEnd: boolean }) => transition(req, (sub) => sub.cancel(Boolean(req.atPeriodEnd))),
+  };
+}
