@@ -105,6 +105,8 @@ export function customersGrpc(deps: CustomersDeps) {
           let account = await em.findOne(CustomerAccount, { email }, { lockMode: LockMode.PESSIMISTIC_WRITE });
           if (account) account.claim(input, passwordHash, input.acceptedTerms === true);
           else em.persist((account = CustomerAccount.signUp(email, input, passwordHash, input.acceptedTerms === true)));
+          // The token row references the account: the account's insert must come first.
+          await em.flush();
           const { token, entity } = CustomerToken.mint(account.id, 'email_verification', EMAIL_VERIFICATION_TTL_SECONDS);
           em.persist(entity);
           return { account, verification: token };
