@@ -27,4 +27,15 @@ API keys and webhooks
 
 Collections
 - Paged collections take page (from 1) and pageSize (1..200, default 50).
+
+Idempotency
+- Endpoints that take Idempotency-Key check it after authentication and before anything else, the body's validation included: missing, empty (or blank) or over 255 characters is 400 with "errors" naming "Idempotency-Key". Any characters are accepted; the key is compared exactly (case-sensitive).
+- Scope: the merchant of the credential (API keys and merchant users of one merchant share it); the platform admin token has its own scope.
+- Fingerprint: method + path (lower-cased, without query string or trailing slash) + SHA-256 of the raw body bytes. The same JSON with different spacing or key order is a different request (409 idempotency-key-reused).
+- The first request claims the key atomically (one row per scope and key in the gateway's database), so concurrent duplicates on any replica run once. While it runs, others get 409 with type .../idempotency-in-progress.
+- Replays carry Idempotent-Replayed: true and reproduce status, body and Location. Content-Type follows the status (application/json for success, application/problem+json for errors).
+- A 4xx outcome (including a body that fails validation) releases the key: the same request runs again, a different one is still 409. A 5xx outcome (502, 503, a crash) is kept and replayed with its original status as problem+json with type .../idempotency-outcome-unknown and a detail saying the outcome is unknown; the traceId in it is that of the original attempt. A fresh attempt needs a new key.
+- A claim whose request has not finished within IDEMPOTENCY_LEASE_SECONDS (default 60; longer than any backend call can take) is presumed lost with its gateway: retries then get 500 .../idempotency-outcome-unknown. If the original does finish later, its real outcome is recorded and replayed from then on.
+- If the gateway cannot reach its idempotency store before running the request: 503 with Retry-After; nothing ran, and the same key may be retried.
+- Keys are kept 24 hours from the start of the attempt that claimed them (IDEMPOTENCY_RETENTION_HOURS); after that the key is free for any request. Expired records are deleted every 10 minutes (IDEMPOTENCY_CLEANUP_INTERVAL_MS).
 `;
