@@ -87,6 +87,9 @@ class Wake {
   }
 }
 
+/** A Postgres array literal of uuids (knex would expand a JS array into a list of parameters). */
+const pgArray = (ids: string[]) => `{${ids.join(',')}}`;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -213,7 +216,7 @@ export class OutboxRelay {
     return this.opts.orm.em.fork().transactional(async (em) => {
       const rows = await em.execute<OutboxRow[]>(
         `select "id", "type", "merchant_id", "data", "occurred_at", "trace_context" from "${schema}"."outbox"
-          where "published_at" is null order by "occurred_at", "id" limit ? for update skip locked`,
+          where "published_at" is null order by "seq" limit ? for update skip locked`,
         [this.batchSize],
       );
       if (rows.length === 0) return { claimed: 0 };
@@ -221,7 +224,7 @@ export class OutboxRelay {
       const results = await Promise.allSettled(rows.map((row) => this.publish(js, row)));
       const acked = rows.filter((_, i) => results[i]!.status === 'fulfilled').map((r) => r.id);
       if (acked.length) {
-        await em.execute(`update "${schema}"."outbox" set "published_at" = now() where "id" = any(?::uuid[])`, [acked], 'run');
+        await em.execute(`update "${schema}"."outbox" set "published_at" = now() where "id" = any(?::uuid[])`, [pgArray(acked)], 'run');
         this.published += acked.length;
       }
       const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
