@@ -1,0 +1,20 @@
+import { z } from 'zod';
+import { BaseConfig, parseConfig } from '@billing/service-runtime';
+
+const Flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+export const SandboxConfig = BaseConfig.extend({
+  SANDBOX_PROVIDER_HOST: z.string().default('127.0.0.1'),
+  SANDBOX_PROVIDER_PORT: z.coerce.number().int().min(0).max(65535).default(8090),
+  /** Start "down": every /v1 call answers 503 until faults are cleared. */
+  SANDBOX_FAULT_DOWN: Flag.default(false),
+  /** Added delay on every /v1 call, to exercise callers' timeouts. */
+  SANDBOX_LATENCY_MS: z.coerce.number().int().min(0).max(120_000).default(0),
+  /** Serve POST/DELETE /__sandbox/faults (always outside production mode). */
+  SANDBOX_FAULTS_ENABLED: Flag.optional(),
+});
+export type SandboxConfig = z.infer<typeof SandboxConfig>;
+
+export function loadConfig(env = process.env): SandboxConfig {
+  return parseConfig(SandboxConfig, env);
+}

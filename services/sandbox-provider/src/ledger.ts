@@ -1,0 +1,206 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+/**
+ * The sandbox provider's state: tokens, charges and refunds, in memory (a sandbox restart
+ * forgets them, as a real provider's test mode may be reset). Outcomes follow fixed test values,
+ * like a real provider's test cards:
+ * - Card with last4 `0002`: declined (`card_declined`); any other card: Settled at once.
+ * - BankAccount: Processing; when settled, last4 ending `002` fails (`insufficient_funds`),
+ *   any other settles.
+ */
+
+export type InstrumentType = 'Card' | 'BankAccount';
+
+export interface Token {
+  token: string;
+  /** The merchant account that created it; null: usable by any account. */
+  account: string | null;
+  type: InstrumentType;
+  brand: string | null;
+  last4: string;
+  expiryMonth: number | null;
+  expiryYear: number | null;
+  accountName: string | null;
+  bsb: string | null;
+  createdAt: string;
+}
+
+export type ChargeStatus = 'Settled' | 'Processing' | 'Failed';
+
+export interface Charge {
+  id: string;
+  account: string | null;
+  amountMinor: number;
+  currency: string;
+  paymentMethod: { token: string | null; type: InstrumentType; last4: string };
+  status: ChargeStatus;
+  failureReason: string | null;
+  refundedMinor: number;
+  description: string | null;
+  createdAt: string;
+  settledAt: string | null;
+}
+
+export interface Refund {
+  id: string;
+  chargeId: string;
+  amountMinor: number;
+  currency: string;
+  status: 'Settled';
+  failureReason: null;
+  createdAt: string;
+}
+
+/** A refused request: HTTP status and a machine-readable code. */
+export class SandboxError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly errors?: Record<string, string[]>,
+  ) {
+    super(message);
+  }
+}
+
+const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
+
+function cardBrand(number: string): string {
+  if (number.startsWith('4')) return 'Visa';
+  if (/^(5[1-5]|2[2-7])/.test(number)) return 'Mastercard';
+  if (/^3[47]/.test(number)) return 'Amex';
+  return 'Card';
+}
+
+interface StoredResponse {
+  fingerprint: string;
+  status: number;
+  body: unknown;
+}
+
+export class Ledger {
+  private readonly tokens = new Map<string, Token>();
+  private readonly charges = new Map<string, Charge>();
+  private readonly refunds = new Map<string, Refund>();
+  private readonly idempotent = new Map<string, StoredResponse>();
+
+  tokeniseCard(account: string | null, input: { number: string; expiryMonth: number; expiryYear: number; brand?: string | null }): Token {
+    return this.store({
+      token: newId('ctok'),
+      account,
+      type: 'Card',
+      brand: input.brand ?? cardBrand(input.number),
+      last4: input.number.slice(-4),
+      expiryMonth: input.expiryMonth,
+      expiryYear: input.expiryYear,
+      accountName: null,
+      bsb: null,
+      createdAt: new Date().toISOString(),
+    });
+  }
+
+  tokeniseBankAccount(account: string | null, input: { accountName: string; bsb: string; accountNumber: string }): Token {
+    const digits = input.bsb.replace('-', '');
+    return this.store({
+      token: newId('btok'),
+      account,
+      type: 'BankAccount',
+      brand: null,
+      last4: input.accountNumber.slice(-4),
+      expiryMonth: null,
+      expiryYear: null,
+      accountName: input.accountName,
+      bsb: `${digits.slice(0, 3)}-${digits.slice(3)}`,
+      createdAt: new Date().toISOString(),
+    });
+  }
+
+  /** A token visible to `account`: its own, or one created without an account. */
+  findToken(account: string | null, token: string): Token | undefined {
+    const t = this.tokens.get(token);
+    if (!t || (t.account !== null && t.account !== account)) return undefined;
+    return t;
+  }
+
+  charge(account: string | null, input: { amountMinor: number; currency: string; paymentMethod: { token?: string | null; type?: InstrumentType | null; last4?: string | null }; description?: string | null }): Charge {
+    let instrument: Charge['paymentMethod'];
+    if (input.paymentMethod.token) {
+      const t = this.findToken(account, input.paymentMethod.token);
+      if (!t) throw new SandboxError(400, 'token_not_found', 'No such token for this account.', { 'paymentMethod.token': ['Unknown token.'] });
+      instrument = { token: t.token, type: t.type, last4: t.last4 };
+    } else {
+      if (!input.paymentMethod.type || !input.paymentMethod.last4) {
+        throw new SandboxError(400, 'validation_failed', 'paymentMethod needs a token, or a type and last4.', { paymentMethod: ['Send a token, or type and last4.'] });
+      }
+      instrument = { token: null, type: input.paymentMethod.type, last4: input.paymentMethod.last4 };
+    }
+    const now = new Date().toISOString();
+    const charge: Charge = {
+      id: newId('ch'),
+      account,
+      amountMinor: input.amountMinor,
+      currency: input.currency,
+      paymentMethod: instrument,
+      status: 'Processing',
+      failureReason: null,
+      refundedMinor: 0,
+      description: input.description ?? null,
+      createdAt: now,
+      settledAt: null,
+    };
+    if (instrument.type === 'Card') {
+      if (instrument.last4 === '0002') Object.assign(charge, { status: 'Failed', failureReason: 'card_declined' });
+      else Object.assign(charge, { status: 'Settled', settledAt: now });
+    }
+    this.charges.set(charge.id, charge);
+    return charge;
+  }
+
+  findCharge(account: string | null, id: string): Charge {
+    const c = this.charges.get(id);
+    if (!c || (c.account !== null && c.account !== account)) throw new SandboxError(404, 'charge_not_found', 'No such charge for this account.');
+    return c;
+  }
+
+  /** Ends the settlement window of a Processing bank charge; repeated calls return the outcome. */
+  settle(account: string | null, id: string): Charge {
+    const c = this.findCharge(account, id);
+    if (c.status !== 'Processing') return c;
+    if (c.paymentMethod.last4.endsWith('002')) Object.assign(c, { status: 'Failed', failureReason: 'insufficient_funds' });
+    else Object.assign(c, { status: 'Settled', settledAt: new Date().toISOString() });
+    return c;
+  }
+
+  refund(account: string | null, input: { chargeId: string; amountMinor: number; currency?: string }): Refund {
+    const c = this.findCharge(account, input.chargeId);
+    if (c.status !== 'Settled') throw new SandboxError(409, 'charge_not_settled', `Only a Settled charge can be refunded; this one is ${c.status}.`);
+    if (input.currency && input.currency !== c.currency) throw new SandboxError(400, 'currency_mismatch', 'The refund currency differs from the charge.');
+    if (c.refundedMinor + input.amountMinor > c.amountMinor) throw new SandboxError(409, 'refund_exceeds_charge', 'Refunds would exceed the charged amount.');
+    c.refundedMinor += input.amountMinor;
+    const refund: Refund = { id: newId('re'), chargeId: c.id, amountMinor: input.amountMinor, currency: c.currency, status: 'Settled', failureReason: null, createdAt: new Date().toISOString() };
+    this.refunds.set(refund.id, refund);
+    return refund;
+  }
+
+  /**
+   * Runs `fn` once per (account, key): a repeat with the same request replays the first
+   * response; with a different request it is refused (409). Failed attempts (4xx) are not kept.
+   */
+  once(account: string | null, key: string, request: unknown, fn: () => { status: number; body: unknown }): { status: number; body: unknown; replayed: boolean } {
+    const slot = `${account ?? ''}\u0000${key}`;
+    const fingerprint = createHash('sha256').update(JSON.stringify(request)).digest('hex');
+    const stored = this.idempotent.get(slot);
+    if (stored) {
+      if (stored.fingerprint !== fingerprint) throw new SandboxError(409, 'idempotency_key_reused', 'This Idempotency-Key was used with a different request.');
+      return { status: stored.status, body: stored.body, replayed: true };
+    }
+    const result = fn();
+    this.idempotent.set(slot, { fingerprint, status: result.status, body: structuredClone(result.body) });
+    return { ...result, replayed: false };
+  }
+
+  private store(t: Token): Token {
+    this.tokens.set(t.token, t);
+    return t;
+  }
+}
