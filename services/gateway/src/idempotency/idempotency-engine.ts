@@ -121,7 +121,9 @@ export class IdempotencyEngine {
   }
 
   private inProgress(): DomainError {
-    return new DomainError('idempotency_in_progress', 'The original request with this Idempotency-Key is still in progress. Retry after it has finished.');
+    return new DomainError('idempotency_in_progress', 'The original request with this Idempotency-Key is still in progress. Retry after it has finished.', {
+      retryAfterSeconds: 1,
+    });
   }
 
   /** Runs the handler as the holder of the claim and records how it ended. */

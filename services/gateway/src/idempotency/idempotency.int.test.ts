@@ -248,6 +248,7 @@ describe('while the original runs (rule 3)', () => {
     expect(during.statusCode).toBe(409);
     expect(during.json().type).toMatch(/idempotency-in-progress$/);
     expect(during.json().detail).toMatch(/still in progress/);
+    expect(during.headers['retry-after']).toBe('1');
     g.open();
     const original = await first;
     expect(original.statusCode).toBe(201);
