@@ -20,6 +20,7 @@ import { merchantRoutes } from './merchants/merchant-routes.js';
 import { merchantUserRoutes } from './merchant-users/merchant-user-routes.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { buildOpenApi, DOCS_HTML } from './openapi/openapi.js';
+import { createRateLimiter } from './rate-limit/rate-limiter.js';
 
 export const ENTITIES = [IdempotencyRecordSchema];
 
@@ -55,7 +56,9 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     retentionMs: config.IDEMPOTENCY_RETENTION_HOURS * 3_600_000,
     leaseMs: config.IDEMPOTENCY_LEASE_SECONDS * 1000,
   });
+  const rateLimiter = createRateLimiter(config, logger);
   const pipeline: RequestPipeline = {
+    limitRate: rateLimiter && ((request, principal) => rateLimiter.limit(request, principal)),
     runIdempotent: (_spec, request, principal, run) =>
       idempotency.run(
         { method: request.method, url: request.url, key: request.headers['idempotency-key'], rawBody: request.rawBody, principal, traceId: request.traceId },
@@ -80,6 +83,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
 
   await feed.start();
   apiKeys.start();
+  rateLimiter?.start();
   const idempotencyExpiry = startExpiryJob(idempotencyStore, logger, config.IDEMPOTENCY_CLEANUP_INTERVAL_MS);
 
   return {
@@ -89,6 +93,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
       await app.close();
       feed.stop();
       await apiKeys.stop();
+      await rateLimiter?.stop();
       await idempotencyExpiry.stop();
       backends.close();
       await orm.close();

@@ -31,6 +31,14 @@ export const GatewayConfig = BaseConfig.extend({
   IDEMPOTENCY_LEASE_SECONDS: z.coerce.number().positive().default(60),
   /** How often expired idempotency records are deleted. */
   IDEMPOTENCY_CLEANUP_INTERVAL_MS: z.coerce.number().int().min(1000).default(600_000),
+  /** Requests per second per credential (per client IP when anonymous); 0 turns rate limiting off. */
+  RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(100),
+  /** Requests a credential may send at once on top of the steady rate (the bucket size). */
+  RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(200),
+  /** How often each replica reconciles its buckets with the shared ones in NATS KV. */
+  RATE_LIMIT_SYNC_MS: z.coerce.number().int().min(10).default(100),
+  /** NATS KV bucket holding the shared buckets; replicas that share limits use the same one. */
+  RATE_LIMIT_KV_BUCKET: z.string().regex(/^[-\w]+$/, 'letters, digits, - and _ only').default('gateway_rate_limits'),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfig> & { BILLING_ADMIN_TOKEN: string };
 
