@@ -13,7 +13,7 @@ export const BillingConfig = BaseConfig.extend({
   /** Base URL of the sandbox payment provider (Staging merchants). */
   PAYMENT_PROVIDER_URL: z.url().default('http://127.0.0.1:8090'),
   /** Timeout of each payment-provider call; past it the call is provider_unavailable (502). */
-  PAYMENT_PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).default(5000),
+  PAYMENT_PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000),
 });
 export type BillingConfig = z.infer<typeof BillingConfig>;
 

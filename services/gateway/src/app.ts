@@ -18,6 +18,12 @@ import { IdempotencyRecordSchema } from './idempotency/idempotency-record.js';
 import { IdempotencyStore } from './idempotency/idempotency-store.js';
 import { merchantRoutes } from './merchants/merchant-routes.js';
 import { merchantUserRoutes } from './merchant-users/merchant-user-routes.js';
+import { memberRoutes } from './members/member-routes.js';
+import { paymentMethodRoutes } from './payment-methods/payment-method-routes.js';
+import { planRoutes } from './plans/plan-routes.js';
+import { productRoutes } from './products/product-routes.js';
+import { questionRoutes } from './questions/question-routes.js';
+import { subscriptionRoutes } from './subscriptions/subscription-routes.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { buildOpenApi, DOCS_HTML } from './openapi/openapi.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
@@ -72,6 +78,12 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     ...merchantUserRoutes(backends, access, feed),
     ...apiKeyRoutes(backends, access, feed),
     ...customerRoutes(backends, feed),
+    ...productRoutes(backends, access),
+    ...questionRoutes(backends, access),
+    ...planRoutes(backends, access),
+    ...memberRoutes(backends, access),
+    ...paymentMethodRoutes(backends, access),
+    ...subscriptionRoutes(backends, access),
   ];
   for (const r of routes) register(r);
 

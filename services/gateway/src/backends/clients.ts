@@ -11,9 +11,19 @@ export interface IdentityClients {
   customers: Client;
 }
 
+export interface BillingClients {
+  merchants: Client;
+  products: Client;
+  questions: Client;
+  plans: Client;
+  members: Client;
+  paymentMethods: Client;
+  subscriptions: Client;
+}
+
 export interface Backends {
   identity: IdentityClients;
-  billing: { merchants: Client };
+  billing: BillingClients;
   close(): void;
 }
 
@@ -26,8 +36,15 @@ export function createBackends(config: GatewayConfig): Backends {
     credentials: createClient('identity/v1/credentials.proto', 'identity.v1.Credentials', config.IDENTITY_GRPC_URL, d),
     customers: createClient('identity/v1/customers.proto', 'identity.v1.Customers', config.IDENTITY_GRPC_URL, d),
   };
-  const billing = {
-    merchants: createClient('billing/v1/merchants.proto', 'billing.v1.Merchants', config.BILLING_GRPC_URL, d),
+  const billingClient = (file: string, service: string) => createClient(`billing/v1/${file}`, `billing.v1.${service}`, config.BILLING_GRPC_URL, d);
+  const billing: BillingClients = {
+    merchants: billingClient('merchants.proto', 'Merchants'),
+    products: billingClient('products.proto', 'Products'),
+    questions: billingClient('questions.proto', 'Questions'),
+    plans: billingClient('plans.proto', 'Plans'),
+    members: billingClient('members.proto', 'Members'),
+    paymentMethods: billingClient('payment_methods.proto', 'PaymentMethods'),
+    subscriptions: billingClient('subscriptions.proto', 'Subscriptions'),
   };
   return {
     identity,

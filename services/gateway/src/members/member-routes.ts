@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import { CreateMemberRequest, ListMembersQuery, Member, Paged, toPage, Uuid } from '@billing/contracts';
+import type { MerchantAccess } from '../auth/access.js';
+import { merchantScope } from '../auth/merchant-scope.js';
+import type { Backends } from '../backends/clients.js';
+import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
+import { nullFill } from '../http/views.js';
+
+const MEMBER_FIELDS = Object.keys(Member.shape);
+export const toMember = (msg: Record<string, unknown>): Member => nullFill<Member>(msg, MEMBER_FIELDS);
+
+const IdParams = z.object({ id: Uuid });
+
+export function memberRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
+  const members = backends.billing.members;
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/Members',
+      tag: 'Members',
+      summary: 'Create a member, or return the existing member with that email',
+      description:
+        'Members are unique per merchant by email, compared case-insensitively. A new member is 201 with Location and emits member.created; an existing one is returned unchanged with 200 (the other fields of the request are ignored). Concurrent creates with one email yield one member. Does not take an Idempotency-Key.',
+      auth: { merchant: 'Staff' },
+      body: CreateMemberRequest,
+      responses: { 200: Member, 201: Member, 400: null, 403: null, 404: null },
+      handler: async ({ body, principal }) => {
+        await access.assert(principal, body.merchantId);
+        const res = await members.CreateMember({ ...body, merchantId: body.merchantId.toLowerCase(), phone: body.phone ?? undefined });
+        const member = toMember(res.member);
+        return res.created ? created(member, `/api/Members/${member.id}`) : ok(member);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/Members',
+      tag: 'Members',
+      summary: "List a merchant's members",
+      description: 'Oldest first. `email` filters by exact email, case-insensitively.',
+      auth: { merchant: 'Viewer' },
+      query: ListMembersQuery,
+      responses: { 200: Paged(Member), 403: null, 404: null },
+      handler: async ({ query, principal }) => {
+        const merchantId = await access.resolve(principal, query.merchantId);
+        const res = await members.ListMembers({ merchantId, email: query.email || undefined, page: query.page, pageSize: query.pageSize });
+        return ok(toPage(res.items.map(toMember), res.totalCount, query));
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/Members/:id',
+      tag: 'Members',
+      summary: 'Read a member',
+      auth: { merchant: 'Viewer' },
+      params: IdParams,
+      responses: { 200: Member, 404: null },
+      handler: async ({ params, principal }) => ok(toMember(await members.GetMember({ merchantId: await merchantScope(access, principal), id: params.id }))),
+    }),
+  ];
+}

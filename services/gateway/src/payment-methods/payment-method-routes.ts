@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import { AddPaymentMethodFromTokenRequest, AddPaymentMethodRequest, PaymentMethod, ReorderPaymentMethodsRequest, Uuid } from '@billing/contracts';
+import type { MerchantAccess } from '../auth/access.js';
+import { merchantScope } from '../auth/merchant-scope.js';
+import type { Backends } from '../backends/clients.js';
+import { created, defineRoute, ok, type RouteResult, type RouteSpec } from '../http/route.js';
+import { assertSameId, nullFill } from '../http/views.js';
+
+const PAYMENT_METHOD_FIELDS = Object.keys(PaymentMethod.shape);
+export const toPaymentMethod = (msg: Record<string, unknown>): PaymentMethod => nullFill<PaymentMethod>(msg, PAYMENT_METHOD_FIELDS);
+
+const MemberParams = z.object({ memberId: Uuid });
+
+function addedOrExisting(res: { paymentMethod: Record<string, unknown>; created: boolean }): RouteResult {
+  const pm = toPaymentMethod(res.paymentMethod);
+  return res.created ? created(pm, `/api/members/${pm.memberId}/payment-methods/${pm.id}`) : ok(pm);
+}
+
+export function paymentMethodRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
+  const methods = backends.billing.paymentMethods;
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/members/:memberId/payment-methods',
+      tag: 'Payment methods',
+      summary: 'Add a payment method (a tokenisation result)',
+      description:
+        'Stores the result of client-side tokenisation: type Card (brand, last4, expiryMonth, expiryYear; not expired) or BankAccount (accountName, bsb as 123-456 or 123456, last4). last4 is exactly 4 digits. Fields that would carry a full number or security code (cardNumber, number, pan, accountNumber, cvc, cvv, ...) are refused with 400 and never stored or logged. The method is appended at the lowest rank; the first one becomes the default. Emits payment_method.added. Requires an Idempotency-Key.',
+      auth: { merchant: 'Staff' },
+      idempotent: true,
+      params: MemberParams,
+      body: AddPaymentMethodRequest,
+      responses: { 201: PaymentMethod, 400: null, 403: null, 404: null },
+      handler: async ({ params, body, principal }) => {
+        assertSameId('memberId', body.memberId, params.memberId);
+        return addedOrExisting(
+          await methods.AddPaymentMethod({
+            merchantId: await merchantScope(access, principal, body.merchantId),
+            memberId: params.memberId,
+            type: body.type,
+            brand: body.brand ?? undefined,
+            last4: body.last4,
+            expiryMonth: body.expiryMonth ?? undefined,
+            expiryYear: body.expiryYear ?? undefined,
+            accountName: body.accountName ?? undefined,
+            bsb: body.bsb ?? undefined,
+          }),
+        );
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/members/:memberId/payment-methods/from-token',
+      tag: 'Payment methods',
+      summary: 'Add a payment method from a payment-provider token',
+      description:
+        "The token (e.g. a btok_ from capture-bank) is validated with the merchant's payment provider, which supplies type, last4 and the other details. Unknown token, another merchant's token, or a token already attached to another member: 400 naming providerToken. The same token for the same member returns the existing method with 200. Provider unreachable or timing out: 502 (safe to retry with backoff). Requires an Idempotency-Key.",
+      auth: { merchant: 'Staff' },
+      idempotent: true,
+      params: MemberParams,
+      body: AddPaymentMethodFromTokenRequest,
+      responses: { 200: PaymentMethod, 201: PaymentMethod, 400: null, 403: null, 404: null, 502: null },
+      handler: async ({ params, body, principal }) => {
+        assertSameId('memberId', body.memberId, params.memberId);
+        return addedOrExisting(
+          await methods.AddPaymentMethodFromToken({ merchantId: await merchantScope(access, principal, body.merchantId), memberId: params.memberId, providerToken: body.providerToken }),
+        );
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/members/:memberId/payment-methods',
+      tag: 'Payment methods',
+      summary: "List a member's payment methods in rank order",
+      description: 'A plain array; the first (rank 1, isDefault true) is the default.',
+      auth: { merchant: 'Viewer' },
+      params: MemberParams,
+      responses: { 200: z.array(PaymentMethod), 404: null },
+      handler: async ({ params, principal }) => {
+        const res = await methods.ListPaymentMethods({ merchantId: await merchantScope(access, principal), memberId: params.memberId });
+        return ok((res.items ?? []).map(toPaymentMethod));
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/members/:memberId/payment-methods/:id',
+      tag: 'Payment methods',
+      summary: 'Read a payment method',
+      auth: { merchant: 'Viewer' },
+      params: MemberParams.extend({ id: Uuid }),
+      responses: { 200: PaymentMethod, 404: null },
+      handler: async ({ params, principal }) =>
+        ok(toPaymentMethod(await methods.GetPaymentMethod({ merchantId: await merchantScope(access, principal), memberId: params.memberId, id: params.id }))),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/members/:memberId/payment-methods/reorder',
+      tag: 'Payment methods',
+      summary: "Set a member's payment-method fallback ranking",
+      description:
+        "orderedIds must be exactly the member's method ids (none missing, none extra, none twice; null counts as empty), in the new order; the first becomes the default. Otherwise 400 naming orderedIds. Answers 200 with the methods in their new order. A body memberId differing from the path is 400; a body merchantId of another existing merchant is 403, of no merchant 404.",
+      auth: { merchant: 'Staff' },
+      params: MemberParams,
+      body: ReorderPaymentMethodsRequest,
+      responses: { 200: z.array(PaymentMethod), 400: null, 403: null, 404: null },
+      handler: async ({ params, body, principal }) => {
+        assertSameId('memberId', body.memberId, params.memberId);
+        const merchantId = await merchantScope(access, principal, body.merchantId);
+        const res = await methods.ReorderPaymentMethods({ merchantId, memberId: params.memberId, orderedIds: body.orderedIds ?? [] });
+        return ok((res.items ?? []).map(toPaymentMethod));
+      },
+    }),
+  ];
+}

@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { CreatePlanRequest, ListPlansQuery, Paged, Plan, toPage, UpdatePlanRequest, Uuid } from '@billing/contracts';
+import { toMajorUnits, toMinorUnits } from '@billing/money';
+import type { MerchantAccess } from '../auth/access.js';
+import { merchantScope } from '../auth/merchant-scope.js';
+import type { Backends } from '../backends/clients.js';
+import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
+import { assertSameId } from '../http/views.js';
+
+/** Plan message → REST: minor units become a decimal amount, once, here. */
+export function toPlan(msg: Record<string, any>): Plan {
+  return {
+    id: msg.id,
+    merchantId: msg.merchantId,
+    productId: msg.productId,
+    name: msg.name,
+    amount: toMajorUnits(Number(msg.amountMinor), msg.currency),
+    currency: msg.currency,
+    interval: msg.interval,
+    intervalCount: msg.intervalCount,
+    trialDays: msg.trialDays,
+    isActive: Boolean(msg.isActive),
+    createdAt: msg.createdAt,
+    updatedAt: msg.updatedAt,
+  };
+}
+
+const IdParams = z.object({ id: Uuid });
+
+export function planRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
+  const plans = backends.billing.plans;
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/Plans',
+      tag: 'Plans',
+      summary: 'Create a plan for a product',
+      description:
+        '`amount` is a decimal in major units (19.95 or "19.95") with at most as many decimals as the currency has (2 for AUD; 19.951 is 400, never rounded); it must be positive. currency defaults to AUD. interval: Week | Fortnight | Month | Year; intervalCount 1..52 (default 1); trialDays 0..365 (default 0); isActive defaults to true. The product must be the merchant\'s (404 otherwise).',
+      auth: { merchant: 'Admin' },
+      body: CreatePlanRequest,
+      responses: { 201: Plan, 400: null, 403: null, 404: null },
+      handler: async ({ body, principal }) => {
+        await access.assert(principal, body.merchantId);
+        const plan = toPlan(
+          await plans.CreatePlan({
+            merchantId: body.merchantId.toLowerCase(),
+            productId: body.productId,
+            name: body.name,
+            amountMinor: toMinorUnits(body.amount, body.currency),
+            currency: body.currency,
+            interval: body.interval,
+            intervalCount: body.intervalCount,
+            trialDays: body.trialDays,
+            isActive: body.isActive,
+          }),
+        );
+        return created(plan, `/api/Plans/${plan.id}`);
+      },
+    }),
+    defineRoute({
+      method: 'PATCH',
+      url: '/api/Plans/:id',
+      tag: 'Plans',
+      summary: "Rename a plan or change whether it is active",
+      description: 'Absent or null fields are unchanged. Price and schedule cannot change. Deactivating a plan leaves existing subscriptions running; new enrolments are 422.',
+      auth: { merchant: 'Admin' },
+      params: IdParams,
+      body: UpdatePlanRequest,
+      responses: { 200: Plan, 400: null, 403: null, 404: null },
+      handler: async ({ params, body, principal }) => {
+        assertSameId('id', body.id, params.id);
+        const merchantId = await merchantScope(access, principal, body.merchantId);
+        return ok(toPlan(await plans.UpdatePlan({ merchantId, id: params.id, name: body.name ?? undefined, isActive: body.isActive ?? undefined })));
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/Plans',
+      tag: 'Plans',
+      summary: "List a merchant's plans",
+      description: 'Oldest first; optional filters productId and isActive (true|false).',
+      auth: { merchant: 'Viewer' },
+      query: ListPlansQuery,
+      responses: { 200: Paged(Plan), 403: null, 404: null },
+      handler: async ({ query, principal }) => {
+        const merchantId = await access.resolve(principal, query.merchantId);
+        const res = await plans.ListPlans({ merchantId, productId: query.productId, isActive: query.isActive, page: query.page, pageSize: query.pageSize });
+        return ok(toPage(res.items.map(toPlan), res.totalCount, query));
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/Plans/:id',
+      tag: 'Plans',
+      summary: 'Read a plan',
+      auth: { merchant: 'Viewer' },
+      params: IdParams,
+      responses: { 200: Plan, 404: null },
+      handler: async ({ params, principal }) => ok(toPlan(await plans.GetPlan({ merchantId: await merchantScope(access, principal), id: params.id }))),
+    }),
+  ];
+}

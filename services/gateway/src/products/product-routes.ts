@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { CreateProductRequest, ListProductsQuery, Paged, Product, toPage, Uuid } from '@billing/contracts';
+import type { MerchantAccess } from '../auth/access.js';
+import { merchantScope } from '../auth/merchant-scope.js';
+import type { Backends } from '../backends/clients.js';
+import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
+import { nullFill } from '../http/views.js';
+
+const PRODUCT_FIELDS = Object.keys(Product.shape);
+export const toProduct = (msg: Record<string, unknown>): Product => nullFill<Product>(msg, PRODUCT_FIELDS);
+
+const IdParams = z.object({ id: Uuid });
+
+export function productRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
+  const products = backends.billing.products;
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/Products',
+      tag: 'Products',
+      summary: 'Create a product',
+      auth: { merchant: 'Admin' },
+      body: CreateProductRequest,
+      responses: { 201: Product, 400: null, 403: null, 404: null },
+      handler: async ({ body, principal }) => {
+        await access.assert(principal, body.merchantId);
+        const product = toProduct(await products.CreateProduct({ merchantId: body.merchantId.toLowerCase(), name: body.name, description: body.description ?? undefined }));
+        return created(product, `/api/Products/${product.id}`);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/Products',
+      tag: 'Products',
+      summary: "List a merchant's products",
+      description: 'Oldest first. merchantId defaults to the credential\'s merchant (required with the platform admin token).',
+      auth: { merchant: 'Viewer' },
+      query: ListProductsQuery,
+      responses: { 200: Paged(Product), 403: null, 404: null },
+      handler: async ({ query, principal }) => {
+        const merchantId = await access.resolve(principal, query.merchantId);
+        const res = await products.ListProducts({ merchantId, page: query.page, pageSize: query.pageSize });
+        return ok(toPage(res.items.map(toProduct), res.totalCount, query));
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/Products/:id',
+      tag: 'Products',
+      summary: 'Read a product',
+      auth: { merchant: 'Viewer' },
+      params: IdParams,
+      responses: { 200: Product, 404: null },
+      handler: async ({ params, principal }) => ok(toProduct(await products.GetProduct({ merchantId: await merchantScope(access, principal), id: params.id }))),
+    }),
+  ];
+}

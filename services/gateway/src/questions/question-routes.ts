@@ -1,0 +1,97 @@
+import { z } from 'zod';
+import { CreateQuestionRequest, Question, ReorderQuestionsRequest, Uuid } from '@billing/contracts';
+import type { MerchantAccess } from '../auth/access.js';
+import { merchantScope } from '../auth/merchant-scope.js';
+import type { Backends } from '../backends/clients.js';
+import { created, defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
+import { assertSameId } from '../http/views.js';
+
+export function toQuestion(msg: Record<string, any>): Question {
+  return {
+    id: msg.id,
+    productId: msg.productId,
+    text: msg.text,
+    kind: msg.kind,
+    required: Boolean(msg.required),
+    order: msg.order ?? 0,
+    options: (msg.options ?? []).map((o: { id: string; label: string }) => ({ id: o.id, label: o.label })),
+    createdAt: msg.createdAt,
+  };
+}
+
+const ProductParams = z.object({ productId: Uuid });
+
+export function questionRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
+  const questions = backends.billing.questions;
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/Products/:productId/questions',
+      tag: 'Questions',
+      summary: 'Add an onboarding question to a product',
+      description:
+        'kind Text has no options; SingleChoice and MultiChoice need at least one (labels unique, at most 50). `order` defaults to after the product\'s last question (the first is 1). Unknown product, or a product of another merchant: 404.',
+      auth: { merchant: 'Admin' },
+      params: ProductParams,
+      body: CreateQuestionRequest,
+      responses: { 201: Question, 400: null, 403: null, 404: null },
+      handler: async ({ params, body, principal }) => {
+        assertSameId('productId', body.productId, params.productId);
+        const question = toQuestion(
+          await questions.CreateQuestion({
+            merchantId: await merchantScope(access, principal, body.merchantId),
+            productId: params.productId,
+            text: body.text,
+            kind: body.kind,
+            required: body.required,
+            order: body.order ?? undefined,
+            optionLabels: (body.options ?? []).map((o) => o.label),
+          }),
+        );
+        return created(question, `/api/Products/${question.productId}/questions/${question.id}`);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/Products/:productId/questions',
+      tag: 'Questions',
+      summary: "List a product's questions in display order",
+      description: 'A plain array ordered by `order`, then id.',
+      auth: { merchant: 'Viewer' },
+      params: ProductParams,
+      responses: { 200: z.array(Question), 404: null },
+      handler: async ({ params, principal }) => {
+        const res = await questions.ListQuestions({ merchantId: await merchantScope(access, principal), productId: params.productId });
+        return ok((res.items ?? []).map(toQuestion));
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/Products/:productId/questions/:id',
+      tag: 'Questions',
+      summary: 'Read a question',
+      auth: { merchant: 'Viewer' },
+      params: ProductParams.extend({ id: Uuid }),
+      responses: { 200: Question, 404: null },
+      handler: async ({ params, principal }) =>
+        ok(toQuestion(await questions.GetQuestion({ merchantId: await merchantScope(access, principal), productId: params.productId, id: params.id }))),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/Products/:productId/questions/reorder',
+      tag: 'Questions',
+      summary: 'Bulk update of question display order',
+      description:
+        'Each listed question gets its `order`; questions not listed keep theirs. 404 when the product does not exist (or is another merchant\'s); 400 when `orders` is empty, when an id is not a question of the product or is listed twice (naming `orders[i].id`), or when the body productId differs from the path. All or nothing.',
+      auth: { merchant: 'Admin' },
+      params: ProductParams,
+      body: ReorderQuestionsRequest,
+      responses: { 204: null, 400: null, 404: null },
+      handler: async ({ params, body, principal }) => {
+        assertSameId('productId', body.productId, params.productId);
+        await questions.ReorderQuestions({ merchantId: await merchantScope(access, principal), productId: params.productId, orders: body.orders });
+        return noContent();
+      },
+    }),
+  ];
+}

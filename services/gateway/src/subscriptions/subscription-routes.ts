@@ -1,0 +1,121 @@
+import { z } from 'zod';
+import { CancelSubscriptionRequest, CreateSubscriptionRequest, ListSubscriptionsQuery, Paged, PauseSubscriptionRequest, ResumeSubscriptionRequest, Subscription, toPage, Uuid } from '@billing/contracts';
+import type { MerchantAccess } from '../auth/access.js';
+import { merchantScope } from '../auth/merchant-scope.js';
+import type { Backends } from '../backends/clients.js';
+import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
+import { assertSameId, nullFill } from '../http/views.js';
+
+const SUBSCRIPTION_FIELDS = Object.keys(Subscription.shape);
+export const toSubscription = (msg: Record<string, unknown>): Subscription => nullFill<Subscription>(msg, SUBSCRIPTION_FIELDS);
+
+const IdParams = z.object({ id: Uuid });
+
+export function subscriptionRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
+  const subscriptions = backends.billing.subscriptions;
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/Subscriptions',
+      tag: 'Subscriptions',
+      summary: 'Enrol a member in a plan',
+      description:
+        'Billing is in advance: currentPeriodStart is startDate (date or date-time; default now) and the first charge is due then (nextBillingAt); with trialDays the trial is a free first period and the first charge is due when it ends. Member, plan or payment method unknown or of another merchant: 404; paymentMethodId of another member: 400; inactive plan: 422; a live (not Cancelled) subscription for the member and plan already exists: 409 subscription-exists with existingSubscriptionId. Emits subscription.created. Requires an Idempotency-Key.',
+      auth: { merchant: 'Staff' },
+      idempotent: true,
+      body: CreateSubscriptionRequest,
+      responses: { 201: Subscription, 400: null, 403: null, 404: null, 409: null, 422: null },
+      handler: async ({ body, principal }) => {
+        await access.assert(principal, body.merchantId);
+        const sub = toSubscription(
+          await subscriptions.CreateSubscription({
+            merchantId: body.merchantId.toLowerCase(),
+            memberId: body.memberId,
+            planId: body.planId,
+            paymentMethodId: body.paymentMethodId ?? undefined,
+            startDate: body.startDate ?? undefined,
+          }),
+        );
+        return created(sub, `/api/Subscriptions/${sub.id}`);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/Subscriptions',
+      tag: 'Subscriptions',
+      summary: "List a merchant's subscriptions",
+      description: 'Oldest first; optional filters memberId, planId and status (Active | Paused | PastDue | Cancelled).',
+      auth: { merchant: 'Viewer' },
+      query: ListSubscriptionsQuery,
+      responses: { 200: Paged(Subscription), 403: null, 404: null },
+      handler: async ({ query, principal }) => {
+        const merchantId = await access.resolve(principal, query.merchantId);
+        const res = await subscriptions.ListSubscriptions({ merchantId, memberId: query.memberId, planId: query.planId, status: query.status, page: query.page, pageSize: query.pageSize });
+        return ok(toPage(res.items.map(toSubscription), res.totalCount, query));
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/Subscriptions/:id',
+      tag: 'Subscriptions',
+      summary: 'Read a subscription',
+      auth: { merchant: 'Viewer' },
+      params: IdParams,
+      responses: { 200: Subscription, 404: null },
+      handler: async ({ params, principal }) => ok(toSubscription(await subscriptions.GetSubscription({ merchantId: await merchantScope(access, principal), id: params.id }))),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/Subscriptions/:id/pause',
+      tag: 'Subscriptions',
+      summary: 'Pause a subscription',
+      description: 'Active or PastDue → Paused; billing stops. resumeAt (optional, in the future) records when it should resume. Paused or Cancelled: 409. Emits subscription.paused. Requires an Idempotency-Key.',
+      auth: { merchant: 'Staff' },
+      idempotent: true,
+      params: IdParams,
+      body: PauseSubscriptionRequest,
+      responses: { 200: Subscription, 400: null, 404: null, 409: null },
+      handler: async ({ params, body, principal }) => {
+        assertSameId('id', body.id, params.id);
+        const merchantId = await merchantScope(access, principal, body.merchantId);
+        return ok(toSubscription(await subscriptions.PauseSubscription({ merchantId, id: params.id, resumeAt: body.resumeAt ?? undefined })));
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/Subscriptions/:id/resume',
+      tag: 'Subscriptions',
+      summary: 'Resume a paused subscription',
+      description:
+        'Paused → Active. If the pause covered the next due date, a new period starts now and is due at once; otherwise the paid period continues. Not Paused: 409. Emits subscription.resumed. Requires an Idempotency-Key.',
+      auth: { merchant: 'Staff' },
+      idempotent: true,
+      params: IdParams,
+      body: ResumeSubscriptionRequest,
+      responses: { 200: Subscription, 404: null, 409: null },
+      handler: async ({ params, body, principal }) => {
+        assertSameId('id', body.id, params.id);
+        const merchantId = await merchantScope(access, principal, body.merchantId);
+        return ok(toSubscription(await subscriptions.ResumeSubscription({ merchantId, id: params.id })));
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/Subscriptions/:id/cancel',
+      tag: 'Subscriptions',
+      summary: 'Cancel a subscription',
+      description:
+        'Cancels now (status Cancelled, cancelledAt set, emits subscription.cancelled). With atPeriodEnd true an Active subscription stays Active with cancelAtPeriodEnd true and is cancelled by the billing run when its period ends (the event is emitted then); a Paused or PastDue one is cancelled at once. Already Cancelled: 409. Requires an Idempotency-Key.',
+      auth: { merchant: 'Staff' },
+      idempotent: true,
+      params: IdParams,
+      body: CancelSubscriptionRequest,
+      responses: { 200: Subscription, 404: null, 409: null },
+      handler: async ({ params, body, principal }) => {
+        assertSameId('id', body.id, params.id);
+        const merchantId = await merchantScope(access, principal, body.merchantId);
+        return ok(toSubscription(await subscriptions.CancelSubscription({ merchantId, id: params.id, atPeriodEnd: Boolean(body.atPeriodEnd) })));
+      },
+    }),
+  ];
+}
