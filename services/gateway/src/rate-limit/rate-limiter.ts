@@ -25,9 +25,11 @@ const WARN_EVERY_MS = 30_000;
  * replicas without a network round trip per request: each request is decided against this
  * replica's copy of the bucket; every `syncMs` each bucket that saw requests adds what this
  * replica admitted to the shared bucket and adopts the shared level (which includes what every
- * other replica admitted). A bucket seen for the first time, or again after an idle spell, is
- * reconciled at once rather than at the next tick. Replicas can together overshoot by what they
- * admit within one sync interval; that overshoot is recorded as debt and repaid.
+ * other replica admitted). A bucket seen for the first time, again after an idle spell, or busy
+ * (a tenth of a burst admitted since the last sync) is reconciled at once, in the background,
+ * rather than at the next tick; at most one sync per bucket is in flight. Replicas can together
+ * overshoot by what they admit while a sync is in flight (at most one burst each for a
+ * credential none of them has seen); that overshoot is recorded as debt and repaid.
  *
  * When the shared store cannot be reached, every replica keeps limiting on its own (fail open
  * to per-replica limits, logged) and catches up when the store is back; requests never fail
@@ -37,6 +39,7 @@ export class RateLimiter {
   private readonly buckets = new Map<string, LocalBucket>();
   private readonly maxBuckets: number;
   private readonly idleMs: number;
+  private readonly eagerPushAt: number;
   private timer?: NodeJS.Timeout;
   private syncsInFlight = 0;
   private lastWarnAt = 0;
@@ -45,6 +48,7 @@ export class RateLimiter {
     this.maxBuckets = opts.maxBuckets ?? 100_000;
     // A bucket idle this long has refilled from any debt to full: forgetting it changes nothing.
     this.idleMs = Math.max(60_000, Math.ceil((2 * opts.policy.burst * 1000) / opts.policy.ratePerSecond));
+    this.eagerPushAt = Math.max(1, Math.ceil(opts.policy.burst / 10));
   }
 
   start(): void {
@@ -66,9 +70,10 @@ export class RateLimiter {
       this.buckets.set(key, bucket);
     }
     const decision = bucket.tryTake(now);
-    // A view older than two sync intervals (a new bucket, or one waking from idle) may miss what
-    // other replicas admitted meanwhile: reconcile now instead of at the next tick.
-    if (now - bucket.syncedAt > 2 * this.opts.syncMs) this.sync(key, bucket);
+    // Reconcile now rather than at the next tick when this replica's view may be far off: it is
+    // older than two sync intervals (a new bucket, or one waking from idle), or this replica has
+    // admitted a tenth of a burst since (a busy credential: keeps replicas' views close).
+    if (now - bucket.syncedAt > 2 * this.opts.syncMs || bucket.unpushed >= this.eagerPushAt) this.sync(key, bucket);
     return decision;
   }
 
