@@ -24,6 +24,7 @@ import { planRoutes } from './plans/plan-routes.js';
 import { productRoutes } from './products/product-routes.js';
 import { questionRoutes } from './questions/question-routes.js';
 import { subscriptionRoutes } from './subscriptions/subscription-routes.js';
+import { webhookDeliveryRoutes } from './webhook-deliveries/webhook-delivery-routes.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { buildOpenApi, DOCS_HTML } from './openapi/openapi.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
@@ -84,6 +85,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     ...memberRoutes(backends, access),
     ...paymentMethodRoutes(backends, access),
     ...subscriptionRoutes(backends, access),
+    ...webhookDeliveryRoutes(backends, access),
   ];
   for (const r of routes) register(r);
 

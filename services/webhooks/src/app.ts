@@ -1,5 +1,24 @@
-import { createGrpcServer, createLogger, listen, shutdownServer, type Logger } from '@billing/service-runtime';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { createGrpcServer, createLogger, listen, migrate, openDatabase, serviceDefinition, shutdownServer, unaryHandlers, type Logger } from '@billing/service-runtime';
 import type { WebhooksConfig } from './config.js';
+import { AttemptRecorder } from './deliveries/attempt-recorder.js';
+import { deliveriesGrpc } from './deliveries/deliveries-grpc.js';
+import { AttemptSchema, DeliverySchema, ReplaySchema } from './deliveries/delivery.js';
+import { Dispatcher } from './deliveries/dispatcher.js';
+import { DueScheduler } from './deliveries/due-scheduler.js';
+import { HttpSender } from './deliveries/http-sender.js';
+import { pruneFinished } from './deliveries/retention.js';
+import { RetryPolicy } from './deliveries/retry-policy.js';
+import { EndpointSchema } from './endpoints/endpoint.js';
+import { EventConsumer } from './events/event-consumer.js';
+import { MIGRATIONS } from './migrations/index.js';
+import { SigningSecrets } from './signing/signing-secrets.js';
+
+export const ENTITIES = [EndpointSchema, DeliverySchema, AttemptSchema, ReplaySchema];
+
+export async function openWebhooksDatabase(config: WebhooksConfig): Promise<MikroORM> {
+  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS, poolMax: config.DB_POOL_MAX });
+}
 
 export interface WebhooksApp {
   port: number;
@@ -7,11 +26,52 @@ export interface WebhooksApp {
   close(): Promise<void>;
 }
 
-/** Composition root of the webhooks service (health only so far). */
+/**
+ * Composition root of the webhooks service: the event consumer (inbox, endpoints read model,
+ * deliveries), the dispatcher that signs and POSTs, the scheduler of retries and replays, and
+ * the deliveries gRPC API.
+ */
 export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp> {
   const logger = createLogger('webhooks', config.LOG_LEVEL);
+  const orm = await openWebhooksDatabase(config);
+  await migrate(orm, config.DB_SCHEMA);
+
+  const policy = new RetryPolicy(config.WEBHOOK_RETRY_SCHEDULE, config.WEBHOOK_RETRY_JITTER);
+  const recorder = new AttemptRecorder(orm, policy, logger);
+  const sender = new HttpSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, production: config.PLATFORM_MODE === 'production' });
+  const keys = new SigningSecrets(config.IDENTITY_GRPC_URL);
+  const dispatcher = new Dispatcher(
+    { sender, keys, recorder, logger },
+    { global: config.WEBHOOK_CONCURRENCY, perEndpoint: config.WEBHOOK_ENDPOINT_CONCURRENCY, timeoutMs: config.WEBHOOK_TIMEOUT_MS },
+  );
+  const scheduler = new DueScheduler(orm, dispatcher, { pollMs: config.WEBHOOK_POLL_MS, leaseMs: config.WEBHOOK_LEASE_MS, perEndpoint: config.WEBHOOK_ENDPOINT_CONCURRENCY * 2 }, logger).start();
+  const consumer = new EventConsumer(orm, dispatcher, { natsUrl: config.NATS_URL, leaseMs: config.WEBHOOK_LEASE_MS }, logger).start();
+  const pruner = setInterval(() => {
+    pruneFinished(orm, config.WEBHOOK_RETENTION_DAYS).catch((e) => logger.warn({ err: e }, 'pruning webhook deliveries failed'));
+  }, 3600_000);
+  pruner.unref();
+
   const { server } = createGrpcServer();
+  server.addService(
+    serviceDefinition('webhooks/v1/deliveries.proto', 'webhooks.v1.WebhookDeliveries').service,
+    unaryHandlers('webhooks.WebhookDeliveries', logger, deliveriesGrpc(orm, scheduler)),
+  );
   const port = await listen(server, config.WEBHOOKS_GRPC_ADDRESS);
   logger.info({ port }, 'webhooks listening');
-  return { port, logger, close: () => shutdownServer(server) };
+
+  return {
+    port,
+    logger,
+    close: async () => {
+      clearInterval(pruner);
+      await shutdownServer(server);
+      await consumer.stop();
+      await scheduler.stop();
+      await dispatcher.close(config.WEBHOOK_TIMEOUT_MS);
+      await recorder.drain();
+      sender.close();
+      keys.close();
+      await orm.close();
+    },
+  };
 }

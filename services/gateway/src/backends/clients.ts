@@ -21,9 +21,14 @@ export interface BillingClients {
   subscriptions: Client;
 }
 
+export interface WebhooksClients {
+  deliveries: Client;
+}
+
 export interface Backends {
   identity: IdentityClients;
   billing: BillingClients;
+  webhooks: WebhooksClients;
   close(): void;
 }
 
@@ -46,11 +51,15 @@ export function createBackends(config: GatewayConfig): Backends {
     paymentMethods: billingClient('payment_methods.proto', 'PaymentMethods'),
     subscriptions: billingClient('subscriptions.proto', 'Subscriptions'),
   };
+  const webhooks: WebhooksClients = {
+    deliveries: createClient('webhooks/v1/deliveries.proto', 'webhooks.v1.WebhookDeliveries', config.WEBHOOKS_GRPC_URL, d),
+  };
   return {
     identity,
     billing,
+    webhooks,
     close() {
-      for (const group of [identity, billing]) for (const c of Object.values(group)) c.close();
+      for (const group of [identity, billing, webhooks]) for (const c of Object.values(group)) c.close();
     },
   };
 }

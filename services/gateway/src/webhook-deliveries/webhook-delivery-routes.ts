@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import { ListWebhookDeliveriesQuery, Paged, ReplayAccepted, toPage, Uuid, WebhookAttempt, WebhookDelivery } from '@billing/contracts';
+import type { MerchantAccess } from '../auth/access.js';
+import { merchantScope } from '../auth/merchant-scope.js';
+import type { Backends } from '../backends/clients.js';
+import { defineRoute, ok, type RouteSpec } from '../http/route.js';
+import { nullFill } from '../http/views.js';
+
+const DELIVERY_FIELDS = Object.keys(WebhookDelivery.shape);
+const ATTEMPT_FIELDS = Object.keys(WebhookAttempt.shape);
+
+export function toWebhookDelivery(msg: Record<string, any>): WebhookDelivery {
+  const attempts = (msg.attempts ?? []).map((a: Record<string, unknown>) => nullFill<WebhookAttempt>(a, ATTEMPT_FIELDS));
+  return { ...nullFill<WebhookDelivery>(msg, DELIVERY_FIELDS), attempts };
+}
+
+const IdParams = z.object({ id: Uuid });
+
+const DELIVERY_DESCRIPTION =
+  'A delivery is one event sent to one API key\'s webhook endpoint. status: Pending (attempts continue), Succeeded (a 2xx arrived within 15 s), Failed (the retry schedule is used up). attempts lists every attempt, oldest first, with its trigger (Scheduled or Manual), status code (null when no response arrived), duration, error and the first 1 KiB of the response body; attemptCount is their number.';
+
+export function webhookDeliveryRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
+  const deliveries = backends.webhooks.deliveries;
+  return [
+    defineRoute({
+      method: 'GET',
+      url: '/api/WebhookDeliveries',
+      tag: 'Webhook deliveries',
+      summary: "List a merchant's webhook deliveries",
+      description: `${DELIVERY_DESCRIPTION} Newest first; filter by status and eventType.`,
+      auth: { merchant: 'Viewer' },
+      query: ListWebhookDeliveriesQuery,
+      responses: { 200: Paged(WebhookDelivery), 400: null, 403: null, 404: null },
+      handler: async ({ query, principal }) => {
+        const merchantId = await access.resolve(principal, query.merchantId);
+        const res = await deliveries.ListDeliveries({ merchantId, status: query.status, eventType: query.eventType, page: query.page, pageSize: query.pageSize });
+        return ok(toPage(res.items.map(toWebhookDelivery), res.totalCount, query));
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/WebhookDeliveries/:id',
+      tag: 'Webhook deliveries',
+      summary: 'Read a webhook delivery with its attempts',
+      description: DELIVERY_DESCRIPTION,
+      auth: { merchant: 'Viewer' },
+      params: IdParams,
+      responses: { 200: WebhookDelivery, 404: null },
+      handler: async ({ params, principal }) => ok(toWebhookDelivery(await deliveries.GetDelivery({ merchantId: await merchantScope(access, principal), id: params.id }))),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/WebhookDeliveries/:id/replay',
+      tag: 'Webhook deliveries',
+      summary: 'Send a delivery again',
+      description:
+        'Queues a new Manual attempt on every call and answers 202 with its attemptId; the attempt appears in the delivery once made (normally within a second). It carries the same webhook-id with a new webhook-timestamp and signature, goes to the URL the delivery was created for, and does not change the retry schedule; if it succeeds, a Pending or Failed delivery becomes Succeeded. A delivery whose API key is revoked is 409. Does not take an Idempotency-Key.',
+      auth: { merchant: 'Staff' },
+      params: IdParams,
+      responses: { 202: ReplayAccepted, 404: null, 409: null },
+      handler: async ({ params, principal }) => {
+        const res = await deliveries.ReplayDelivery({ merchantId: await merchantScope(access, principal), id: params.id });
+        return { status: 202, body: { attemptId: res.attemptId } };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,84 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { DELIVERY_STATUSES, DomainError, type DeliveryStatus } from '@billing/contracts';
+import { Endpoint } from '../endpoints/endpoint.js';
+import { Attempt, Delivery, Replay } from './delivery.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function toAttemptMessage(a: Attempt) {
+  return {
+    id: a.id,
+    attemptedAt: a.attemptedAt.toISOString(),
+    trigger: a.trigger,
+    statusCode: a.statusCode ?? undefined,
+    durationMs: a.durationMs,
+    error: a.error ?? undefined,
+    responseBody: a.responseBody ?? undefined,
+  };
+}
+
+function toDeliveryMessage(d: Delivery, attempts: Attempt[]) {
+  return {
+    id: d.id,
+    merchantId: d.merchantId,
+    eventId: d.eventId,
+    eventType: d.eventType,
+    apiKeyId: d.apiKeyId,
+    url: d.url,
+    status: d.status,
+    attemptCount: attempts.length,
+    nextAttemptAt: d.status === 'Pending' ? d.nextAttemptAt?.toISOString() : undefined,
+    createdAt: d.createdAt.toISOString(),
+    attempts: attempts.map(toAttemptMessage),
+  };
+}
+
+async function attemptsOf(orm: MikroORM, ids: string[]): Promise<Map<string, Attempt[]>> {
+  const out = new Map<string, Attempt[]>(ids.map((id) => [id, []]));
+  if (!ids.length) return out;
+  const attempts = await orm.em.fork().find(Attempt, { deliveryId: { $in: ids } }, { orderBy: { attemptedAt: 'asc', id: 'asc' } });
+  for (const a of attempts) out.get(a.deliveryId)!.push(a);
+  return out;
+}
+
+/** A delivery addressed by id: another merchant's is indistinguishable from a missing one. */
+async function findDelivery(orm: MikroORM, ref: { merchantId: string; id: string }): Promise<Delivery> {
+  if (!UUID.test(ref.id)) throw new DomainError('not_found', 'Webhook delivery not found.');
+  const where = ref.merchantId ? { id: ref.id, merchantId: ref.merchantId } : { id: ref.id };
+  const d = await orm.em.fork().findOne(Delivery, where);
+  if (!d) throw new DomainError('not_found', 'Webhook delivery not found.');
+  return d;
+}
+
+/** `webhooks.v1.WebhookDeliveries`: reads of deliveries with their attempts, and manual replays. */
+export function deliveriesGrpc(orm: MikroORM, scheduler: { nudge(): void }) {
+  return {
+    ListDeliveries: async (req: { merchantId: string; status?: string; eventType?: string; page: number; pageSize: number }) => {
+      if (req.status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(req.status)) throw DomainError.field('status', 'Must be one of Pending, Succeeded, Failed.');
+      const page = Math.max(1, req.page || 1);
+      const pageSize = Math.min(200, Math.max(1, req.pageSize || 50));
+      const where: { merchantId?: string; status?: DeliveryStatus; eventType?: string } = {};
+      if (req.merchantId) where.merchantId = req.merchantId;
+      if (req.status) where.status = req.status as DeliveryStatus;
+      if (req.eventType) where.eventType = req.eventType;
+      const [items, total] = await orm.em.fork().findAndCount(Delivery, where, { orderBy: { createdAt: 'desc', id: 'asc' }, limit: pageSize, offset: (page - 1) * pageSize });
+      const attempts = await attemptsOf(orm, items.map((d) => d.id));
+      return { items: items.map((d) => toDeliveryMessage(d, attempts.get(d.id)!)), totalCount: total };
+    },
+
+    GetDelivery: async (req: { merchantId: string; id: string }) => {
+      const d = await findDelivery(orm, req);
+      return toDeliveryMessage(d, (await attemptsOf(orm, [d.id])).get(d.id)!);
+    },
+
+    ReplayDelivery: async (req: { merchantId: string; id: string }) => {
+      const d = await findDelivery(orm, req);
+      const endpoint = await orm.em.fork().findOne(Endpoint, { apiKeyId: d.apiKeyId });
+      if (endpoint?.revoked) throw new DomainError('conflict', "The delivery's API key is revoked.");
+      const replay = Object.assign(new Replay(), { deliveryId: d.id });
+      await orm.em.fork().persistAndFlush(replay);
+      scheduler.nudge();
+      return { attemptId: replay.id };
+    },
+  };
+}

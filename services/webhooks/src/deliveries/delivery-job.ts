@@ -1,0 +1,18 @@
+import type { AttemptTrigger } from './delivery.js';
+
+/** A delivery attempt this replica owns until `leaseUntil` (ms since the epoch). */
+export interface DeliveryJob {
+  deliveryId: string;
+  eventId: string;
+  eventType: string;
+  apiKeyId: string;
+  url: string;
+  /** The webhook body, byte for byte the same on every attempt. */
+  body: string;
+  trigger: AttemptTrigger;
+  /** Manual attempts: the queued replay, whose id becomes the attempt's id. */
+  replayId?: string;
+  /** Scheduled attempts made before this one. */
+  scheduledAttempts: number;
+  leaseUntil: number;
+}

@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '@billing/service-runtime';
+import { signatureHeaders } from '../signing/signature.js';
+import type { AttemptRecorder } from './attempt-recorder.js';
+import type { DeliveryJob } from './delivery-job.js';
+import type { HttpSender } from './http-sender.js';
+
+export interface DispatcherLimits {
+  /** Requests in flight over all endpoints. */
+  global: number;
+  /** Requests in flight to one endpoint. */
+  perEndpoint: number;
+  timeoutMs: number;
+}
+
+interface SigningKeys {
+  keyFor(apiKeyId: string): Promise<Buffer>;
+}
+
+interface EndpointQueue {
+  active: number;
+  queue: DeliveryJob[];
+}
+
+/** Wait before trying again when a key's signing secret could not be fetched. */
+const SECRET_UNAVAILABLE_RETRY_MS = 5000;
+
+/**
+ * Runs attempts with bounded concurrency: at most `perEndpoint` requests in flight to one API
+ * key's endpoint and `global` in all. Each endpoint has its own queue, and a freed slot goes
+ * first to endpoints that were waiting for one, so a slow or dead receiver occupies at most its
+ * own share and never delays deliveries to others.
+ */
+export class Dispatcher {
+  private readonly endpoints = new Map<string, EndpointQueue>();
+  /** Endpoints with queued work that found the global pool full, in arrival order. */
+  private readonly waiting = new Set<string>();
+  private active = 0;
+  private queued = 0;
+  private closing = false;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly deps: { sender: HttpSender; keys: SigningKeys; recorder: AttemptRecorder; logger: Logger },
+    private readonly limits: DispatcherLimits,
+  ) {}
+
+  /**
+   * Whether a new job for this endpoint would be started soon (else it is left to the scheduler);
+   * `planned` counts jobs about to be submitted for it.
+   */
+  hasRoomFor(apiKeyId: string, planned = 0): boolean {
+    const ep = this.endpoints.get(apiKeyId);
+    const load = (ep ? ep.active + ep.queue.length : 0) + planned;
+    return !this.closing && load < this.limits.perEndpoint * 4 && this.queued < this.limits.global * 4;
+  }
+
+  /** How many more jobs the scheduler may hand over. */
+  room(): number {
+    return this.closing ? 0 : Math.max(0, this.limits.global * 4 - this.queued - this.active);
+  }
+
+  /** Endpoints that already have plenty queued here; the scheduler does not take more of theirs. */
+  busyEndpoints(): string[] {
+    return [...this.endpoints].filter(([, ep]) => ep.active + ep.queue.length >= this.limits.perEndpoint * 2).map(([k]) => k);
+  }
+
+  get inFlight(): number {
+    return this.active;
+  }
+
+  submit(job: DeliveryJob): void {
+    if (this.closing) {
+      this.deps.recorder.release([job]);
+      return;
+    }
+    let ep = this.endpoints.get(job.apiKeyId);
+    if (!ep) {
+      ep = { active: 0, queue: [] };
+      this.endpoints.set(job.apiKeyId, ep);
+    }
+    ep.queue.push(job);
+    this.queued++;
+    this.pump(job.apiKeyId);
+  }
+
+  /** Stops taking work, gives back queued jobs, and waits (up to `timeoutMs`) for requests in flight. */
+  async close(timeoutMs: number): Promise<void> {
+    this.closing = true;
+    const unstarted = [...this.endpoints.values()].flatMap((ep) => ep.queue.splice(0));
+    this.queued = 0;
+    if (unstarted.length) this.deps.recorder.release(unstarted);
+    if (this.active > 0) {
+      await Promise.race([new Promise<void>((r) => this.idleWaiters.push(r)), new Promise((r) => setTimeout(r, timeoutMs))]);
+    }
+  }
+
+  private pump(apiKeyId: string): void {
+    const ep = this.endpoints.get(apiKeyId);
+    if (!ep) return;
+    while (ep.queue.length && ep.active < this.limits.perEndpoint) {
+      if (this.active >= this.limits.global) {
+        this.waiting.add(apiKeyId);
+        return;
+      }
+      const job = ep.queue.shift()!;
+      this.queued--;
+      ep.active++;
+      this.active++;
+      void this.attempt(job)
+        .catch((e) => this.deps.logger.error({ err: e, deliveryId: job.deliveryId }, 'webhook attempt crashed'))
+        .finally(() => {
+          ep.active--;
+          this.active--;
+          this.slotFreed(apiKeyId);
+        });
+    }
+    if (!ep.queue.length && !ep.active) this.endpoints.delete(apiKeyId);
+  }
+
+  private slotFreed(apiKeyId: string): void {
+    for (const key of this.waiting) {
+      if (this.active >= this.limits.global) break;
+      this.waiting.delete(key);
+      this.pump(key);
+    }
+    this.pump(apiKeyId);
+    if (this.active === 0) for (const done of this.idleWaiters.splice(0)) done();
+  }
+
+  private async attempt(job: DeliveryJob): Promise<void> {
+    // Too close to the end of our lease: another replica may take it any moment.
+    if (Date.now() > job.leaseUntil - this.limits.timeoutMs - 1000) return;
+    let key: Buffer;
+    try {
+      key = await this.deps.keys.keyFor(job.apiKeyId);
+    } catch (e) {
+      this.deps.logger.warn({ err: e, apiKeyId: job.apiKeyId }, 'signing secret unavailable; attempt postponed');
+      this.deps.recorder.postpone(job, SECRET_UNAVAILABLE_RETRY_MS);
+      return;
+    }
+    const attemptedAt = new Date();
+    const headers = signatureHeaders(key, job.eventId, Math.floor(attemptedAt.getTime() / 1000), job.body);
+    const outcome = await this.deps.sender.send(job.url, headers, job.body);
+    this.deps.recorder.record({ job, attemptId: job.replayId ?? randomUUID(), attemptedAt, outcome });
+  }
+}

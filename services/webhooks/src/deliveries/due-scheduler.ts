@@ -1,0 +1,165 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Logger } from '@billing/service-runtime';
+import type { DeliveryJob } from './delivery-job.js';
+import type { Dispatcher } from './dispatcher.js';
+
+export interface DueSchedulerOptions {
+  pollMs: number;
+  leaseMs: number;
+  /** Most deliveries of one endpoint taken per round. */
+  perEndpoint: number;
+}
+
+interface ClaimedRow {
+  id: string;
+  event_id: string;
+  event_type: string;
+  api_key_id: string;
+  url: string;
+  body: string;
+  scheduled_attempts: number;
+  lease_until: Date | string;
+  replay_id?: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Takes due work from the database and hands it to the dispatcher: Pending deliveries whose
+ * next attempt is due (retries, and new ones the consumer could not start at once) and queued
+ * manual replays. Rows are claimed with `FOR UPDATE SKIP LOCKED` and leased for `leaseMs`, so
+ * several webhooks replicas share the work without sending anything twice, and a replica that
+ * dies leaves its work to the others (or to itself after a restart) when the lease ends. Each
+ * round takes at most `perEndpoint` deliveries per endpoint, so one endpoint's backlog cannot
+ * crowd out the rest.
+ */
+export class DueScheduler {
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private wakeUp: (() => void) | undefined;
+  private pendingWake = false;
+  private failures = 0;
+
+  constructor(
+    private readonly orm: MikroORM,
+    private readonly dispatcher: Dispatcher,
+    private readonly opts: DueSchedulerOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): this {
+    this.loop = this.run();
+    return this;
+  }
+
+  /** Look now (e.g. a replay was just queued). */
+  nudge(): void {
+    this.pendingWake = true;
+    this.wakeUp?.();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.nudge();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      let full = false;
+      try {
+        full = await this.round();
+        this.failures = 0;
+      } catch (e) {
+        this.failures++;
+        if (this.failures === 1 || this.failures % 30 === 0) this.logger.warn({ err: e }, 'claiming due webhook deliveries failed; retrying');
+      }
+      if (!full) await this.wait(this.opts.pollMs);
+      else await sleep(0);
+    }
+  }
+
+  private wait(ms: number): Promise<void> {
+    if (this.pendingWake) {
+      this.pendingWake = false;
+      return Promise.resolve();
+    }
+    return new Promise((done) => {
+      const finish = () => {
+        clearTimeout(timer);
+        this.wakeUp = undefined;
+        this.pendingWake = false;
+        done();
+      };
+      const timer = setTimeout(finish, ms);
+      this.wakeUp = finish;
+    });
+  }
+
+  /** One claim round; true when it took as much as it was allowed (more may be due). */
+  async round(): Promise<boolean> {
+    const room = this.dispatcher.room();
+    if (room === 0) return false;
+    const replays = await this.claimReplays(Math.min(room, 100));
+    const deliveries = await this.claimDeliveries(room - replays.length);
+    for (const job of [...replays, ...deliveries]) this.dispatcher.submit(job);
+    return replays.length + deliveries.length >= room;
+  }
+
+  private async claimDeliveries(limit: number): Promise<DeliveryJob[]> {
+    if (limit <= 0) return [];
+    const busy = this.dispatcher.busyEndpoints();
+    const rows = await this.orm.em.fork().execute<ClaimedRow[]>(
+      `with due as (
+         select d."id" from "endpoints" e
+         cross join lateral (
+           select d."id" from "deliveries" d
+            where d."api_key_id" = e."api_key_id" and d."status" = 'Pending' and d."next_attempt_at" <= now()
+              and (d."lease_until" is null or d."lease_until" < now())
+            order by d."next_attempt_at"
+            limit ?
+            for update skip locked) d
+         where e."api_key_id" <> all(?::uuid[])
+         limit ?)
+       update "deliveries" d set "lease_until" = now() + ? * interval '1 millisecond'
+         from due, "events" ev
+        where d."id" = due."id" and ev."id" = d."event_id"
+       returning d."id", d."event_id", d."event_type", d."api_key_id", d."url", ev."body", d."scheduled_attempts", d."lease_until"`,
+      [this.opts.perEndpoint, `{${busy.join(',')}}`, limit, this.opts.leaseMs],
+    );
+    return rows.map((r) => toJob(r, 'Scheduled'));
+  }
+
+  private async claimReplays(limit: number): Promise<DeliveryJob[]> {
+    if (limit <= 0) return [];
+    const rows = await this.orm.em.fork().execute<ClaimedRow[]>(
+      `with due as (
+         select r."id" from "replays" r
+          where r."lease_until" is null or r."lease_until" < now()
+          order by r."requested_at"
+          limit ?
+          for update skip locked)
+       update "replays" r set "lease_until" = now() + ? * interval '1 millisecond'
+         from due, "deliveries" d, "events" ev
+        where r."id" = due."id" and d."id" = r."delivery_id" and ev."id" = d."event_id"
+       returning r."id" as "replay_id", d."id", d."event_id", d."event_type", d."api_key_id", d."url", ev."body", d."scheduled_attempts", r."lease_until"`,
+      [limit, this.opts.leaseMs],
+    );
+    return rows.map((r) => toJob(r, 'Manual'));
+  }
+}
+
+function toJob(r: ClaimedRow, trigger: 'Scheduled' | 'Manual'): DeliveryJob {
+  return {
+    deliveryId: r.id,
+    eventId: r.event_id,
+    eventType: r.event_type,
+    apiKeyId: r.api_key_id,
+    url: r.url,
+    body: r.body,
+    trigger,
+    replayId: r.replay_id,
+    scheduledAttempts: r.scheduled_attempts,
+    leaseUntil: new Date(r.lease_until).getTime(),
+  };
+}

@@ -1,0 +1,185 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { EVENT_SUBJECT_PREFIX, EVENTS_STREAM, EventEnvelope } from '@billing/contracts';
+import { ensureEventsStream, type Logger } from '@billing/service-runtime';
+import type { Dispatcher } from '../deliveries/dispatcher.js';
+import { ingestEvents } from './ingest.js';
+
+/** The webhooks service's durable consumer of the EVENTS stream, shared by its replicas. */
+export const WEBHOOKS_CONSUMER = 'webhooks';
+/** Unacknowledged messages are redelivered after this long. */
+const ACK_WAIT_MS = 30_000;
+const MAX_BATCH = 500;
+/** Messages buffered here before the consumer stops pulling. */
+const MAX_BUFFERED = 2000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface EventConsumerOptions {
+  natsUrl: string;
+  leaseMs: number;
+}
+
+/**
+ * Reads every event from JetStream with a durable pull consumer (explicit acks, unlimited
+ * redelivery) and ingests them in batches: whatever arrived while the previous batch was being
+ * written becomes the next batch, so the database sees one transaction per batch. Messages are
+ * acked only after their batch committed; a failure naks them for redelivery. NATS restarts are
+ * survived by the client's reconnects; a lost stream or consumer is created again.
+ */
+export class EventConsumer {
+  private stopped = false;
+  private nc: NatsConnection | undefined;
+  private messages: ConsumerMessages | undefined;
+  private buffer: JsMsg[] = [];
+  private wakeProcessor: (() => void) | undefined;
+  private wakePuller: (() => void) | undefined;
+  private loops: Promise<void>[] = [];
+  private lastWarnAt = 0;
+  /** Events ingested (first time seen) since start. */
+  ingested = 0;
+
+  constructor(
+    private readonly orm: MikroORM,
+    private readonly dispatcher: Dispatcher,
+    private readonly opts: EventConsumerOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): this {
+    this.loops = [this.pullLoop(), this.processLoop()];
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wakeProcessor?.();
+    this.wakePuller?.();
+    await this.messages?.close().catch(() => undefined);
+    await Promise.race([Promise.all(this.loops), sleep(5000)]);
+    await this.nc?.close().catch(() => undefined);
+  }
+
+  private async pullLoop(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        if (!this.nc || this.nc.isClosed()) {
+          this.nc = await connect({ servers: this.opts.natsUrl.split(','), name: 'webhooks-consumer', maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+          this.logger.info('webhooks consumer connected to NATS');
+        }
+        const jsm = await jetstreamManager(this.nc);
+        await ensureEventsStream(jsm);
+        await ensureConsumer(jsm);
+        const consumer = await jetstream(this.nc).consumers.get(EVENTS_STREAM, WEBHOOKS_CONSUMER);
+        const messages = await consumer.consume({ max_messages: 1000 });
+        this.messages = messages;
+        void (async () => {
+          for await (const s of messages.status()) {
+            // The server lost the stream or consumer (e.g. restarted without its store): start over.
+            if (s.type === 'consumer_not_found' || s.type === 'stream_not_found' || s.type === 'consumer_deleted') {
+              this.warn(s, 'webhooks consumer lost; recreating');
+              await messages.close().catch(() => undefined);
+            }
+          }
+        })().catch(() => undefined);
+        for await (const m of messages) {
+          this.buffer.push(m);
+          this.wakeProcessor?.();
+          while (this.buffer.length >= MAX_BUFFERED && !this.stopped) await new Promise<void>((r) => (this.wakePuller = r));
+          if (this.stopped) break;
+        }
+      } catch (e) {
+        this.warn(e, 'webhooks consumer failed; retrying');
+      }
+      if (!this.stopped) await sleep(500);
+    }
+  }
+
+  private async processLoop(): Promise<void> {
+    while (!this.stopped || this.buffer.length) {
+      if (this.buffer.length === 0) {
+        if (this.stopped) break;
+        await new Promise<void>((r) => {
+          this.wakeProcessor = r;
+          setTimeout(r, 1000);
+        });
+        this.wakeProcessor = undefined;
+        continue;
+      }
+      const batch = this.buffer.splice(0, MAX_BATCH);
+      if (this.buffer.length < MAX_BUFFERED) this.wakePuller?.();
+      await this.process(batch);
+    }
+  }
+
+  private async process(batch: JsMsg[]): Promise<void> {
+    const valid: { msg: JsMsg; event: EventEnvelope }[] = [];
+    for (const msg of batch) {
+      const parsed = (() => {
+        try {
+          return EventEnvelope.safeParse(msg.json());
+        } catch {
+          return undefined;
+        }
+      })();
+      if (parsed?.success) valid.push({ msg, event: parsed.data });
+      else {
+        this.logger.error({ subject: msg.subject, seq: msg.seq }, 'malformed event on the bus; dropped');
+        msg.term();
+      }
+    }
+    if (!valid.length) return;
+    const planned = new Map<string, number>();
+    try {
+      const result = await ingestEvents(
+        this.orm,
+        valid.map((v) => v.event),
+        {
+          leaseMs: this.opts.leaseMs,
+          startNow: (apiKeyId) => {
+            const n = planned.get(apiKeyId) ?? 0;
+            if (!this.dispatcher.hasRoomFor(apiKeyId, n)) return false;
+            planned.set(apiKeyId, n + 1);
+            return true;
+          },
+        },
+      );
+      for (const v of valid) v.msg.ack();
+      this.ingested += result.fresh;
+      for (const job of result.jobs) this.dispatcher.submit(job);
+    } catch (e) {
+      this.warn(e, 'ingesting events failed; they will be redelivered');
+      for (const v of valid) v.msg.nak(1000);
+      await sleep(500);
+    }
+  }
+
+  private warn(err: unknown, msg: string): void {
+    if (this.stopped) return;
+    const now = Date.now();
+    if (now - this.lastWarnAt < 10_000) return;
+    this.lastWarnAt = now;
+    this.logger.warn({ err }, msg);
+  }
+}
+
+/** Creates the durable consumer, or updates its settings; idempotent across replicas. */
+async function ensureConsumer(jsm: JetStreamManager): Promise<void> {
+  const settings = { ack_wait: nanos(ACK_WAIT_MS), max_deliver: -1, max_ack_pending: 20_000 };
+  try {
+    const info = await jsm.consumers.info(EVENTS_STREAM, WEBHOOKS_CONSUMER);
+    if (info.config.ack_wait !== settings.ack_wait || info.config.max_ack_pending !== settings.max_ack_pending) {
+      await jsm.consumers.update(EVENTS_STREAM, WEBHOOKS_CONSUMER, settings);
+    }
+  } catch (e) {
+    if (!(e instanceof JetStreamApiError && e.code === JetStreamApiCodes.ConsumerNotFound)) throw e;
+    await jsm.consumers.add(EVENTS_STREAM, {
+      durable_name: WEBHOOKS_CONSUMER,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: `${EVENT_SUBJECT_PREFIX}>`,
+      ...settings,
+    });
+  }
+}

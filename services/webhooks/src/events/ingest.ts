@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { ApiKeyEndpointState, isApiKeyEventType, isWebhookEventType, type EventEnvelope, type WebhookPayload } from '@billing/contracts';
+import type { DeliveryJob } from '../deliveries/delivery-job.js';
+import { Endpoint, newestStates } from '../endpoints/endpoint.js';
+
+export interface IngestOptions {
+  leaseMs: number;
+  /** Whether this replica starts a new delivery to this key at once (else the scheduler takes it). */
+  startNow(apiKeyId: string): boolean;
+}
+
+export interface IngestResult {
+  fresh: number;
+  duplicates: number;
+  deliveries: number;
+  /** Deliveries created leased to this replica, to start now. */
+  jobs: DeliveryJob[];
+}
+
+/** The webhook body of an event: `{ id, type, timestamp, merchantId, data }`. */
+export function webhookBody(e: EventEnvelope): string {
+  const payload: Omit<WebhookPayload, 'type'> & { type: string } = { id: e.id, type: e.type, timestamp: e.occurredAt, merchantId: e.merchantId, data: e.data };
+  return JSON.stringify(payload);
+}
+
+/**
+ * Applies a batch of events in one transaction: records each event id (the inbox: an id seen
+ * before is skipped, which makes redelivered and re-published events harmless), updates the
+ * endpoints read model from `api_key.*` events, and creates one Pending delivery per webhook
+ * event and subscribed endpoint of its merchant. The caller acks the messages after this commits.
+ */
+export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: IngestOptions): Promise<IngestResult> {
+  const unique = [...new Map(batch.map((e) => [e.id, e])).values()];
+  return orm.em.fork().transactional(async (em) => {
+    const rows = unique.map((e) => ({
+      id: e.id,
+      type: e.type,
+      merchant_id: e.merchantId,
+      occurred_at: e.occurredAt,
+      body: isWebhookEventType(e.type) ? webhookBody(e) : null,
+    }));
+    const inserted = await em.execute<{ id: string }[]>(
+      `insert into "events" ("id", "type", "merchant_id", "occurred_at", "body")
+       select * from jsonb_to_recordset(?::jsonb) as r("id" uuid, "type" text, "merchant_id" uuid, "occurred_at" timestamptz, "body" text)
+       on conflict ("id") do nothing returning "id"`,
+      [JSON.stringify(rows)],
+    );
+    const freshIds = new Set(inserted.map((r) => r.id));
+    const fresh = unique.filter((e) => freshIds.has(e.id));
+    const bodies = new Map(rows.map((r) => [r.id, r.body]));
+
+    const states = newestStates(
+      fresh.filter((e) => isApiKeyEventType(e.type)).flatMap((e) => {
+        const parsed = ApiKeyEndpointState.safeParse(e.data);
+        return parsed.success ? [parsed.data] : [];
+      }),
+    );
+    if (states.length) {
+      await em.execute(
+        `insert into "endpoints" ("api_key_id", "merchant_id", "url", "event_types", "enabled", "revoked", "version", "updated_at")
+         select s."api_key_id", s."merchant_id", s."url", nullif(s."event_types", 'null'::jsonb), s."enabled", s."revoked", s."version", now()
+           from jsonb_to_recordset(?::jsonb) as s("api_key_id" uuid, "merchant_id" uuid, "url" text, "event_types" jsonb, "enabled" boolean, "revoked" boolean, "version" int)
+         on conflict ("api_key_id") do update set
+           "merchant_id" = excluded."merchant_id", "url" = excluded."url", "event_types" = excluded."event_types", "enabled" = excluded."enabled",
+           "revoked" = excluded."revoked", "version" = excluded."version", "updated_at" = excluded."updated_at"
+         where "endpoints"."version" < excluded."version"`,
+        [JSON.stringify(states.map((s) => ({ api_key_id: s.apiKeyId, merchant_id: s.merchantId, url: s.webhookUrl, event_types: s.webhookEvents, enabled: s.webhookEnabled, revoked: s.revoked, version: s.version })))],
+        'run',
+      );
+    }
+
+    const webhookEvents = fresh.filter((e) => isWebhookEventType(e.type));
+    if (webhookEvents.length === 0) return { fresh: fresh.length, duplicates: batch.length - fresh.length, deliveries: 0, jobs: [] };
+
+    const merchants = [...new Set(webhookEvents.map((e) => e.merchantId))];
+    const endpointRows = await em.execute<{ api_key_id: string; merchant_id: string; url: string; event_types: string[] | null; enabled: boolean; revoked: boolean; version: number }[]>(
+      `select "api_key_id", "merchant_id", "url", "event_types", "enabled", "revoked", "version" from "endpoints"
+        where "merchant_id" = any(?::uuid[]) and "enabled" and not "revoked" and "url" is not null`,
+      [`{${merchants.join(',')}}`],
+    );
+    const byMerchant = new Map<string, Endpoint[]>();
+    for (const r of endpointRows) {
+      const ep = Object.assign(new Endpoint(), { apiKeyId: r.api_key_id, merchantId: r.merchant_id, url: r.url, eventTypes: r.event_types, enabled: r.enabled, revoked: r.revoked, version: r.version });
+      byMerchant.set(ep.merchantId, [...(byMerchant.get(ep.merchantId) ?? []), ep]);
+    }
+
+    const leaseUntil = Date.now() + opts.leaseMs;
+    const deliveries: { id: string; event_id: string; event_type: string; merchant_id: string; api_key_id: string; url: string; lease_until: string | null }[] = [];
+    const jobs: DeliveryJob[] = [];
+    for (const e of webhookEvents) {
+      for (const ep of byMerchant.get(e.merchantId) ?? []) {
+        if (!ep.accepts(e.type)) continue;
+        const id = randomUUID();
+        const startNow = opts.startNow(ep.apiKeyId);
+        deliveries.push({ id, event_id: e.id, event_type: e.type, merchant_id: e.merchantId, api_key_id: ep.apiKeyId, url: ep.url!, lease_until: startNow ? new Date(leaseUntil).toISOString() : null });
+        if (startNow) jobs.push({ deliveryId: id, eventId: e.id, eventType: e.type, apiKeyId: ep.apiKeyId, url: ep.url!, body: bodies.get(e.id)!, trigger: 'Scheduled', scheduledAttempts: 0, leaseUntil });
+      }
+    }
+    if (deliveries.length) {
+      await em.execute(
+        `insert into "deliveries" ("id", "event_id", "event_type", "merchant_id", "api_key_id", "url", "status", "scheduled_attempts", "next_attempt_at", "lease_until", "created_at", "updated_at")
+         select r."id", r."event_id", r."event_type", r."merchant_id", r."api_key_id", r."url", 'Pending', 0, now(), r."lease_until", now(), now()
+           from jsonb_to_recordset(?::jsonb) as r("id" uuid, "event_id" uuid, "event_type" text, "merchant_id" uuid, "api_key_id" uuid, "url" text, "lease_until" timestamptz)
+         on conflict ("event_id", "api_key_id") do nothing`,
+        [JSON.stringify(deliveries)],
+        'run',
+      );
+    }
+    return { fresh: fresh.length, duplicates: batch.length - fresh.length, deliveries: deliveries.length, jobs };
+  });
+}

@@ -1,0 +1,50 @@
+import { createClient, type CallOptions } from '@billing/service-runtime';
+import { signingKey } from './signature.js';
+
+type WebhookSigningClient = {
+  GetSigningSecret(req: { apiKeyId: string }, opts?: CallOptions): Promise<{ apiKeyId: string; signingSecret: string }>;
+};
+
+/** Metadata naming this service to identity's internal-only WebhookSigning service. */
+const CALLER = { 'x-internal-caller': 'webhooks' };
+
+/**
+ * Signing keys of API keys, fetched from identity over gRPC (so the plaintext secret is never on
+ * the event bus) and kept in memory only. Secrets do not change during a key's life, so an entry
+ * is dropped only when it is `ttlMs` old; concurrent requests for one key share one call.
+ */
+export class SigningSecrets {
+  private readonly client: ReturnType<typeof createClient<WebhookSigningClient>>;
+  private readonly cache = new Map<string, { key: Buffer; at: number }>();
+  private readonly inFlight = new Map<string, Promise<Buffer>>();
+
+  constructor(
+    identityAddress: string,
+    private readonly ttlMs = 10 * 60_000,
+  ) {
+    this.client = createClient<WebhookSigningClient>('identity/v1/api_keys.proto', 'identity.v1.WebhookSigning', identityAddress, 5000);
+  }
+
+  /** The HMAC key of the API key's signing secret; rejects when identity cannot answer. */
+  async keyFor(apiKeyId: string): Promise<Buffer> {
+    const hit = this.cache.get(apiKeyId);
+    if (hit && Date.now() - hit.at < this.ttlMs) return hit.key;
+    let pending = this.inFlight.get(apiKeyId);
+    if (!pending) {
+      pending = this.client
+        .GetSigningSecret({ apiKeyId }, { metadata: CALLER })
+        .then((res) => {
+          const key = signingKey(res.signingSecret);
+          this.cache.set(apiKeyId, { key, at: Date.now() });
+          return key;
+        })
+        .finally(() => this.inFlight.delete(apiKeyId));
+      this.inFlight.set(apiKeyId, pending);
+    }
+    return pending;
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
