@@ -56,6 +56,7 @@ export const SERVICES = [
     protocol: 'grpc',
     defaultPort: 50054,
     listen: { WEBHOOKS_GRPC_ADDRESS: '{host}:{port}' },
+    connectsTo: { IDENTITY_GRPC_URL: 'identity' },
   },
   {
     name: 'gateway',
