@@ -38,4 +38,48 @@ Idempotency
 - A claim whose request has not finished within IDEMPOTENCY_LEASE_SECONDS (default 60; longer than any backend call can take) is presumed lost with its gateway: retries then get 500 .../idempotency-outcome-unknown. If the original does finish later, its real outcome is recorded and replayed from then on.
 - If the gateway cannot reach its idempotency store before running the request: 503 with Retry-After; nothing ran, and the same key may be retried.
 - Keys are kept 24 hours from the start of the attempt that claimed them (IDEMPOTENCY_RETENTION_HOURS); after that the key is free for any request. Expired records are deleted every 10 minutes (IDEMPOTENCY_CLEANUP_INTERVAL_MS).
+
+Money
+- Amounts cross the REST boundary as decimals in major units (19.95) with an ISO 4217 currency (default AUD); they are stored and computed as integer minor units. A JSON number is read through its shortest decimal form (what the client wrote); a decimal string ("19.95") is accepted too. More fraction digits than the currency has (19.951 AUD, "19.950", 1.5 JPY) are 400 naming "amount", never rounded. Amounts the platform computes (fees, proportions) are rounded half-even to the minor unit.
+- Supported currencies: AUD, NZD, USD, CAD, EUR, GBP, CHF, SGD, HKD, SEK, NOK, DKK, ZAR, INR, MYR, PHP, THB, IDR, CNY, MXN, BRL, FJD, PGK (2 decimals), JPY, KRW, VND, XPF (0), KWD, BHD, OMR, JOD (3); lower case is accepted and upper-cased. Largest amount: 999,999,999,999.99 (in minor units: 99,999,999,999,999).
+
+Catalogue (products, questions, plans)
+- Writes need the Admin role (or an API key); reads Viewer. Collections are ordered oldest first.
+- Product: { id, merchantId, name (1..200), description (nullable, up to 2000), createdAt, updatedAt }.
+- Question: { id, productId, text (1..1000), kind, required (default false), order, options: [{ id, label }], createdAt }. Text questions have no options; SingleChoice and MultiChoice need 1..50 options with unique labels (case-insensitive). "order" may be given (int32) or defaults to the product's highest order + 1 (the first question is 1); equal orders are allowed and listed by id. GET /api/Products/{productId}/questions/{id} reads one question (the Location of a created one).
+- Questions of a product of another merchant, or of an unknown product: 404. A body productId (or id) differing from the path: 400.
+- Question reorder: all or nothing; an id listed twice is 400 naming orders[i].id like an id that is not a question of the product; 204 on success.
+- Plan: { id, merchantId, productId, name, amount, currency, interval, intervalCount, trialDays, isActive, createdAt, updatedAt }. amount must be positive; intervalCount 1..52 (default 1); trialDays 0..365 (default 0); isActive default true. The product must be the merchant's (404 otherwise). PATCH changes only name and isActive (absent or null: unchanged); price and schedule are fixed. GET /api/Plans also filters by productId and isActive=true|false.
+- Billing periods: Week = 7 days, Fortnight = 14 days, Month and Year are calendar months in UTC keeping the day of month of the first billed period (clamped to the month's last day: a subscription billed on the 31st is billed on Feb 28/29, Mar 31, Apr 30, ...).
+
+Members
+- POST /api/Members needs the Staff role. Member: { id, merchantId, email, firstName (1..100), lastName (1..100), phone (nullable, up to 50), createdAt, updatedAt }. The email is stored as first given and matched case-insensitively.
+- A create for an email that exists answers 200 with the existing member unchanged (the names and phone of the request are ignored) and emits nothing; concurrent creates for one email yield one member (unique index on merchant and lower(email)), one 201 and 200 for the rest.
+- GET /api/Members?email= matches the whole email, case-insensitively.
+
+Payment methods
+- Writes need the Staff role. A payment method: { id, merchantId, memberId, type, brand, last4, expiryMonth, expiryYear, accountName, bsb, rank, isDefault, createdAt }; rank starts at 1 (the default) and a new method is appended at the lowest rank.
+- Card needs expiryMonth and expiryYear (not before the current month, UTC) and takes no accountName/bsb; BankAccount needs accountName and bsb (6 digits, stored as 123-456) and takes no expiry. Body fields cardNumber, number, pan, accountNumber, cvc, cvv, cvn, securityCode (and snake_case forms) are refused with 400 naming the field; other unknown fields are ignored.
+- from-token: the token is looked up at the merchant's payment provider (Staging: the sandbox provider); the provider's details are stored with the token. The same token again for the same member answers 200 with the existing method; a token attached to another member, unknown to the provider or created for another merchant: 400 naming providerToken. Provider unreachable, failing (5xx) or not answering within 3 s (PAYMENT_PROVIDER_TIMEOUT_MS): 502 provider-unavailable; with Idempotency-Key rule 7 a retry needs a new key.
+- GET /api/members/{memberId}/payment-methods/{id} reads one method (the Location of a created one).
+- Reorder: orderedIds null counts as an empty list (valid only for a member without methods). Answers 200 with the member's methods in their new order. Reorder does not take an Idempotency-Key (it is naturally idempotent) and emits no event.
+
+Subscriptions
+- Writes need the Staff role. A subscription: { id, merchantId, memberId, planId, paymentMethodId, status, currentPeriodStart, currentPeriodEnd, nextBillingAt, cancelAtPeriodEnd, pausedAt, resumeAt, cancelledAt, createdAt, updatedAt }.
+- startDate may be a date-time or a date (00:00 UTC), past or future; default now. Without a trial the first period is [start, start + interval) and is due at start (nextBillingAt = currentPeriodStart). With trialDays the trial is a free first period [start, start + trialDays) and the first charge is due at its end.
+- paymentMethodId is optional; when set it must be a method of the member (another merchant's or unknown: 404; another member's: 400). Without it the member's methods are charged in rank order.
+- Checks in order: member (404), plan (404), payment method (404/400), plan active (422 unprocessable), no live subscription for the member and plan (409 subscription-exists with existingSubscriptionId; also enforced by a partial unique index, so concurrent creates yield exactly one).
+- Transitions: pause (Active or PastDue → Paused; resumeAt optional and in the future, else 400), resume (Paused → Active), cancel (any live → Cancelled). Pausing a Paused one, resuming one that is not Paused, and anything on a Cancelled one are 409 invalid-transition.
+- Resume: if the pause covered nextBillingAt, a new period starts at the resume and is due at once (billing in advance); otherwise the paid period continues unchanged. resumeAt is recorded for the billing run to resume automatically.
+- cancel { atPeriodEnd: true } on an Active subscription sets cancelAtPeriodEnd and changes nothing else (no event); the billing run cancels it when the period ends instead of charging, and subscription.cancelled is emitted then. On a Paused or PastDue subscription there is no running paid period, so atPeriodEnd cancels at once. Cancelling sets cancelledAt and clears nextBillingAt.
+- GET /api/Subscriptions filters by memberId, planId and status.
+
+Events (billing)
+- member.created, payment_method.added, subscription.created, subscription.paused, subscription.resumed and subscription.cancelled carry in "data" the resource exactly as the REST API shows it after the change. They are written to the outbox in the same transaction as the change.
+
+Payment provider (sandbox)
+- The sandbox provider is its own process (SANDBOX_PROVIDER_PORT, default 8090) with an HTTP API: POST /v1/card-tokens { number, expiryMonth, expiryYear, brand? } and POST /v1/bank-tokens { accountName, bsb, accountNumber } → 201 { token (ctok_/btok_), type, brand, last4, expiryMonth, expiryYear, accountName, bsb } (full numbers are not kept); GET /v1/tokens/{token}; POST /v1/charges (Idempotency-Key required; { amountMinor, currency, paymentMethod: { token } or { type, last4 } }) → 201 { id, status Settled|Processing|Failed, failureReason, ... }; GET /v1/charges/{id}; POST /v1/charges/{id}/settle (ends a bank charge's settlement window); POST /v1/refunds (Idempotency-Key; { chargeId, amountMinor }).
+- Calls name the merchant account in the header "sandbox-account" (the merchant id); a token created for an account is visible to that account only (one created without the header to any).
+- Test values: Card last4 0002 declines (card_declined); other cards settle at once; bank charges stay Processing until settled, then fail with insufficient_funds when last4 ends in 002, else settle.
+- Fault switch (not in production mode): POST /__sandbox/faults { down?, dropConnections?, latencyMs?, account? } (account limits the fault to one merchant), GET and DELETE /__sandbox/faults[?account=]. Env SANDBOX_FAULT_DOWN and SANDBOX_LATENCY_MS set faults at start. State is in memory: a sandbox restart forgets tokens and charges.
 `;
