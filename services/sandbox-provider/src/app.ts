@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { createLogger, type Logger } from '@billing/service-runtime';
 import type { SandboxConfig } from './config.js';
@@ -82,7 +82,7 @@ export function buildSandbox(config: SandboxConfig): SandboxApp {
   const logger = createLogger('sandbox-provider', config.LOG_LEVEL);
   const ledger = new Ledger();
   const faults = new Faults({ down: config.SANDBOX_FAULT_DOWN, latencyMs: config.SANDBOX_LATENCY_MS });
-  const app = Fastify({ loggerInstance: logger.child({ component: 'http' }) as unknown as FastifyBaseLogger, disableRequestLogging: true, bodyLimit: 64 * 1024 });
+  const app = Fastify({ loggerInstance: logger.child({ component: 'http' }) as unknown as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), bodyLimit: 64 * 1024 });
 
   app.setErrorHandler((err, req, reply) => {
     if (err instanceof SandboxError) return reply.code(err.status).send({ error: err.code, message: err.message, errors: err.errors });
