@@ -30,6 +30,8 @@ export const WebhooksConfig = BaseConfig.extend({
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).default(1000),
   /** How long a replica owns a delivery it took; after that another replica may take it. */
   WEBHOOK_LEASE_MS: z.coerce.number().int().min(1000).default(60_000),
+  /** JetStream redelivers an event this long after it was handed out unacknowledged (e.g. to a replica that died). */
+  WEBHOOK_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(30_000),
   /** Finished deliveries (and their attempts and events) are deleted after this many days. */
   WEBHOOK_RETENTION_DAYS: z.coerce.number().min(1).default(30),
 });

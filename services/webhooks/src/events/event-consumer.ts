@@ -8,8 +8,6 @@ import { ingestEvents } from './ingest.js';
 
 /** The webhooks service's durable consumer of the EVENTS stream, shared by its replicas. */
 export const WEBHOOKS_CONSUMER = 'webhooks';
-/** Unacknowledged messages are redelivered after this long. */
-const ACK_WAIT_MS = 30_000;
 const MAX_BATCH = 500;
 /** Messages buffered here before the consumer stops pulling. */
 const MAX_BUFFERED = 2000;
@@ -19,6 +17,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export interface EventConsumerOptions {
   natsUrl: string;
   leaseMs: number;
+  /** Unacknowledged messages are redelivered after this long. */
+  ackWaitMs: number;
 }
 
 /**
@@ -70,7 +70,7 @@ export class EventConsumer {
         }
         const jsm = await jetstreamManager(this.nc);
         await ensureEventsStream(jsm);
-        await ensureConsumer(jsm);
+        await ensureConsumer(jsm, this.opts.ackWaitMs);
         const consumer = await jetstream(this.nc).consumers.get(EVENTS_STREAM, WEBHOOKS_CONSUMER);
         const messages = await consumer.consume({ max_messages: 1000 });
         this.messages = messages;
@@ -165,8 +165,8 @@ export class EventConsumer {
 }
 
 /** Creates the durable consumer, or updates its settings; idempotent across replicas. */
-async function ensureConsumer(jsm: JetStreamManager): Promise<void> {
-  const settings = { ack_wait: nanos(ACK_WAIT_MS), max_deliver: -1, max_ack_pending: 20_000 };
+async function ensureConsumer(jsm: JetStreamManager, ackWaitMs: number): Promise<void> {
+  const settings = { ack_wait: nanos(ackWaitMs), max_deliver: -1, max_ack_pending: 20_000 };
   try {
     const info = await jsm.consumers.info(EVENTS_STREAM, WEBHOOKS_CONSUMER);
     if (info.config.ack_wait !== settings.ack_wait || info.config.max_ack_pending !== settings.max_ack_pending) {

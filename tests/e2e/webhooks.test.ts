@@ -1,0 +1,315 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient, createApiKey, createMerchant, eventually, unique, type ApiClient } from '../support/fixtures.js';
+import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { startWebhookReceiver, type ReceivedWebhook, type Responder, type WebhookReceiver } from '../support/webhook-receiver.js';
+
+/**
+ * Webhook delivery end to end: billing and identity commit events, their outbox relays publish
+ * them to JetStream, the webhooks service delivers them, signed, to a real local receiver that
+ * verifies every request with the `standardwebhooks` library. Runs its own platform for a retry
+ * schedule of seconds.
+ */
+let platform: TestPlatform;
+let api: ApiClient;
+let receiver: WebhookReceiver;
+
+beforeAll(async () => {
+  platform = await startTestPlatform({
+    services: ['identity', 'billing', 'webhooks', 'gateway'],
+    serviceEnv: { webhooks: { WEBHOOK_RETRY_SCHEDULE: '1,1,1', WEBHOOK_RETRY_JITTER: '0', WEBHOOK_POLL_MS: '100' } },
+  });
+  api = apiClient(platform.gatewayUrl!);
+  receiver = await startWebhookReceiver();
+}, 120_000);
+
+afterAll(async () => {
+  await receiver?.close();
+  await platform?.stop();
+});
+
+interface Key {
+  id: string;
+  key: string;
+  signingSecret: string;
+}
+
+/** A merchant with an observer key (every event type) used to learn when settings have reached the webhooks service. */
+async function merchantWithObserver() {
+  const merchant = await createMerchant(api, platform.adminToken);
+  const observer = (await createApiKey(api, platform.adminToken, merchant.id)) as Key;
+  return { merchantId: merchant.id, observer };
+}
+
+async function configure(merchantId: string, key: Key, path: string | null, settings: { webhookEvents?: string[] | null; webhookEnabled?: boolean } = {}) {
+  const res = await api.put(
+    `/api/ApiKeys/${key.id}/webhook`,
+    { id: key.id, merchantId, webhookUrl: path ? receiver.url(path) : null, webhookEvents: null, webhookEnabled: path !== null, ...settings },
+    { token: key.key },
+  );
+  expect(res.status).toBe(200);
+  if (path) receiver.secret(path, key.signingSecret);
+}
+
+async function createMember(merchantId: string, token: string, email = `${unique('member')}@example.com`) {
+  const res = await api.post('/api/Members', { merchantId, email, firstName: 'Ada', lastName: 'Lovelace' }, { token });
+  expect(res.status).toBe(201);
+  return res.body as { id: string; email: string };
+}
+
+/**
+ * Waits until every webhook setting changed so far has reached the webhooks service: points the
+ * observer key at a fresh path and creates members until one arrives there. Identity's events
+ * reach the webhooks service in commit order, so once the observer's new URL is in use, every
+ * earlier change is too.
+ */
+async function settle(merchantId: string, observer: Key): Promise<void> {
+  const path = `/sync/${randomUUID()}`;
+  await configure(merchantId, observer, path);
+  for (let i = 0; i < 40; i++) {
+    await createMember(merchantId, observer.key);
+    try {
+      await receiver.waitFor(path, (r) => r.length > 0, 1000);
+      return;
+    } catch {
+      /* not there yet: create another */
+    }
+  }
+  throw new Error('webhook settings never reached the webhooks service');
+}
+
+/** Answers requests about the member with this email with `answer` (n counts those requests), everything else with 204. */
+function onlyFor(email: string, answer: (n: number) => ReturnType<Responder>): Responder {
+  let n = 0;
+  return (req) => (req.payload?.data?.email === email ? answer(++n) : { status: 204 });
+}
+
+const memberEvent = (reqs: ReceivedWebhook[], memberId: string, type = 'member.created') => reqs.filter((r) => r.payload?.type === type && r.payload?.data?.id === memberId);
+
+async function deliveryOf(merchantId: string, token: string, eventId: string, apiKeyId: string, until: (d: any) => boolean = () => true) {
+  return eventually(async () => {
+    const res = await api.get(`/api/WebhookDeliveries?merchantId=${merchantId}&pageSize=200`, { token });
+    expect(res.status).toBe(200);
+    const d = res.body.items.find((x: any) => x.eventId === eventId && x.apiKeyId === apiKeyId);
+    if (!d) return undefined;
+    const full = await api.get(`/api/WebhookDeliveries/${d.id}`, { token });
+    return until(full.body) ? full.body : undefined;
+  }, 20_000, 100);
+}
+
+describe('webhook delivery', () => {
+  it('delivers member.created, signed per Standard Webhooks, and records the delivery and its attempt', async () => {
+    const { merchantId, observer } = await merchantWithObserver();
+    const key = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
+    const path = `/ok/${randomUUID()}`;
+    await configure(merchantId, key, path);
+    await settle(merchantId, observer);
+
+    const member = await createMember(merchantId, key.key);
+    const [req] = await receiver.waitFor(path, (r) => memberEvent(r, member.id).length > 0).then((r) => memberEvent(r, member.id));
+    expect(req!.verified).toBe(true);
+    expect(req!.headers['content-type']).toBe('application/json');
+    expect(req!.headers['webhook-id']).toBe(req!.payload.id);
+    expect(req!.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    expect(Object.keys(req!.payload).sort()).toEqual(['data', 'id', 'merchantId', 'timestamp', 'type']);
+    expect(req!.payload).toMatchObject({ type: 'member.created', merchantId, data: { id: member.id, email: member.email } });
+    expect(Date.parse(req!.payload.timestamp)).not.toBeNaN();
+
+    const delivery = await deliveryOf(merchantId, key.key, req!.payload.id, key.id, (d) => d.status === 'Succeeded');
+    expect(delivery).toMatchObject({
+      eventId: req!.payload.id,
+      eventType: 'member.created',
+      apiKeyId: key.id,
+      url: receiver.url(path),
+      status: 'Succeeded',
+      attemptCount: 1,
+      nextAttemptAt: null,
+    });
+    expect(delivery.attempts).toHaveLength(1);
+    expect(delivery.attempts[0]).toMatchObject({ trigger: 'Scheduled', statusCode: 204, error: null });
+    expect(delivery.attempts[0].durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('retries after a 500 with the same webhook-id and a fresh signature, then succeeds', async () => {
+    const { merchantId, observer } = await merchantWithObserver();
+    const key = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
+    const path = `/flaky/${randomUUID()}`;
+    const email = `${unique('flaky')}@example.com`;
+    receiver.respond(path, onlyFor(email, (n) => (n <= 2 ? { status: 500, body: 'boom' } : { status: 200, body: 'ok' })));
+    await configure(merchantId, key, path);
+    await settle(merchantId, observer);
+
+    const member = await createMember(merchantId, key.key, email);
+    const reqs = await receiver.waitFor(path, (r) => memberEvent(r, member.id).length >= 3).then((r) => memberEvent(r, member.id));
+    expect(reqs.every((r) => r.verified)).toBe(true);
+    expect(new Set(reqs.map((r) => r.headers['webhook-id'])).size).toBe(1);
+
+    const delivery = await deliveryOf(merchantId, key.key, reqs[0]!.payload.id, key.id, (d) => d.status === 'Succeeded');
+    expect(delivery.attemptCount).toBe(3);
+    expect(delivery.attempts.map((a: any) => a.statusCode)).toEqual([500, 500, 200]);
+    expect(delivery.attempts.map((a: any) => a.responseBody)).toEqual(['boom', 'boom', 'ok']);
+    expect(delivery.attempts.every((a: any) => a.trigger === 'Scheduled')).toBe(true);
+  });
+
+  it('marks a delivery Failed when every scheduled attempt fails, and a manual replay can still succeed it', async () => {
+    const { merchantId, observer } = await merchantWithObserver();
+    const key = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
+    const path = `/down/${randomUUID()}`;
+    const email = `${unique('down')}@example.com`;
+    let healthy = false;
+    receiver.respond(path, onlyFor(email, () => (healthy ? { status: 200 } : { status: 503, body: 'down' })));
+    await configure(merchantId, key, path, { webhookEvents: ['member.created'] });
+    await settle(merchantId, observer);
+
+    const member = await createMember(merchantId, key.key, email);
+    const [first] = await receiver.waitFor(path, (r) => memberEvent(r, member.id).length >= 1).then((r) => memberEvent(r, member.id));
+    const failed = await deliveryOf(merchantId, key.key, first!.payload.id, key.id, (d) => d.status === 'Failed');
+    expect(failed.attemptCount).toBe(4);
+    expect(failed.nextAttemptAt).toBeNull();
+    expect(failed.attempts.map((a: any) => a.statusCode)).toEqual([503, 503, 503, 503]);
+
+    healthy = true;
+    const replay = await api.post(`/api/WebhookDeliveries/${failed.id}/replay`, undefined, { token: key.key });
+    expect(replay.status).toBe(202);
+    const succeeded = await deliveryOf(merchantId, key.key, failed.eventId, key.id, (d) => d.status === 'Succeeded');
+    expect(succeeded.attempts.at(-1)).toMatchObject({ id: replay.body.attemptId, trigger: 'Manual', statusCode: 200 });
+  });
+
+  it('waits at least as long as Retry-After asks on a 429', async () => {
+    const { merchantId, observer } = await merchantWithObserver();
+    const key = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
+    const path = `/busy/${randomUUID()}`;
+    const email = `${unique('busy')}@example.com`;
+    receiver.respond(path, onlyFor(email, (n) => (n === 1 ? { status: 429, headers: { 'retry-after': '3' } } : { status: 200 })));
+    await configure(merchantId, key, path, { webhookEvents: ['member.created'] });
+    await settle(merchantId, observer);
+
+    const member = await createMember(merchantId, key.key, email);
+    const [first] = await receiver.waitFor(path, (r) => memberEvent(r, member.id).length >= 1).then((r) => memberEvent(r, member.id));
+    const pending = await deliveryOf(merchantId, key.key, first!.payload.id, key.id, (d) => d.attempts.length >= 1);
+    expect(pending.attempts[0].statusCode).toBe(429);
+    if (pending.status === 'Pending') expect(Date.parse(pending.nextAttemptAt) - Date.parse(pending.attempts[0].attemptedAt)).toBeGreaterThanOrEqual(2900);
+    const done = await deliveryOf(merchantId, key.key, first!.payload.id, key.id, (d) => d.status === 'Succeeded');
+    expect(done.attempts.map((a: any) => a.statusCode)).toEqual([429, 200]);
+    expect(Date.parse(done.attempts[1].attemptedAt) - Date.parse(done.attempts[0].attemptedAt)).toBeGreaterThanOrEqual(2900);
+  });
+
+  it('sends only subscribed types: a filter, an empty list and a disabled key', async () => {
+    const { merchantId, observer } = await merchantWithObserver();
+    const filtered = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
+    const none = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
+    const disabled = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
+    const paths = { filtered: `/filtered/${randomUUID()}`, none: `/none/${randomUUID()}`, disabled: `/disabled/${randomUUID()}` };
+    await configure(merchantId, filtered, paths.filtered, { webhookEvents: ['payment_method.added'] });
+    await configure(merchantId, none, paths.none, { webhookEvents: [] });
+    await configure(merchantId, disabled, paths.disabled);
+    await configure(merchantId, disabled, paths.disabled, { webhookEnabled: false });
+    await settle(merchantId, observer);
+
+    const member = await createMember(merchantId, observer.key);
+    const pm = await api.post(
+      `/api/members/${member.id}/payment-methods`,
+      { merchantId, type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2030 },
+      { token: observer.key, headers: { 'idempotency-key': randomUUID() } },
+    );
+    expect(pm.status).toBe(201);
+
+    // The filtered key gets payment_method.added; both events were decided under the same settings.
+    const got = await receiver.waitFor(paths.filtered, (r) => r.some((x) => x.payload?.type === 'payment_method.added'));
+    expect(got.every((r) => r.verified && r.payload.type === 'payment_method.added')).toBe(true);
+    // The observer (every type) got member.created, so it was processed by now.
+    const observed = receiver.received().filter((r) => r.payload?.type === 'member.created' && r.payload.data.id === member.id);
+    expect(observed.length).toBeGreaterThan(0);
+    expect(receiver.received(paths.none)).toHaveLength(0);
+    expect(receiver.received(paths.disabled)).toHaveLength(0);
+
+    const list = await api.get(`/api/WebhookDeliveries?merchantId=${merchantId}&eventType=member.created&pageSize=200`, { token: observer.key });
+    const keysWithMemberEvent = new Set(list.body.items.filter((d: any) => d.eventId === observed[0]!.payload.id).map((d: any) => d.apiKeyId));
+    expect(keysWithMemberEvent).toEqual(new Set([observer.id]));
+  });
+
+  it('never delivers internal api_key events', async () => {
+    const { merchantId, observer } = await merchantWithObserver();
+    await settle(merchantId, observer);
+    const internal = receiver.received().filter((r) => String(r.payload?.type ?? '').startsWith('api_key.'));
+    expect(internal).toHaveLength(0);
+    const list = await api.get(`/api/WebhookDeliveries?merchantId=${merchantId}&eventType=api_key.webhook_configured`, { token: observer.key });
+    expect(list.status).toBe(200);
+    expect(list.body.totalCount).toBe(0);
+  });
+});
+
+describe('webhook delivery API', () => {
+  it('replays a delivery: 202 with a new attemptId on every call, same webhook-id, signed at the time of the attempt', async () => {
+    const { merchantId, observer } = await merchantWithObserver();
+    await settle(merchantId, observer);
+    const member = await createMember(merchantId, observer.key);
+    const original = await waitMember(member.id);
+    const delivery = await deliveryOf(merchantId, observer.key, original.payload.id, observer.id, (d) => d.status === 'Succeeded');
+    const path = new URL(delivery.url).pathname;
+
+    const first = await api.post(`/api/WebhookDeliveries/${delivery.id}/replay`, undefined, { token: observer.key });
+    const second = await api.post(`/api/WebhookDeliveries/${delivery.id}/replay`, undefined, { token: observer.key });
+    expect(first.status).toBe(202);
+    expect(second.status).toBe(202);
+    expect(first.body.attemptId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(second.body.attemptId).not.toBe(first.body.attemptId);
+
+    const reqs = await receiver.waitFor(path, (r) => memberEvent(r, member.id).length >= 3).then((r) => memberEvent(r, member.id));
+    expect(reqs.every((r) => r.verified)).toBe(true);
+    expect(new Set(reqs.map((r) => r.headers['webhook-id']))).toEqual(new Set([delivery.eventId]));
+    // Each attempt is signed over its own timestamp (the time of that attempt).
+    const stamps = reqs.map((r) => Number(r.headers['webhook-timestamp']));
+    expect(stamps[1]).toBeGreaterThanOrEqual(stamps[0]!);
+    expect(stamps.every((t, i) => Math.abs(t * 1000 - reqs[i]!.receivedAt) < 5000)).toBe(true);
+
+    const after = await deliveryOf(merchantId, observer.key, delivery.eventId, observer.id, (d) => d.attempts.length === 3);
+    expect(after.attempts.filter((a: any) => a.trigger === 'Manual').map((a: any) => a.id).sort()).toEqual([first.body.attemptId, second.body.attemptId].sort());
+    expect(after.status).toBe('Succeeded');
+  });
+
+  it("hides another merchant's deliveries (404) and refuses naming another merchant (403)", async () => {
+    const a = await merchantWithObserver();
+    const b = await merchantWithObserver();
+    await settle(a.merchantId, a.observer);
+    const member = await createMember(a.merchantId, a.observer.key);
+    const req = await waitMember(member.id);
+    const delivery = await deliveryOf(a.merchantId, a.observer.key, req.payload.id, a.observer.id);
+
+    expect((await api.get(`/api/WebhookDeliveries/${delivery.id}`, { token: b.observer.key })).status).toBe(404);
+    expect((await api.post(`/api/WebhookDeliveries/${delivery.id}/replay`, undefined, { token: b.observer.key })).status).toBe(404);
+    expect((await api.get(`/api/WebhookDeliveries?merchantId=${a.merchantId}`, { token: b.observer.key })).status).toBe(403);
+    expect((await api.get(`/api/WebhookDeliveries/${randomUUID()}`, { token: a.observer.key })).status).toBe(404);
+    expect((await api.get(`/api/WebhookDeliveries/${delivery.id}`, { token: platform.adminToken })).status).toBe(200);
+  });
+
+  it('filters the list by status and eventType and validates the query', async () => {
+    const { merchantId, observer } = await merchantWithObserver();
+    await settle(merchantId, observer);
+    const member = await createMember(merchantId, observer.key);
+    const req = await waitMember(member.id);
+    await deliveryOf(merchantId, observer.key, req.payload.id, observer.id, (d) => d.status === 'Succeeded');
+
+    const ok = await api.get(`/api/WebhookDeliveries?merchantId=${merchantId}&status=Succeeded&eventType=member.created&pageSize=1`, { token: observer.key });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ page: 1, pageSize: 1, hasPreviousPage: false });
+    expect(ok.body.items).toHaveLength(1);
+    expect(ok.body.items[0]).toMatchObject({ status: 'Succeeded', eventType: 'member.created' });
+    expect(ok.body.totalCount).toBeGreaterThanOrEqual(2);
+    const none = await api.get(`/api/WebhookDeliveries?merchantId=${merchantId}&status=Failed`, { token: observer.key });
+    expect(none.body.totalCount).toBe(0);
+    const bad = await api.get(`/api/WebhookDeliveries?merchantId=${merchantId}&status=Bogus`, { token: observer.key });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors).toHaveProperty('status');
+  });
+});
+
+async function waitMember(memberId: string): Promise<ReceivedWebhook> {
+  const end = Date.now() + 20_000;
+  for (;;) {
+    const hit = receiver.received().find((r) => r.payload?.type === 'member.created' && r.payload.data?.id === memberId);
+    if (hit) return hit;
+    if (Date.now() > end) throw new Error(`member.created for ${memberId} never arrived`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
