@@ -1,0 +1,116 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DomainError } from '@billing/contracts';
+import { migrate } from '@billing/service-runtime';
+import { openBillingDatabase } from './app.js';
+import { BillingConfig } from './config.js';
+import { membersGrpc } from './members/members-grpc.js';
+import { Merchant } from './merchants/merchant.js';
+import { plansGrpc } from './plans/plans-grpc.js';
+import { productsGrpc } from './products/products-grpc.js';
+import { subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
+
+// The billing gRPC handlers against a real Postgres database of their own: the uniqueness
+// rules hold under concurrency because the database enforces them, not because of timing.
+
+const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const dbName = `bp_test_billing_${randomBytes(5).toString('hex')}`;
+let orm: MikroORM;
+
+async function onServer(sql: string) {
+  const client = new pg.Client({ connectionString: SERVER_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+beforeAll(async () => {
+  await onServer(`create database "${dbName}"`);
+  const url = new URL(SERVER_URL);
+  url.pathname = `/${dbName}`;
+  orm = await openBillingDatabase(BillingConfig.parse({ DATABASE_URL: url.toString(), DB_POOL_MAX: '25' }));
+  await migrate(orm, 'billing');
+}, 60_000);
+
+afterAll(async () => {
+  await orm?.close();
+  await onServer(`drop database if exists "${dbName}" with (force)`);
+});
+
+async function merchantWithPlan(isActive = true) {
+  const merchant = Merchant.create({ name: 'Gym', contactEmail: 'ops@gym.example' });
+  await orm.em.fork().persistAndFlush(merchant);
+  const product = await productsGrpc(orm).CreateProduct({ merchantId: merchant.id, name: 'Membership' });
+  const plan = await plansGrpc(orm).CreatePlan({ merchantId: merchant.id, productId: product.id, name: 'Monthly', amountMinor: '1995', currency: 'AUD', interval: 'Month', intervalCount: 1, trialDays: 0, isActive });
+  return { merchantId: merchant.id, planId: plan.id };
+}
+
+async function codeOf(p: Promise<unknown>): Promise<DomainError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof DomainError) return e;
+    throw e;
+  }
+  throw new Error('expected a DomainError');
+}
+
+const count = async (sql: string, params: unknown[]) => Number((await orm.em.getConnection().execute(sql, params))[0].n);
+
+describe('members', () => {
+  it('makes one member and one member.created of 20 concurrent creates with one email', async () => {
+    const { merchantId } = await merchantWithPlan();
+    const members = membersGrpc(orm);
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => members.CreateMember({ merchantId, email: i % 2 ? 'ADA@example.com' : 'ada@example.com', firstName: 'Ada', lastName: 'L' })));
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.member.id)).size).toBe(1);
+    expect(await count('select count(*) as n from billing.members where merchant_id = ?', [merchantId])).toBe(1);
+    expect(await count(`select count(*) as n from billing.outbox where type = 'member.created' and merchant_id = ?`, [merchantId])).toBe(1);
+  });
+
+  it('answers merchant_not_found for a merchant that does not exist', async () => {
+    expect((await codeOf(membersGrpc(orm).CreateMember({ merchantId: randomUUID(), email: 'x@example.com', firstName: 'A', lastName: 'B' }))).code).toBe('merchant_not_found');
+  });
+});
+
+describe('subscriptions', () => {
+  it('commits exactly one of 20 concurrent creates; the others get subscription_exists with its id', async () => {
+    const { merchantId, planId } = await merchantWithPlan();
+    const { member } = await membersGrpc(orm).CreateMember({ merchantId, email: 'race@example.com', firstName: 'R', lastName: 'C' });
+    const subs = subscriptionsGrpc(orm);
+    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => subs.CreateSubscription({ merchantId, memberId: member.id, planId })));
+    const won = outcomes.filter((o) => o.status === 'fulfilled') as PromiseFulfilledResult<{ id: string }>[];
+    const lost = outcomes.filter((o) => o.status === 'rejected') as PromiseRejectedResult[];
+    expect(won).toHaveLength(1);
+    expect(lost).toHaveLength(19);
+    for (const l of lost) {
+      expect(l.reason).toBeInstanceOf(DomainError);
+      expect(l.reason.code).toBe('subscription_exists');
+      expect(l.reason.extensions.existingSubscriptionId).toBe(won[0]!.value.id);
+    }
+    expect(await count(`select count(*) as n from billing.subscriptions where member_id = ?`, [member.id])).toBe(1);
+    expect(await count(`select count(*) as n from billing.outbox where type = 'subscription.created' and data->>'memberId' = ?`, [member.id])).toBe(1);
+  });
+
+  it('refuses a second live subscription at the database even when the check is bypassed', async () => {
+    const { merchantId, planId } = await merchantWithPlan();
+    const { member } = await membersGrpc(orm).CreateMember({ merchantId, email: 'direct@example.com', firstName: 'D', lastName: 'I' });
+    const first = await subscriptionsGrpc(orm).CreateSubscription({ merchantId, memberId: member.id, planId });
+    const insert = `insert into billing.subscriptions (id, merchant_id, member_id, plan_id, status, current_period_start, current_period_end, billing_anchor, created_at, updated_at)
+                    values (?, ?, ?, ?, ?, now(), now(), now(), now(), now())`;
+    await expect(orm.em.getConnection().execute(insert, [randomUUID(), merchantId, member.id, planId, 'Paused'])).rejects.toThrow(/subscriptions_live_unique/);
+    await subscriptionsGrpc(orm).CancelSubscription({ merchantId, id: first.id, atPeriodEnd: false });
+    await orm.em.getConnection().execute(insert, [randomUUID(), merchantId, member.id, planId, 'Active']);
+  });
+
+  it('refuses an inactive plan as unprocessable', async () => {
+    const { merchantId, planId } = await merchantWithPlan(false);
+    const { member } = await membersGrpc(orm).CreateMember({ merchantId, email: 'late@example.com', firstName: 'L', lastName: 'A' });
+    expect((await codeOf(subscriptionsGrpc(orm).CreateSubscription({ merchantId, memberId: member.id, planId }))).code).toBe('unprocessable');
+  });
+});
