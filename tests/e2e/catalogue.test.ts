@@ -176,7 +176,7 @@ describe('questions', () => {
 
   it('reorders the listed questions and leaves the others untouched (204)', async () => {
     const before = await list();
-    const [q1, q2, q3] = before as [{ id: string; order: number }, { id: string; order: number }, { id: string; order: number }];
+    const [q1, q2, q3] = before as unknown as [{ id: string; order: number }, { id: string; order: number }, { id: string; order: number }];
     const res = await api.post(`/api/Products/${productId}/questions/reorder`, { productId, orders: [{ id: q3.id, order: 0 }, { id: q1.id, order: 10 }] }, { token: a.key });
     expect(res.status).toBe(204);
     expect(res.body).toBeUndefined();

@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 /** Calls the sandbox payment provider directly, on behalf of a merchant account. */
-async function sandbox(method: string, path: string, body?: unknown, account?: string) {
+async function sandbox(method: string, path: string, body?: unknown, account?: string): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = {};
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (account) headers['sandbox-account'] = account;
