@@ -105,9 +105,9 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
       // One statement for the whole batch; never moves lastUsedAt backwards.
       await orm.em.getConnection().execute(
         `update api_keys k set last_used_at = greatest(k.last_used_at, u.used_at)
-           from (select unnest(?::uuid[]) as id, unnest(?::timestamptz[]) as used_at) u
+           from jsonb_to_recordset(?::jsonb) as u(id uuid, used_at timestamptz)
           where k.id = u.id`,
-        [usages.map((u) => u.id), usages.map((u) => u.usedAt)],
+        [JSON.stringify(usages.map((u) => ({ id: u.id, used_at: u.usedAt })))],
       );
       return {};
     },
