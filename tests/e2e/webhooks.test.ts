@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, createApiKey, createMerchant, eventually, unique, type ApiClient } from '../support/fixtures.js';
+import { apiClient, unique, type ApiClient } from '../support/fixtures.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
-import { startWebhookReceiver, type ReceivedWebhook, type Responder, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { memberEvent, onlyFor, webhookFixtures } from '../support/webhook-fixtures.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 /**
  * Webhook delivery end to end: billing and identity commit events, their outbox relays publish
@@ -13,6 +14,7 @@ import { startWebhookReceiver, type ReceivedWebhook, type Responder, type Webhoo
 let platform: TestPlatform;
 let api: ApiClient;
 let receiver: WebhookReceiver;
+let fx: ReturnType<typeof webhookFixtures>;
 
 beforeAll(async () => {
   platform = await startTestPlatform({
@@ -21,6 +23,7 @@ beforeAll(async () => {
   });
   api = apiClient(platform.gatewayUrl!);
   receiver = await startWebhookReceiver();
+  fx = webhookFixtures(api, receiver, platform.adminToken);
 }, 120_000);
 
 afterAll(async () => {
@@ -28,84 +31,15 @@ afterAll(async () => {
   await platform?.stop();
 });
 
-interface Key {
-  id: string;
-  key: string;
-  signingSecret: string;
-}
-
-/** A merchant with an observer key (every event type) used to learn when settings have reached the webhooks service. */
-async function merchantWithObserver() {
-  const merchant = await createMerchant(api, platform.adminToken);
-  const observer = (await createApiKey(api, platform.adminToken, merchant.id)) as Key;
-  return { merchantId: merchant.id, observer };
-}
-
-async function configure(merchantId: string, key: Key, path: string | null, settings: { webhookEvents?: string[] | null; webhookEnabled?: boolean } = {}) {
-  const res = await api.put(
-    `/api/ApiKeys/${key.id}/webhook`,
-    { id: key.id, merchantId, webhookUrl: path ? receiver.url(path) : null, webhookEvents: null, webhookEnabled: path !== null, ...settings },
-    { token: key.key },
-  );
-  expect(res.status).toBe(200);
-  if (path) receiver.secret(path, key.signingSecret);
-}
-
-async function createMember(merchantId: string, token: string, email = `${unique('member')}@example.com`) {
-  const res = await api.post('/api/Members', { merchantId, email, firstName: 'Ada', lastName: 'Lovelace' }, { token });
-  expect(res.status).toBe(201);
-  return res.body as { id: string; email: string };
-}
-
-/**
- * Waits until every webhook setting changed so far has reached the webhooks service: points the
- * observer key at a fresh path and creates members until one arrives there. Identity's events
- * reach the webhooks service in commit order, so once the observer's new URL is in use, every
- * earlier change is too.
- */
-async function settle(merchantId: string, observer: Key): Promise<void> {
-  const path = `/sync/${randomUUID()}`;
-  await configure(merchantId, observer, path);
-  for (let i = 0; i < 40; i++) {
-    await createMember(merchantId, observer.key);
-    try {
-      await receiver.waitFor(path, (r) => r.length > 0, 1000);
-      return;
-    } catch {
-      /* not there yet: create another */
-    }
-  }
-  throw new Error('webhook settings never reached the webhooks service');
-}
-
-/** Answers requests about the member with this email with `answer` (n counts those requests), everything else with 204. */
-function onlyFor(email: string, answer: (n: number) => ReturnType<Responder>): Responder {
-  let n = 0;
-  return (req) => (req.payload?.data?.email === email ? answer(++n) : { status: 204 });
-}
-
-const memberEvent = (reqs: ReceivedWebhook[], memberId: string, type = 'member.created') => reqs.filter((r) => r.payload?.type === type && r.payload?.data?.id === memberId);
-
-async function deliveryOf(merchantId: string, token: string, eventId: string, apiKeyId: string, until: (d: any) => boolean = () => true) {
-  return eventually(async () => {
-    const res = await api.get(`/api/WebhookDeliveries?merchantId=${merchantId}&pageSize=200`, { token });
-    expect(res.status).toBe(200);
-    const d = res.body.items.find((x: any) => x.eventId === eventId && x.apiKeyId === apiKeyId);
-    if (!d) return undefined;
-    const full = await api.get(`/api/WebhookDeliveries/${d.id}`, { token });
-    return until(full.body) ? full.body : undefined;
-  }, 20_000, 100);
-}
-
 describe('webhook delivery', () => {
   it('delivers member.created, signed per Standard Webhooks, and records the delivery and its attempt', async () => {
-    const { merchantId, observer } = await merchantWithObserver();
-    const key = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
+    const { merchantId, observer } = await fx.merchantWithObserver();
+    const key = await fx.createKey(merchantId);
     const path = `/ok/${randomUUID()}`;
-    await configure(merchantId, key, path);
-    await settle(merchantId, observer);
+    await fx.configure(merchantId, key, path);
+    await fx.settle(merchantId, observer);
 
-    const member = await createMember(merchantId, key.key);
+    const member = await fx.createMember(merchantId, key.key);
     const [req] = await receiver.waitFor(path, (r) => memberEvent(r, member.id).length > 0).then((r) => memberEvent(r, member.id));
     expect(req!.verified).toBe(true);
     expect(req!.headers['content-type']).toBe('application/json');
@@ -115,7 +49,7 @@ describe('webhook delivery', () => {
     expect(req!.payload).toMatchObject({ type: 'member.created', merchantId, data: { id: member.id, email: member.email } });
     expect(Date.parse(req!.payload.timestamp)).not.toBeNaN();
 
-    const delivery = await deliveryOf(merchantId, key.key, req!.payload.id, key.id, (d) => d.status === 'Succeeded');
+    const delivery = await fx.deliveryOf(merchantId, key.key, req!.payload.id, key.id, (d) => d.status === 'Succeeded');
     expect(delivery).toMatchObject({
       eventId: req!.payload.id,
       eventType: 'member.created',
@@ -131,20 +65,20 @@ describe('webhook delivery', () => {
   });
 
   it('retries after a 500 with the same webhook-id and a fresh signature, then succeeds', async () => {
-    const { merchantId, observer } = await merchantWithObserver();
-    const key = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
+    const { merchantId, observer } = await fx.merchantWithObserver();
+    const key = await fx.createKey(merchantId);
     const path = `/flaky/${randomUUID()}`;
     const email = `${unique('flaky')}@example.com`;
     receiver.respond(path, onlyFor(email, (n) => (n <= 2 ? { status: 500, body: 'boom' } : { status: 200, body: 'ok' })));
-    await configure(merchantId, key, path);
-    await settle(merchantId, observer);
+    await fx.configure(merchantId, key, path);
+    await fx.settle(merchantId, observer);
 
-    const member = await createMember(merchantId, key.key, email);
+    const member = await fx.createMember(merchantId, key.key, email);
     const reqs = await receiver.waitFor(path, (r) => memberEvent(r, member.id).length >= 3).then((r) => memberEvent(r, member.id));
     expect(reqs.every((r) => r.verified)).toBe(true);
     expect(new Set(reqs.map((r) => r.headers['webhook-id'])).size).toBe(1);
 
-    const delivery = await deliveryOf(merchantId, key.key, reqs[0]!.payload.id, key.id, (d) => d.status === 'Succeeded');
+    const delivery = await fx.deliveryOf(merchantId, key.key, reqs[0]!.payload.id, key.id, (d) => d.status === 'Succeeded');
     expect(delivery.attemptCount).toBe(3);
     expect(delivery.attempts.map((a: any) => a.statusCode)).toEqual([500, 500, 200]);
     expect(delivery.attempts.map((a: any) => a.responseBody)).toEqual(['boom', 'boom', 'ok']);
@@ -152,18 +86,18 @@ describe('webhook delivery', () => {
   });
 
   it('marks a delivery Failed when every scheduled attempt fails, and a manual replay can still succeed it', async () => {
-    const { merchantId, observer } = await merchantWithObserver();
-    const key = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
+    const { merchantId, observer } = await fx.merchantWithObserver();
+    const key = await fx.createKey(merchantId);
     const path = `/down/${randomUUID()}`;
     const email = `${unique('down')}@example.com`;
     let healthy = false;
     receiver.respond(path, onlyFor(email, () => (healthy ? { status: 200 } : { status: 503, body: 'down' })));
-    await configure(merchantId, key, path, { webhookEvents: ['member.created'] });
-    await settle(merchantId, observer);
+    await fx.configure(merchantId, key, path, { webhookEvents: ['member.created'] });
+    await fx.settle(merchantId, observer);
 
-    const member = await createMember(merchantId, key.key, email);
+    const member = await fx.createMember(merchantId, key.key, email);
     const [first] = await receiver.waitFor(path, (r) => memberEvent(r, member.id).length >= 1).then((r) => memberEvent(r, member.id));
-    const failed = await deliveryOf(merchantId, key.key, first!.payload.id, key.id, (d) => d.status === 'Failed');
+    const failed = await fx.deliveryOf(merchantId, key.key, first!.payload.id, key.id, (d) => d.status === 'Failed');
     expect(failed.attemptCount).toBe(4);
     expect(failed.nextAttemptAt).toBeNull();
     expect(failed.attempts.map((a: any) => a.statusCode)).toEqual([503, 503, 503, 503]);
@@ -171,42 +105,42 @@ describe('webhook delivery', () => {
     healthy = true;
     const replay = await api.post(`/api/WebhookDeliveries/${failed.id}/replay`, undefined, { token: key.key });
     expect(replay.status).toBe(202);
-    const succeeded = await deliveryOf(merchantId, key.key, failed.eventId, key.id, (d) => d.status === 'Succeeded');
+    const succeeded = await fx.deliveryOf(merchantId, key.key, failed.eventId, key.id, (d) => d.status === 'Succeeded');
     expect(succeeded.attempts.at(-1)).toMatchObject({ id: replay.body.attemptId, trigger: 'Manual', statusCode: 200 });
   });
 
   it('waits at least as long as Retry-After asks on a 429', async () => {
-    const { merchantId, observer } = await merchantWithObserver();
-    const key = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
+    const { merchantId, observer } = await fx.merchantWithObserver();
+    const key = await fx.createKey(merchantId);
     const path = `/busy/${randomUUID()}`;
     const email = `${unique('busy')}@example.com`;
     receiver.respond(path, onlyFor(email, (n) => (n === 1 ? { status: 429, headers: { 'retry-after': '3' } } : { status: 200 })));
-    await configure(merchantId, key, path, { webhookEvents: ['member.created'] });
-    await settle(merchantId, observer);
+    await fx.configure(merchantId, key, path, { webhookEvents: ['member.created'] });
+    await fx.settle(merchantId, observer);
 
-    const member = await createMember(merchantId, key.key, email);
+    const member = await fx.createMember(merchantId, key.key, email);
     const [first] = await receiver.waitFor(path, (r) => memberEvent(r, member.id).length >= 1).then((r) => memberEvent(r, member.id));
-    const pending = await deliveryOf(merchantId, key.key, first!.payload.id, key.id, (d) => d.attempts.length >= 1);
+    const pending = await fx.deliveryOf(merchantId, key.key, first!.payload.id, key.id, (d) => d.attempts.length >= 1);
     expect(pending.attempts[0].statusCode).toBe(429);
     if (pending.status === 'Pending') expect(Date.parse(pending.nextAttemptAt) - Date.parse(pending.attempts[0].attemptedAt)).toBeGreaterThanOrEqual(2900);
-    const done = await deliveryOf(merchantId, key.key, first!.payload.id, key.id, (d) => d.status === 'Succeeded');
+    const done = await fx.deliveryOf(merchantId, key.key, first!.payload.id, key.id, (d) => d.status === 'Succeeded');
     expect(done.attempts.map((a: any) => a.statusCode)).toEqual([429, 200]);
     expect(Date.parse(done.attempts[1].attemptedAt) - Date.parse(done.attempts[0].attemptedAt)).toBeGreaterThanOrEqual(2900);
   });
 
   it('sends only subscribed types: a filter, an empty list and a disabled key', async () => {
-    const { merchantId, observer } = await merchantWithObserver();
-    const filtered = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
-    const none = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
-    const disabled = (await createApiKey(api, platform.adminToken, merchantId)) as Key;
+    const { merchantId, observer } = await fx.merchantWithObserver();
+    const filtered = await fx.createKey(merchantId);
+    const none = await fx.createKey(merchantId);
+    const disabled = await fx.createKey(merchantId);
     const paths = { filtered: `/filtered/${randomUUID()}`, none: `/none/${randomUUID()}`, disabled: `/disabled/${randomUUID()}` };
-    await configure(merchantId, filtered, paths.filtered, { webhookEvents: ['payment_method.added'] });
-    await configure(merchantId, none, paths.none, { webhookEvents: [] });
-    await configure(merchantId, disabled, paths.disabled);
-    await configure(merchantId, disabled, paths.disabled, { webhookEnabled: false });
-    await settle(merchantId, observer);
+    await fx.configure(merchantId, filtered, paths.filtered, { webhookEvents: ['payment_method.added'] });
+    await fx.configure(merchantId, none, paths.none, { webhookEvents: [] });
+    await fx.configure(merchantId, disabled, paths.disabled);
+    await fx.configure(merchantId, disabled, paths.disabled, { webhookEnabled: false });
+    await fx.settle(merchantId, observer);
 
-    const member = await createMember(merchantId, observer.key);
+    const member = await fx.createMember(merchantId, observer.key);
     const pm = await api.post(
       `/api/members/${member.id}/payment-methods`,
       { merchantId, type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2030 },
@@ -229,8 +163,8 @@ describe('webhook delivery', () => {
   });
 
   it('never delivers internal api_key events', async () => {
-    const { merchantId, observer } = await merchantWithObserver();
-    await settle(merchantId, observer);
+    const { merchantId, observer } = await fx.merchantWithObserver();
+    await fx.settle(merchantId, observer);
     const internal = receiver.received().filter((r) => String(r.payload?.type ?? '').startsWith('api_key.'));
     expect(internal).toHaveLength(0);
     const list = await api.get(`/api/WebhookDeliveries?merchantId=${merchantId}&eventType=api_key.webhook_configured`, { token: observer.key });
@@ -241,11 +175,11 @@ describe('webhook delivery', () => {
 
 describe('webhook delivery API', () => {
   it('replays a delivery: 202 with a new attemptId on every call, same webhook-id, signed at the time of the attempt', async () => {
-    const { merchantId, observer } = await merchantWithObserver();
-    await settle(merchantId, observer);
-    const member = await createMember(merchantId, observer.key);
-    const original = await waitMember(member.id);
-    const delivery = await deliveryOf(merchantId, observer.key, original.payload.id, observer.id, (d) => d.status === 'Succeeded');
+    const { merchantId, observer } = await fx.merchantWithObserver();
+    await fx.settle(merchantId, observer);
+    const member = await fx.createMember(merchantId, observer.key);
+    const original = await fx.waitMember(member.id);
+    const delivery = await fx.deliveryOf(merchantId, observer.key, original.payload.id, observer.id, (d) => d.status === 'Succeeded');
     const path = new URL(delivery.url).pathname;
 
     const first = await api.post(`/api/WebhookDeliveries/${delivery.id}/replay`, undefined, { token: observer.key });
@@ -263,18 +197,18 @@ describe('webhook delivery API', () => {
     expect(stamps[1]).toBeGreaterThanOrEqual(stamps[0]!);
     expect(stamps.every((t, i) => Math.abs(t * 1000 - reqs[i]!.receivedAt) < 5000)).toBe(true);
 
-    const after = await deliveryOf(merchantId, observer.key, delivery.eventId, observer.id, (d) => d.attempts.length === 3);
+    const after = await fx.deliveryOf(merchantId, observer.key, delivery.eventId, observer.id, (d) => d.attempts.length === 3);
     expect(after.attempts.filter((a: any) => a.trigger === 'Manual').map((a: any) => a.id).sort()).toEqual([first.body.attemptId, second.body.attemptId].sort());
     expect(after.status).toBe('Succeeded');
   });
 
   it("hides another merchant's deliveries (404) and refuses naming another merchant (403)", async () => {
-    const a = await merchantWithObserver();
-    const b = await merchantWithObserver();
-    await settle(a.merchantId, a.observer);
-    const member = await createMember(a.merchantId, a.observer.key);
-    const req = await waitMember(member.id);
-    const delivery = await deliveryOf(a.merchantId, a.observer.key, req.payload.id, a.observer.id);
+    const a = await fx.merchantWithObserver();
+    const b = await fx.merchantWithObserver();
+    await fx.settle(a.merchantId, a.observer);
+    const member = await fx.createMember(a.merchantId, a.observer.key);
+    const req = await fx.waitMember(member.id);
+    const delivery = await fx.deliveryOf(a.merchantId, a.observer.key, req.payload.id, a.observer.id);
 
     expect((await api.get(`/api/WebhookDeliveries/${delivery.id}`, { token: b.observer.key })).status).toBe(404);
     expect((await api.post(`/api/WebhookDeliveries/${delivery.id}/replay`, undefined, { token: b.observer.key })).status).toBe(404);
@@ -284,11 +218,11 @@ describe('webhook delivery API', () => {
   });
 
   it('filters the list by status and eventType and validates the query', async () => {
-    const { merchantId, observer } = await merchantWithObserver();
-    await settle(merchantId, observer);
-    const member = await createMember(merchantId, observer.key);
-    const req = await waitMember(member.id);
-    await deliveryOf(merchantId, observer.key, req.payload.id, observer.id, (d) => d.status === 'Succeeded');
+    const { merchantId, observer } = await fx.merchantWithObserver();
+    await fx.settle(merchantId, observer);
+    const member = await fx.createMember(merchantId, observer.key);
+    const req = await fx.waitMember(member.id);
+    await fx.deliveryOf(merchantId, observer.key, req.payload.id, observer.id, (d) => d.status === 'Succeeded');
 
     const ok = await api.get(`/api/WebhookDeliveries?merchantId=${merchantId}&status=Succeeded&eventType=member.created&pageSize=1`, { token: observer.key });
     expect(ok.status).toBe(200);
@@ -303,13 +237,3 @@ describe('webhook delivery API', () => {
     expect(bad.body.errors).toHaveProperty('status');
   });
 });
-
-async function waitMember(memberId: string): Promise<ReceivedWebhook> {
-  const end = Date.now() + 20_000;
-  for (;;) {
-    const hit = receiver.received().find((r) => r.payload?.type === 'member.created' && r.payload.data?.id === memberId);
-    if (hit) return hit;
-    if (Date.now() > end) throw new Error(`member.created for ${memberId} never arrived`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
