@@ -72,7 +72,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
         run,
       ),
   };
-  const { app, register } = buildHttpServer({ logger, authenticator, pipeline });
+  const { app, register } = buildHttpServer({ logger, authenticator, pipeline, trustProxy: config.TRUST_PROXY });
 
   const routes: RouteSpec[] = [
     ...merchantRoutes(backends),

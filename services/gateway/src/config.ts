@@ -23,6 +23,11 @@ export const GatewayConfig = BaseConfig.extend({
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(60_000),
   /** How often `lastUsedAt` is written back, batched. */
   API_KEY_USAGE_FLUSH_MS: z.coerce.number().int().min(100).default(5_000),
+  /** Proxies whose X-Forwarded-For is believed: "true", a hop count, or comma-separated addresses/CIDRs. Default: none. */
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v === '' || v === 'false' ? false : v === 'true' ? true : /^\d+$/.test(v) ? Number(v) : v)),
   /** Base URL the gateway is reachable at, used in Location headers and links. */
   PUBLIC_BASE_URL: z.string().optional(),
   /** How long an Idempotency-Key is kept; after it the key may be reused (contract: 24 h). */

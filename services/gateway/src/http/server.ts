@@ -34,6 +34,8 @@ export interface HttpServerOptions {
   logger: Logger;
   authenticator: Authenticator;
   pipeline?: RequestPipeline;
+  /** fastify `trustProxy`: true, a hop count, or addresses/CIDRs of trusted proxies. */
+  trustProxy?: boolean | number | string;
 }
 
 function sendProblem(reply: FastifyReply, request: FastifyRequest, e: DomainError, status = HTTP_STATUS[e.code]): FastifyReply {
@@ -72,7 +74,8 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     disableRequestLogging: true,
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 500 },
-    trustProxy: true,
+    // Only behind a known proxy may X-Forwarded-For name the client (it keys anonymous rate limits).
+    trustProxy: (opts.trustProxy ?? false) as boolean,
   });
 
   // JSON parser that tolerates an empty body (POST /pause with a JSON content type) and marks
