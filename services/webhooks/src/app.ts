@@ -44,7 +44,8 @@ export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp
     { sender, keys, recorder, logger },
     { global: config.WEBHOOK_CONCURRENCY, perEndpoint: config.WEBHOOK_ENDPOINT_CONCURRENCY, timeoutMs: config.WEBHOOK_TIMEOUT_MS },
   );
-  const scheduler = new DueScheduler(orm, dispatcher, { pollMs: config.WEBHOOK_POLL_MS, leaseMs: config.WEBHOOK_LEASE_MS, perEndpoint: config.WEBHOOK_ENDPOINT_CONCURRENCY * 2 }, logger).start();
+  const scheduler = new DueScheduler(orm, dispatcher, { pollMs: config.WEBHOOK_POLL_MS, leaseMs: config.WEBHOOK_LEASE_MS, perEndpoint: config.WEBHOOK_ENDPOINT_CONCURRENCY * 4 }, logger).start();
+  dispatcher.onDrained = () => scheduler.nudge();
   const consumer = new EventConsumer(orm, dispatcher, { natsUrl: config.NATS_URL, leaseMs: config.WEBHOOK_LEASE_MS, ackWaitMs: config.WEBHOOK_ACK_WAIT_MS }, logger).start();
   const pruner = setInterval(() => {
     pruneFinished(orm, config.WEBHOOK_RETENTION_DAYS).catch((e) => logger.warn({ err: e }, 'pruning webhook deliveries failed'));

@@ -110,6 +110,9 @@ export class AttemptRecorder {
     const releasedReplays = released.filter((j) => j.replayId).map((j) => ({ id: j.replayId, until: null }));
 
     await this.orm.em.fork().transactional(async (em) => {
+      // A database crash losing this commit only means attempting those deliveries again (at
+      // least once), so it need not wait for the WAL flush.
+      await em.execute('set local synchronous_commit = off', [], 'run');
       if (attempts.length) {
         await em.execute(
           `insert into "attempts" ("id", "delivery_id", "attempted_at", "trigger", "status_code", "duration_ms", "error", "response_body")

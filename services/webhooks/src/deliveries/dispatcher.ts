@@ -22,6 +22,17 @@ interface EndpointQueue {
   queue: DeliveryJob[];
 }
 
+/**
+ * Queue depths, in multiples of the per-endpoint (or global) concurrency. New events are started
+ * at once while their endpoint has fewer than FAST_PATH_DEPTH × perEndpoint jobs here; beyond
+ * that they wait in the database for the scheduler, which takes CLAIM_DEPTH × perEndpoint of an
+ * endpoint at a time and looks again when the endpoint is down to DRAINED_DEPTH × perEndpoint.
+ */
+const FAST_PATH_DEPTH = 16;
+const CLAIM_DEPTH = 4;
+const DRAINED_DEPTH = 2;
+const QUEUE_DEPTH = 16;
+
 /** Wait before trying again when a key's signing secret could not be fetched. */
 const SECRET_UNAVAILABLE_RETRY_MS = 5000;
 
@@ -50,19 +61,25 @@ export class Dispatcher {
    * `planned` counts jobs about to be submitted for it.
    */
   hasRoomFor(apiKeyId: string, planned = 0): boolean {
-    const ep = this.endpoints.get(apiKeyId);
-    const load = (ep ? ep.active + ep.queue.length : 0) + planned;
-    return !this.closing && load < this.limits.perEndpoint * 4 && this.queued < this.limits.global * 4;
+    return !this.closing && this.load(apiKeyId) + planned < this.limits.perEndpoint * FAST_PATH_DEPTH && this.queued < this.limits.global * QUEUE_DEPTH;
   }
 
   /** How many more jobs the scheduler may hand over. */
   room(): number {
-    return this.closing ? 0 : Math.max(0, this.limits.global * 4 - this.queued - this.active);
+    return this.closing ? 0 : Math.max(0, this.limits.global * QUEUE_DEPTH - this.queued - this.active);
   }
 
-  /** Endpoints that already have plenty queued here; the scheduler does not take more of theirs. */
+  /** Endpoints with enough work here already; the scheduler takes no more of theirs until they drain. */
   busyEndpoints(): string[] {
-    return [...this.endpoints].filter(([, ep]) => ep.active + ep.queue.length >= this.limits.perEndpoint * 2).map(([k]) => k);
+    return [...this.endpoints.keys()].filter((k) => this.load(k) >= this.limits.perEndpoint * CLAIM_DEPTH);
+  }
+
+  /** Called when a busy endpoint has drained enough to take more work (the scheduler looks again). */
+  onDrained: (() => void) | undefined;
+
+  private load(apiKeyId: string): number {
+    const ep = this.endpoints.get(apiKeyId);
+    return ep ? ep.active + ep.queue.length : 0;
   }
 
   get inFlight(): number {
@@ -112,6 +129,7 @@ export class Dispatcher {
         .finally(() => {
           ep.active--;
           this.active--;
+          if (ep.active + ep.queue.length === this.limits.perEndpoint * DRAINED_DEPTH - 1) this.onDrained?.();
           this.slotFreed(apiKeyId);
         });
     }

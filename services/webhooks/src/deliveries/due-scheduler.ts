@@ -96,14 +96,22 @@ export class DueScheduler {
     });
   }
 
-  /** One claim round; true when it took as much as it was allowed (more may be due). */
+  /**
+   * One claim round; true when more may be due right now (it took all it was allowed overall, or
+   * for some endpoint, which is not yet busy). Busy endpoints are looked at again when the
+   * dispatcher reports them drained.
+   */
   async round(): Promise<boolean> {
     const room = this.dispatcher.room();
     if (room === 0) return false;
     const replays = await this.claimReplays(Math.min(room, 100));
     const deliveries = await this.claimDeliveries(room - replays.length);
     for (const job of [...replays, ...deliveries]) this.dispatcher.submit(job);
-    return replays.length + deliveries.length >= room;
+    if (replays.length + deliveries.length >= room) return true;
+    const perEndpoint = new Map<string, number>();
+    for (const j of deliveries) perEndpoint.set(j.apiKeyId, (perEndpoint.get(j.apiKeyId) ?? 0) + 1);
+    const busy = new Set(this.dispatcher.busyEndpoints());
+    return [...perEndpoint].some(([k, n]) => n >= this.opts.perEndpoint && !busy.has(k));
   }
 
   private async claimDeliveries(limit: number): Promise<DeliveryJob[]> {

@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { ApiKeyEndpointState, EventEnvelope } from '@billing/contracts';
+import { createLogger, migrate } from '@billing/service-runtime';
+import { createTestDatabase, type TestDatabase } from '../../../../tests/support/database.js';
+import { openWebhooksDatabase } from '../app.js';
+import { WebhooksConfig } from '../config.js';
+import type { DeliveryJob } from '../deliveries/delivery-job.js';
+import type { Dispatcher } from '../deliveries/dispatcher.js';
+import { DueScheduler } from '../deliveries/due-scheduler.js';
+import { ingestEvents } from './ingest.js';
+
+let db: TestDatabase;
+let orm: MikroORM;
+const merchantId = randomUUID();
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const config = WebhooksConfig.parse({ DATABASE_URL: db.url });
+  orm = await openWebhooksDatabase(config);
+  await migrate(orm, config.DB_SCHEMA);
+}, 60_000);
+
+afterAll(async () => {
+  await orm?.close();
+  await db?.drop();
+});
+
+beforeEach(async () => {
+  await orm.em.getConnection().execute('truncate "events", "endpoints", "deliveries", "attempts", "replays" cascade');
+});
+
+const event = (type: string, data: Record<string, unknown> = {}, merchant = merchantId): EventEnvelope => ({ id: randomUUID(), type, occurredAt: new Date().toISOString(), merchantId: merchant, data });
+
+const endpointEvent = (state: Partial<ApiKeyEndpointState> & { apiKeyId: string }): EventEnvelope =>
+  event('api_key.webhook_configured', { merchantId, webhookUrl: 'https://example.com/hook', webhookEvents: null, webhookEnabled: true, revoked: false, version: 2, ...state });
+
+const always = { leaseMs: 60_000, startNow: () => true };
+
+async function deliveries() {
+  return orm.em.getConnection().execute(`select "event_id", "api_key_id", "url", "status", "lease_until" from "deliveries" order by "created_at"`);
+}
+
+describe('ingestEvents', () => {
+  it('creates one delivery per event and subscribed key, once, however often the event arrives', async () => {
+    const a = randomUUID();
+    const b = randomUUID();
+    await ingestEvents(orm, [endpointEvent({ apiKeyId: a }), endpointEvent({ apiKeyId: b, webhookEvents: ['subscription.created'] })], always);
+    const member = event('member.created', { id: 'm1' });
+    const first = await ingestEvents(orm, [member, member], always);
+    const again = await ingestEvents(orm, [member], always);
+    expect(first).toMatchObject({ fresh: 1, duplicates: 1, deliveries: 1 });
+    expect(first.jobs).toHaveLength(1);
+    expect(first.jobs[0]).toMatchObject({ eventId: member.id, apiKeyId: a, url: 'https://example.com/hook', trigger: 'Scheduled', scheduledAttempts: 0 });
+    expect(JSON.parse(first.jobs[0]!.body)).toEqual({ id: member.id, type: 'member.created', timestamp: member.occurredAt, merchantId, data: { id: 'm1' } });
+    expect(again).toMatchObject({ fresh: 0, duplicates: 1, deliveries: 0, jobs: [] });
+    expect(await deliveries()).toHaveLength(1);
+  });
+
+  it('keeps the newest endpoint state whatever order the events arrive in', async () => {
+    const key = randomUUID();
+    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 5, webhookEnabled: false })], always);
+    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 4, webhookEnabled: true })], always);
+    await ingestEvents(orm, [event('member.created')], always);
+    expect(await deliveries()).toHaveLength(0);
+    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 6, webhookEnabled: true, webhookUrl: 'https://example.com/v6' })], always);
+    await ingestEvents(orm, [event('member.created')], always);
+    expect((await deliveries()).map((d: { url: string }) => d.url)).toEqual(['https://example.com/v6']);
+  });
+
+  it('delivers nothing for revoked keys, other merchants, internal types, or an empty subscription', async () => {
+    await ingestEvents(
+      orm,
+      [
+        endpointEvent({ apiKeyId: randomUUID(), revoked: true }),
+        endpointEvent({ apiKeyId: randomUUID(), webhookEvents: [] }),
+        event('api_key.webhook_configured', { apiKeyId: randomUUID(), merchantId: randomUUID(), webhookUrl: 'https://x.test', webhookEvents: null, webhookEnabled: true, revoked: false, version: 2 }, randomUUID()),
+      ],
+      always,
+    );
+    const res = await ingestEvents(orm, [event('member.created'), event('api_key.created', { nonsense: true }), event('unknown.type')], always);
+    expect(res).toMatchObject({ fresh: 3, deliveries: 0 });
+    expect(await deliveries()).toHaveLength(0);
+  });
+
+  it('leaves deliveries it cannot start now due in the database, unleased', async () => {
+    await ingestEvents(orm, [endpointEvent({ apiKeyId: randomUUID() })], always);
+    const res = await ingestEvents(orm, [event('member.created')], { leaseMs: 60_000, startNow: () => false });
+    expect(res.jobs).toHaveLength(0);
+    const [d] = await deliveries();
+    expect(d).toMatchObject({ status: 'Pending', lease_until: null });
+  });
+});
+
+describe('DueScheduler', () => {
+  /** Collects what the scheduler hands over, with room for everything. */
+  class Collector {
+    jobs: DeliveryJob[] = [];
+    room = () => 10_000;
+    busyEndpoints = () => [];
+    submit = (j: DeliveryJob) => this.jobs.push(j);
+  }
+  const logger = createLogger('scheduler-test', 'silent');
+
+  it('lets two replicas claim due deliveries without taking any twice, and leases what it took', async () => {
+    const keys = Array.from({ length: 3 }, () => randomUUID());
+    await ingestEvents(orm, keys.map((k) => endpointEvent({ apiKeyId: k })), always);
+    await ingestEvents(orm, Array.from({ length: 50 }, () => event('member.created')), { leaseMs: 60_000, startNow: () => false });
+    const [a, b] = [new Collector(), new Collector()];
+    const opts = { pollMs: 1000, leaseMs: 30_000, perEndpoint: 20 };
+    const sa = new DueScheduler(orm, a as unknown as Dispatcher, opts, logger);
+    const sb = new DueScheduler(orm, b as unknown as Dispatcher, opts, logger);
+    for (let i = 0; i < 10; i++) await Promise.all([sa.round(), sb.round()]);
+    const ids = [...a.jobs, ...b.jobs].map((j) => j.deliveryId);
+    expect(ids).toHaveLength(150);
+    expect(new Set(ids).size).toBe(150);
+    const leased = await orm.em.getConnection().execute(`select count(*)::int as n from "deliveries" where "lease_until" > now()`);
+    expect(leased[0].n).toBe(150);
+    // Leased deliveries are not due again until the lease ends.
+    const c = new Collector();
+    await new DueScheduler(orm, c as unknown as Dispatcher, opts, logger).round();
+    expect(c.jobs).toHaveLength(0);
+  });
+
+  it('takes at most perEndpoint deliveries of one endpoint per round, so others are not starved', async () => {
+    const [big, small] = [randomUUID(), randomUUID()];
+    await ingestEvents(orm, [endpointEvent({ apiKeyId: big, webhookEvents: ['member.created'] }), endpointEvent({ apiKeyId: small, webhookEvents: ['payment_method.added'] })], always);
+    await ingestEvents(orm, Array.from({ length: 40 }, () => event('member.created')), { leaseMs: 60_000, startNow: () => false });
+    await ingestEvents(orm, [event('payment_method.added')], { leaseMs: 60_000, startNow: () => false });
+    const c = new Collector();
+    await new DueScheduler(orm, c as unknown as Dispatcher, { pollMs: 1000, leaseMs: 30_000, perEndpoint: 10 }, logger).round();
+    expect(c.jobs.filter((j) => j.apiKeyId === big)).toHaveLength(10);
+    expect(c.jobs.filter((j) => j.apiKeyId === small)).toHaveLength(1);
+  });
+});
