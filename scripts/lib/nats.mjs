@@ -90,8 +90,9 @@ export async function startNatsServer(opts) {
   /** @param {number} port */
   const launch = async (port) => {
     const proc = await spawnProcess('nats-server', opts.bin, {
-      args: ['-js', '-sd', opts.storeDir, '-a', '127.0.0.1', '-p', String(port), '-n', `billing-dev-${port}`],
+      args: ['-js', '-sd', opts.storeDir, '-a', '127.0.0.1', '-p', String(port), '-n', `billing-platform-${port}`],
       detached: opts.detached,
+      exitSignal: 'SIGTERM',
       logs,
       onLine: opts.onLine,
     });

@@ -23,6 +23,7 @@ const OS_USER = 'postgres';
  * @property {string} url Server URL (database `postgres`); tests create their own databases on it.
  * @property {boolean} started True when this launcher started the server (and `stop` stops it).
  * @property {string} [dataDir]
+ * @property {number} [pid] Of the server, when this launcher started it.
  * @property {string[]} logs
  * @property {() => Promise<void>} stop
  */
@@ -87,6 +88,7 @@ export async function startEmbeddedPostgres(opts) {
       url: `postgres://${PG_USER}:${PG_PASSWORD}@127.0.0.1:${server.port}/postgres`,
       started: true,
       dataDir: claim.dir,
+      pid: server.proc.pid,
       logs: server.proc.logs,
       stop: async () => {
         // SIGINT is Postgres's "fast" shutdown: disconnect clients, checkpoint, exit.

@@ -15,12 +15,16 @@
  *   (`127.0.0.1:<port>` for gRPC, `http://127.0.0.1:<port>` for HTTP). Only set when that service
  *   runs; a service is started after the ones it connects to.
  * @property {(ctx: LaunchContext) => Record<string, string | undefined>} [env] Further env vars.
+ * @property {boolean} [migrations] False for a service without a database (no `main.js migrate`).
  */
 
 /**
  * @typedef {object} LaunchContext
  * @property {string} adminToken
  * @property {'development' | 'test' | 'production'} mode
+ * @property {(name: string) => string | undefined} addressOf Where a service of this launch
+ *   listens (as in `connectsTo`); undefined when it is not started. For addresses a service
+ *   only hands out (links), which need no start order.
  */
 
 /** In start order where there are no dependencies. @type {ServiceSpec[]} */
@@ -29,13 +33,16 @@ export const SERVICES = [
     name: 'sandbox-provider',
     protocol: 'http',
     defaultPort: 8090,
-    listen: { SANDBOX_PROVIDER_PORT: '{port}' },
+    listen: { SANDBOX_PROVIDER_HOST: '{host}', SANDBOX_PROVIDER_PORT: '{port}' },
+    healthPath: '/health',
+    migrations: false,
   },
   {
     name: 'identity',
     protocol: 'grpc',
     defaultPort: 50051,
     listen: { IDENTITY_GRPC_ADDRESS: '{host}:{port}' },
+    env: (ctx) => ({ PUBLIC_BASE_URL: ctx.addressOf('gateway') }),
   },
   {
     name: 'billing',
@@ -70,12 +77,9 @@ export const SERVICES = [
       CHECKOUT_GRPC_URL: 'checkout',
       WEBHOOKS_GRPC_URL: 'webhooks',
     },
-    env: (ctx) => ({ BILLING_ADMIN_TOKEN: ctx.adminToken }),
+    env: (ctx) => ({ BILLING_ADMIN_TOKEN: ctx.adminToken, PUBLIC_BASE_URL: ctx.addressOf('gateway') }),
   },
 ];
-
-/** Env vars every service receives (besides its own from the spec). */
-export const COMMON_ENV = ['DATABASE_URL', 'NATS_URL', 'PLATFORM_MODE', 'LOG_LEVEL'];
 
 /**
  * Fills `{host}` and `{port}` in a listen template.

@@ -1,0 +1,33 @@
+# syntax=docker/dockerfile:1
+# One image per service:  docker build --build-arg SERVICE=identity -t billing-platform/identity .
+# docker-compose.yml builds all of them; the build stage is shared (SERVICE is only used after it).
+
+FROM node:20-slim AS build
+WORKDIR /app
+COPY . .
+RUN npm ci --no-audit --no-fund \
+ && npx turbo run build \
+ && npm prune --omit=dev --no-audit --no-fund \
+ && rm -rf packages/*/src services/*/src .turbo
+
+FROM node:20-slim AS runtime
+ARG SERVICE
+RUN test -n "$SERVICE" || { echo 'build with --build-arg SERVICE=<service name>' >&2; exit 1; }
+ENV NODE_ENV=production \
+    SERVICE=${SERVICE}
+WORKDIR /app
+# Production dependencies (workspace packages are symlinks into packages/ and services/).
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/packages ./packages
+COPY --from=build /app/services/${SERVICE} ./services/${SERVICE}
+# gRPC contracts are loaded at run time by path.
+COPY --from=build /app/proto ./proto
+# Container health check: node scripts/healthcheck.mjs grpc 127.0.0.1:50051 | http http://127.0.0.1:8080/health
+COPY --from=build /app/scripts/healthcheck.mjs ./scripts/healthcheck.mjs
+COPY --from=build /app/scripts/lib ./scripts/lib
+# File-based email/SMS channels write under DATA_DIR (default .data).
+RUN mkdir -p .data && chown node:node .data
+USER node
+# exec: node is PID 1 and receives SIGTERM from `docker stop` directly.
+CMD ["/bin/sh", "-c", "exec node services/${SERVICE}/dist/main.js"]

@@ -1,0 +1,26 @@
+import { inject } from 'vitest';
+import { createHttpClient, type HttpClient } from './http.js';
+
+declare module 'vitest' {
+  /** What tests/e2e/global-setup.ts provides about the shared test platform. */
+  export interface ProvidedContext {
+    gatewayUrl: string;
+    adminToken: string;
+    /** The platform's own database (a fresh `bp_test_*` one). */
+    databaseUrl: string;
+    natsUrl: string;
+    /** The sandbox payment provider's HTTP API (fault switch, tokenisation); '' when not running. */
+    sandboxProviderUrl: string;
+    /** DATA_DIR of the shared platform's services (email files in `mail/`, SMS in `sms/`). */
+    dataDir: string;
+  }
+}
+
+/** A client for the shared platform's gateway. */
+export function gateway(): HttpClient {
+  return createHttpClient(inject('gatewayUrl'));
+}
+
+export function adminToken(): string {
+  return inject('adminToken');
+}
