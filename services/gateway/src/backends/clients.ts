@@ -63,3 +63,9 @@ export function createBackends(config: GatewayConfig): Backends {
     },
   };
 }
+
+/**
+ * Deadline of calls that hash a password (scrypt at OWASP cost takes hundreds of milliseconds
+ * of CPU each; a burst of sign-ins queues on identity's thread pool rather than failing).
+ */
+export const PASSWORD_WORK_DEADLINE_MS = 15_000;

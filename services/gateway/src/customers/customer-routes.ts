@@ -15,7 +15,7 @@ import {
 } from '@billing/contracts';
 import type { CredentialFeed } from '../auth/credential-feed.js';
 import type { Principal } from '../auth/principal.js';
-import type { Backends } from '../backends/clients.js';
+import { PASSWORD_WORK_DEADLINE_MS, type Backends } from '../backends/clients.js';
 import { defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
 import { nullFill } from '../http/views.js';
 
@@ -60,7 +60,7 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       auth: { anonymous: true },
       body: CustomerSignupRequest,
       responses: { 200: CustomerSignInResult, 400: null, 409: null },
-      handler: async ({ body }) => ok(toSignInResult(await customers.SignUpCustomer(withoutNulls(body)))),
+      handler: async ({ body }) => ok(toSignInResult(await customers.SignUpCustomer(withoutNulls(body), { deadlineMs: PASSWORD_WORK_DEADLINE_MS }))),
     }),
     defineRoute({
       method: 'POST',
@@ -72,7 +72,7 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       auth: { anonymous: true },
       body: CustomerLoginRequest,
       responses: { 200: CustomerSignInResult, 400: null, 401: null, 403: null, 429: null },
-      handler: async ({ body }) => ok(toSignInResult(await customers.LoginCustomer(body))),
+      handler: async ({ body }) => ok(toSignInResult(await customers.LoginCustomer(body, { deadlineMs: PASSWORD_WORK_DEADLINE_MS }))),
     }),
     defineRoute({
       method: 'GET',
@@ -137,7 +137,7 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       body: ResetPasswordRequest,
       responses: { 204: null, 400: null },
       handler: async ({ body }) => {
-        applyRevocation(await customers.ResetPassword(body));
+        applyRevocation(await customers.ResetPassword(body, { deadlineMs: PASSWORD_WORK_DEADLINE_MS }));
         return noContent();
       },
     }),

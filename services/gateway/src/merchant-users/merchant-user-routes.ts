@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CreateMerchantUserRequest, MerchantLoginRequest, MerchantSignInResult, MerchantUser, UpdateMerchantUserRequest, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import type { CredentialFeed } from '../auth/credential-feed.js';
-import type { Backends } from '../backends/clients.js';
+import { PASSWORD_WORK_DEADLINE_MS, type Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
 
 export function merchantUserRoutes(backends: Backends, access: MerchantAccess, feed: CredentialFeed): RouteSpec[] {
@@ -18,7 +18,7 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       body: MerchantLoginRequest,
       responses: { 200: MerchantSignInResult, 400: null, 401: null },
       handler: async ({ body }) => {
-        const res = await users.LoginMerchantUser(body);
+        const res = await users.LoginMerchantUser(body, { deadlineMs: PASSWORD_WORK_DEADLINE_MS });
         const { isActive: _active, ...user } = res.user;
         return ok({ token: res.token, expiresAt: res.expiresAt, user });
       },
@@ -35,7 +35,7 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       responses: { 201: MerchantUser, 400: null, 404: null, 409: null },
       handler: async ({ params, body, principal }) => {
         await access.assert(principal, params.id);
-        const user = await users.CreateMerchantUser({ ...body, merchantId: params.id });
+        const user = await users.CreateMerchantUser({ ...body, merchantId: params.id }, { deadlineMs: PASSWORD_WORK_DEADLINE_MS });
         return created(user, `/api/admin/merchants/${params.id}/users/${user.id}`);
       },
     }),
