@@ -1,4 +1,4 @@
-import { LockMode, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DateOrDateTime, DomainError, parseOrThrow, SUBSCRIPTION_STATUSES } from '@billing/contracts';
 import { recordEvent } from '@billing/service-runtime';
 import { findMember } from '../members/members-grpc.js';
@@ -8,6 +8,9 @@ import { PaymentMethod } from '../payment-methods/payment-method.js';
 import { Plan } from '../plans/plan.js';
 import { findPlan } from '../plans/plans-grpc.js';
 import { Subscription } from './subscription.js';
+import { insertLiveSubscription, loadEnrolmentFacts } from './subscription-store.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A subscription addressed by id: another merchant's is indistinguishable from a missing one. */
 export async function findSubscription(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Subscription> {
@@ -49,39 +52,31 @@ export function subscriptionsGrpc(orm: MikroORM) {
 
   return {
     /**
-     * At most one live subscription per member and plan: checked first for a clear answer, and
-     * enforced by the partial unique index `subscriptions_live_unique`, so of concurrent creates
-     * exactly one commits and the others answer `subscription_exists`.
+     * At most one live subscription per member and plan, enforced by the partial unique index
+     * `subscriptions_live_unique`: of concurrent creates exactly one inserts, and the others
+     * answer `subscription_exists` naming the winner.
      */
     CreateSubscription: async (req: { merchantId: string; memberId: string; planId: string; paymentMethodId?: string; startDate?: string }) => {
       if (!req.merchantId) throw DomainError.field('merchantId', 'Required.');
       const startDate = parseInstant('startDate', req.startDate);
+      for (const [field, id] of [['memberId', req.memberId], ['planId', req.planId], ['paymentMethodId', req.paymentMethodId]] as const) {
+        if (id !== undefined && !UUID.test(id)) throw new DomainError('not_found', `${field === 'memberId' ? 'Member' : field === 'planId' ? 'Plan' : 'Payment method'} not found.`);
+      }
       const em = orm.em.fork();
-      const member = await findMember(em, { merchantId: req.merchantId, id: req.memberId });
-      const plan = await findPlan(em, { merchantId: req.merchantId, id: req.planId });
-      let paymentMethodId: string | null = null;
+      const { member, plan, paymentMethod } = await loadEnrolmentFacts(em, req);
+      if (!member) throw new DomainError('not_found', 'Member not found.');
+      if (!plan) throw new DomainError('not_found', 'Plan not found.');
       if (req.paymentMethodId) {
-        const pm = await em.findOne(PaymentMethod, scopedTo(req.merchantId, { id: req.paymentMethodId }));
-        if (!pm) throw new DomainError('not_found', 'Payment method not found.');
-        if (pm.memberId !== member.id) throw DomainError.field('paymentMethodId', 'Must be a payment method of the member.');
-        paymentMethodId = pm.id;
+        if (!paymentMethod) throw new DomainError('not_found', 'Payment method not found.');
+        if (paymentMethod.memberId !== member.id) throw DomainError.field('paymentMethodId', 'Must be a payment method of the member.');
       }
       if (!plan.isActive) throw new DomainError('unprocessable', 'The plan is not active; members cannot be enrolled in it.');
-      const existing = await liveSubscriptionOf(em, member.id, plan.id);
-      if (existing) throw alreadyExists(existing);
-      try {
-        return await orm.em.fork().transactional(async (tx) => {
-          const sub = Subscription.start({ merchantId: member.merchantId, memberId: member.id, planId: plan.id, paymentMethodId, startDate, plan });
-          tx.persist(sub);
-          recordSubscriptionEvents(tx, sub);
-          return sub.toMessage();
-        });
-      } catch (e) {
-        if (!(e instanceof UniqueConstraintViolationException)) throw e;
-        const winner = await liveSubscriptionOf(orm.em.fork(), member.id, plan.id);
-        if (!winner) throw e;
-        throw alreadyExists(winner);
-      }
+      const sub = Subscription.start({ merchantId: member.merchantId, memberId: member.id, planId: plan.id, paymentMethodId: paymentMethod?.id ?? null, startDate, plan });
+      const events = sub.pullEvents().map((type) => ({ type, data: sub.toView() }));
+      if (await insertLiveSubscription(em, sub, events)) return sub.toMessage();
+      const winner = await liveSubscriptionOf(orm.em.fork(), member.id, plan.id);
+      if (!winner) throw new DomainError('conflict', 'The subscription could not be created; retry.');
+      throw alreadyExists(winner);
     },
 
     GetSubscription: async (req: { merchantId: string; id: string }) => (await findSubscription(orm.em.fork(), req)).toMessage(),
