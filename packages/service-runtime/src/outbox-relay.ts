@@ -4,6 +4,7 @@ import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jets
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { eventSubject, type EventEnvelope } from '@billing/contracts';
+import { queryRows } from './database.js';
 import { ensureEventsStream } from './event-stream.js';
 import type { Logger } from './logger.js';
 import { outboxChannel } from './outbox.js';
@@ -87,7 +88,7 @@ class Wake {
   }
 }
 
-/** A Postgres array literal of uuids (knex would expand a JS array into a list of parameters). */
+/** A Postgres array literal of uuids (a JS array would be expanded into a list of parameters). */
 const pgArray = (ids: string[]) => `{${ids.join(',')}}`;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -195,6 +196,8 @@ export class OutboxRelay {
       this.nc = await connect({
         servers: this.opts.natsUrl.split(','),
         name: this.opts.name,
+        // No stack capture per request: a publish is a request, and there are thousands a second.
+        noAsyncTraces: true,
         maxReconnectAttempts: -1,
         reconnectTimeWait: 250,
       });
@@ -214,7 +217,8 @@ export class OutboxRelay {
   private async relayBatch(js: JetStreamClient): Promise<{ claimed: number; failed?: unknown }> {
     const { schema } = this.opts;
     return this.opts.orm.em.fork().transactional(async (em) => {
-      const rows = await em.execute<OutboxRow[]>(
+      const rows = await queryRows<OutboxRow>(
+        em,
         `select "id", "type", "merchant_id", "data", "occurred_at", "trace_context" from "${schema}"."outbox"
           where "published_at" is null order by "seq" limit ? for update skip locked`,
         [this.batchSize],
@@ -222,12 +226,12 @@ export class OutboxRelay {
       if (rows.length === 0) return { claimed: 0 };
       // Losing this transaction's commit in a database crash only means publishing the rows
       // again (dropped as duplicates), so it need not wait for the WAL flush.
-      await em.execute('set local synchronous_commit = off', [], 'run');
+      await queryRows(em, 'set local synchronous_commit = off');
       this.crashIfAsked();
       const results = await Promise.allSettled(rows.map((row) => this.publish(js, row)));
       const acked = rows.filter((_, i) => results[i]!.status === 'fulfilled').map((r) => r.id);
       if (acked.length) {
-        await em.execute(`update "${schema}"."outbox" set "published_at" = now() where "id" = any(?::uuid[])`, [pgArray(acked)], 'run');
+        await queryRows(em, `update "${schema}"."outbox" set "published_at" = now() where "id" = any(?::uuid[])`, [pgArray(acked)]);
         this.published += acked.length;
       }
       const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

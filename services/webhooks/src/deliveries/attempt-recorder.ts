@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Logger } from '@billing/service-runtime';
+import { queryRows, type Logger } from '@billing/service-runtime';
 import { transitionAfter, type AttemptOutcome, type DeliveryTransition } from './delivery.js';
 import type { DeliveryJob } from './delivery-job.js';
 import type { RetryPolicy } from './retry-policy.js';
@@ -112,19 +112,20 @@ export class AttemptRecorder {
     await this.orm.em.fork().transactional(async (em) => {
       // A database crash losing this commit only means attempting those deliveries again (at
       // least once), so it need not wait for the WAL flush.
-      await em.execute('set local synchronous_commit = off', [], 'run');
+      await queryRows(em, 'set local synchronous_commit = off');
       if (attempts.length) {
-        await em.execute(
+        await queryRows(
+          em,
           `insert into "attempts" ("id", "delivery_id", "attempted_at", "trigger", "status_code", "duration_ms", "error", "response_body")
            select * from jsonb_to_recordset(?::jsonb) as r("id" uuid, "delivery_id" uuid, "attempted_at" timestamptz, "trigger" text, "status_code" int, "duration_ms" int, "error" text, "response_body" text)
            on conflict ("id") do nothing`,
           [JSON.stringify(attempts)],
-          'run',
         );
       }
       if (changes.length) {
         // A scheduled result never overrides a delivery that a manual replay already succeeded.
-        await em.execute(
+        await queryRows(
+          em,
           `update "deliveries" d set
              "status" = coalesce(u."status", d."status"),
              "scheduled_attempts" = coalesce(u."scheduled_attempts", d."scheduled_attempts"),
@@ -134,21 +135,20 @@ export class AttemptRecorder {
            from jsonb_to_recordset(?::jsonb) as u("id" uuid, "status" text, "scheduled_attempts" int, "set_next" boolean, "next_attempt_at" timestamptz, "release_lease" boolean)
            where d."id" = u."id" and (d."status" = 'Pending' or u."status" = 'Succeeded')`,
           [JSON.stringify(changes)],
-          'run',
         );
       }
-      if (replayIds.length) await em.execute(`delete from "replays" where "id" = any(?::uuid[])`, [`{${replayIds.join(',')}}`], 'run');
+      if (replayIds.length) await queryRows(em, `delete from "replays" where "id" = any(?::uuid[])`, [`{${replayIds.join(',')}}`]);
       const leases = [...postponedDeliveries, ...releasedDeliveries];
       if (leases.length) {
-        await em.execute(
+        await queryRows(
+          em,
           `update "deliveries" d set "lease_until" = u."until" from jsonb_to_recordset(?::jsonb) as u("id" uuid, "until" timestamptz) where d."id" = u."id" and d."status" = 'Pending'`,
           [JSON.stringify(leases)],
-          'run',
         );
       }
       const replayLeases = [...postponedReplays, ...releasedReplays];
       if (replayLeases.length) {
-        await em.execute(`update "replays" r set "lease_until" = u."until" from jsonb_to_recordset(?::jsonb) as u("id" uuid, "until" timestamptz) where r."id" = u."id"`, [JSON.stringify(replayLeases)], 'run');
+        await queryRows(em, `update "replays" r set "lease_until" = u."until" from jsonb_to_recordset(?::jsonb) as u("id" uuid, "until" timestamptz) where r."id" = u."id"`, [JSON.stringify(replayLeases)]);
       }
     });
   }

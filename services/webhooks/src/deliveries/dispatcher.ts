@@ -28,7 +28,7 @@ interface EndpointQueue {
  * that they wait in the database for the scheduler, which takes CLAIM_DEPTH × perEndpoint of an
  * endpoint at a time and looks again when the endpoint is down to DRAINED_DEPTH × perEndpoint.
  */
-const FAST_PATH_DEPTH = 16;
+const FAST_PATH_DEPTH = 64;
 const CLAIM_DEPTH = 4;
 const DRAINED_DEPTH = 2;
 const QUEUE_DEPTH = 16;

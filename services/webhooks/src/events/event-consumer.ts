@@ -65,7 +65,7 @@ export class EventConsumer {
     while (!this.stopped) {
       try {
         if (!this.nc || this.nc.isClosed()) {
-          this.nc = await connect({ servers: this.opts.natsUrl.split(','), name: 'webhooks-consumer', maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+          this.nc = await connect({ servers: this.opts.natsUrl.split(','), name: 'webhooks-consumer', noAsyncTraces: true, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
           this.logger.info('webhooks consumer connected to NATS');
         }
         const jsm = await jetstreamManager(this.nc);

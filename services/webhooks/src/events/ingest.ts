@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApiKeyEndpointState, isApiKeyEventType, isWebhookEventType, type EventEnvelope, type WebhookPayload } from '@billing/contracts';
+import { queryRows } from '@billing/service-runtime';
 import type { DeliveryJob } from '../deliveries/delivery-job.js';
 import { Endpoint, newestStates } from '../endpoints/endpoint.js';
 
@@ -40,7 +41,8 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
       occurred_at: e.occurredAt,
       body: isWebhookEventType(e.type) ? webhookBody(e) : null,
     }));
-    const inserted = await em.execute<{ id: string }[]>(
+    const inserted = await queryRows<{ id: string }>(
+      em,
       `insert into "events" ("id", "type", "merchant_id", "occurred_at", "body")
        select * from jsonb_to_recordset(?::jsonb) as r("id" uuid, "type" text, "merchant_id" uuid, "occurred_at" timestamptz, "body" text)
        on conflict ("id") do nothing returning "id"`,
@@ -57,7 +59,8 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
       }),
     );
     if (states.length) {
-      await em.execute(
+      await queryRows(
+        em,
         `insert into "endpoints" ("api_key_id", "merchant_id", "url", "event_types", "enabled", "revoked", "version", "updated_at")
          select s."api_key_id", s."merchant_id", s."url", nullif(s."event_types", 'null'::jsonb), s."enabled", s."revoked", s."version", now()
            from jsonb_to_recordset(?::jsonb) as s("api_key_id" uuid, "merchant_id" uuid, "url" text, "event_types" jsonb, "enabled" boolean, "revoked" boolean, "version" int)
@@ -66,7 +69,6 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
            "revoked" = excluded."revoked", "version" = excluded."version", "updated_at" = excluded."updated_at"
          where "endpoints"."version" < excluded."version"`,
         [JSON.stringify(states.map((s) => ({ api_key_id: s.apiKeyId, merchant_id: s.merchantId, url: s.webhookUrl, event_types: s.webhookEvents, enabled: s.webhookEnabled, revoked: s.revoked, version: s.version })))],
-        'run',
       );
     }
 
@@ -74,7 +76,8 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
     if (webhookEvents.length === 0) return { fresh: fresh.length, duplicates: batch.length - fresh.length, deliveries: 0, jobs: [] };
 
     const merchants = [...new Set(webhookEvents.map((e) => e.merchantId))];
-    const endpointRows = await em.execute<{ api_key_id: string; merchant_id: string; url: string; event_types: string[] | null; enabled: boolean; revoked: boolean; version: number }[]>(
+    const endpointRows = await queryRows<{ api_key_id: string; merchant_id: string; url: string; event_types: string[] | null; enabled: boolean; revoked: boolean; version: number }>(
+      em,
       `select "api_key_id", "merchant_id", "url", "event_types", "enabled", "revoked", "version" from "endpoints"
         where "merchant_id" = any(?::uuid[]) and "enabled" and not "revoked" and "url" is not null`,
       [`{${merchants.join(',')}}`],
@@ -98,13 +101,13 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
       }
     }
     if (deliveries.length) {
-      await em.execute(
+      await queryRows(
+        em,
         `insert into "deliveries" ("id", "event_id", "event_type", "merchant_id", "api_key_id", "url", "status", "scheduled_attempts", "next_attempt_at", "lease_until", "created_at", "updated_at")
          select r."id", r."event_id", r."event_type", r."merchant_id", r."api_key_id", r."url", 'Pending', 0, now(), r."lease_until", now(), now()
            from jsonb_to_recordset(?::jsonb) as r("id" uuid, "event_id" uuid, "event_type" text, "merchant_id" uuid, "api_key_id" uuid, "url" text, "lease_until" timestamptz)
          on conflict ("event_id", "api_key_id") do nothing`,
         [JSON.stringify(deliveries)],
-        'run',
       );
     }
     return { fresh: fresh.length, duplicates: batch.length - fresh.length, deliveries: deliveries.length, jobs };
