@@ -186,7 +186,7 @@ export class OutboxRelay {
         this.streamReady = false;
         failures++;
         this.warn(e, 'outbox relay round failed; retrying');
-        await this.wake.wait(Math.min(250 * 2 ** Math.min(failures - 1, 5), 5000));
+        await this.wake.wait(Math.min(250 * 2 ** Math.min(failures - 1, 3), 2000));
       }
     }
   }
