@@ -17,7 +17,7 @@ export class Delivery {
   eventType!: string;
   merchantId!: string;
   apiKeyId!: string;
-  /** The endpoint URL when the event was raised; every attempt of this delivery goes there. */
+  /** The endpoint URL of the latest attempt (attempts follow the key's current URL). */
   url!: string;
   status: DeliveryStatus = 'Pending';
   scheduledAttempts = 0;

@@ -128,8 +128,10 @@ export class DueScheduler {
   private async claimDeliveries(limit: number): Promise<DeliveryJob[]> {
     if (limit <= 0) return [];
     const busy = this.dispatcher.busyEndpoints();
+    // Deliveries of a disabled endpoint wait until it is enabled again; attempts go to the
+    // endpoint's current URL, so fixing a URL also fixes the retries.
     const sql = `with due as (
-         select d."id" from "endpoints" e
+         select d."id", e."url" from "endpoints" e
          cross join lateral (
            select d."id" from "deliveries" d
             where d."api_key_id" = e."api_key_id" and d."status" = 'Pending' and d."next_attempt_at" <= now()
@@ -137,9 +139,9 @@ export class DueScheduler {
             order by d."next_attempt_at"
             limit ?
             for update skip locked) d
-         where e."api_key_id" <> all(?::uuid[])
+         where e."enabled" and not e."revoked" and e."url" is not null and e."api_key_id" <> all(?::uuid[])
          limit ?)
-       update "deliveries" d set "lease_until" = now() + ? * interval '1 millisecond'
+       update "deliveries" d set "lease_until" = now() + ? * interval '1 millisecond', "url" = due."url"
          from due, "events" ev
         where d."id" = due."id" and ev."id" = d."event_id"
        returning d."id", d."event_id", d."event_type", d."api_key_id", d."url", ev."body", d."scheduled_attempts", d."lease_until"`;
@@ -156,9 +158,9 @@ export class DueScheduler {
           limit ?
           for update skip locked)
        update "replays" r set "lease_until" = now() + ? * interval '1 millisecond'
-         from due, "deliveries" d, "events" ev
+         from due, "deliveries" d left join "endpoints" e on e."api_key_id" = d."api_key_id", "events" ev
         where r."id" = due."id" and d."id" = r."delivery_id" and ev."id" = d."event_id"
-       returning r."id" as "replay_id", d."id", d."event_id", d."event_type", d."api_key_id", d."url", ev."body", d."scheduled_attempts", r."lease_until"`;
+       returning r."id" as "replay_id", d."id", d."event_id", d."event_type", d."api_key_id", coalesce(e."url", d."url") as "url", ev."body", d."scheduled_attempts", r."lease_until"`;
     const rows = await this.leaseTransaction((em) => queryRows<ClaimedRow>(em, sql, [limit, this.opts.leaseMs]));
     return rows.map((r) => toJob(r, 'Manual'));
   }

@@ -123,6 +123,30 @@ describe('DueScheduler', () => {
     expect(c.jobs).toHaveLength(0);
   });
 
+  it('holds a disabled endpoint\'s deliveries until it is enabled again, then sends them to its current URL', async () => {
+    const key = randomUUID();
+    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 2 })], always);
+    await ingestEvents(orm, [event('member.created')], { leaseMs: 60_000, startNow: () => false });
+    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 3, webhookEnabled: false })], always);
+    const opts = { pollMs: 1000, leaseMs: 30_000, perEndpoint: 10 };
+    const paused = new Collector();
+    await new DueScheduler(orm, paused as unknown as Dispatcher, opts, logger).round();
+    expect(paused.jobs).toHaveLength(0);
+    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 4, webhookUrl: 'https://example.com/fixed' })], always);
+    const resumed = new Collector();
+    await new DueScheduler(orm, resumed as unknown as Dispatcher, opts, logger).round();
+    expect(resumed.jobs.map((j) => j.url)).toEqual(['https://example.com/fixed']);
+  });
+
+  it('fails the pending deliveries of a key when it is revoked', async () => {
+    const key = randomUUID();
+    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 2 })], always);
+    await ingestEvents(orm, [event('member.created')], { leaseMs: 60_000, startNow: () => false });
+    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 3, revoked: true })], always);
+    const [d] = await deliveries();
+    expect(d).toMatchObject({ status: 'Failed' });
+  });
+
   it('takes at most perEndpoint deliveries of one endpoint per round, so others are not starved', async () => {
     const [big, small] = [randomUUID(), randomUUID()];
     await ingestEvents(orm, [endpointEvent({ apiKeyId: big, webhookEvents: ['member.created'] }), endpointEvent({ apiKeyId: small, webhookEvents: ['payment_method.added'] })], always);

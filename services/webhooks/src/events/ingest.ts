@@ -70,6 +70,15 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
          where "endpoints"."version" < excluded."version"`,
         [JSON.stringify(states.map((s) => ({ api_key_id: s.apiKeyId, merchant_id: s.merchantId, url: s.webhookUrl, event_types: s.webhookEvents, enabled: s.webhookEnabled, revoked: s.revoked, version: s.version })))],
       );
+      // A revoked key's pending deliveries will never be attempted: they have failed.
+      const revoked = states.filter((s) => s.revoked).map((s) => s.apiKeyId);
+      if (revoked.length) {
+        await queryRows(
+          em,
+          `update "deliveries" set "status" = 'Failed', "next_attempt_at" = null, "lease_until" = null, "updated_at" = now() where "api_key_id" = any(?::uuid[]) and "status" = 'Pending'`,
+          [`{${revoked.join(',')}}`],
+        );
+      }
     }
 
     const webhookEvents = fresh.filter((e) => isWebhookEventType(e.type));
