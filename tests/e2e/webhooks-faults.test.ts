@@ -33,6 +33,7 @@ beforeAll(async () => {
         WEBHOOK_TIMEOUT_MS: '2000',
         WEBHOOK_LEASE_MS: '4000',
         WEBHOOK_ACK_WAIT_MS: '3000',
+        WEBHOOK_ENDPOINT_CONCURRENCY: '4',
       },
       billing: { OUTBOX_RELAY_CRASH_FILE: crashFile, OUTBOX_POLL_MS: '200' },
     },
@@ -128,6 +129,21 @@ describe('event backbone faults', () => {
     expect(reqs.filter((r) => r.payload?.data?.email === email).every((r) => r.verified)).toBe(true);
     const after = await db.query(`select "published_at" from "billing"."outbox" where "data"->>'email' = $1`, [email]);
     expect(after.rows[0].published_at).not.toBeNull();
+  }, 120_000);
+
+  it('holds at most WEBHOOK_ENDPOINT_CONCURRENCY requests open to a receiver that never answers, and keeps delivering to others', async () => {
+    const stuck = await endpoint('stuck');
+    const healthy = await endpoint('healthy');
+    receiver.respond(stuck.path, () => ({ status: 200, delayMs: 60_000 }));
+    const stuckMembers: { id: string }[] = [];
+    for (let i = 0; i < 12; i++) stuckMembers.push(await fx.createMember(stuck.merchantId, stuck.key.key));
+    await receiver.waitFor(stuck.path, (r) => stuckMembers.filter((m) => memberEvent(r, m.id).length > 0).length >= 4);
+    const healthyMembers: { id: string }[] = [];
+    for (let i = 0; i < 12; i++) healthyMembers.push(await fx.createMember(healthy.merchantId, healthy.key.key));
+    await expectAllDelivered(healthy, healthyMembers);
+    expect(receiver.maxOpen(stuck.path)).toBeLessThanOrEqual(4);
+    const stuckDelivery = await fx.deliveryOf(stuck.merchantId, stuck.key.key, memberEvent(receiver.received(stuck.path), stuckMembers[0]!.id)[0]!.payload.id, stuck.key.id, (d) => d.attempts.length >= 1);
+    expect(stuckDelivery.attempts[0]).toMatchObject({ statusCode: null, error: 'No 2xx response within 2000 ms.' });
   }, 120_000);
 
   it('keeps retrying through a webhooks restart and finishes the schedule', async () => {

@@ -27,6 +27,8 @@ export interface WebhookReceiver {
   secret(path: string, secret: string): void;
   respond(path: string, responder: Responder): void;
   received(path?: string): ReceivedWebhook[];
+  /** Most requests to `path` that were open (received, not yet answered) at one time. */
+  maxOpen(path: string): number;
   /** Waits until `predicate` holds for the requests to `path` (default 20 s), and returns them. */
   waitFor(path: string, predicate: (reqs: ReceivedWebhook[]) => boolean, timeoutMs?: number): Promise<ReceivedWebhook[]>;
   close(): Promise<void>;
@@ -37,6 +39,8 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   const secrets = new Map<string, Webhook>();
   const responders = new Map<string, Responder>();
   const counts = new Map<string, number>();
+  const open = new Map<string, number>();
+  const maxOpen = new Map<string, number>();
 
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -60,7 +64,11 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       const n = (counts.get(path) ?? 0) + 1;
       counts.set(path, n);
       const answer = responders.get(path)?.(received, n) ?? { status: 204 };
+      open.set(path, (open.get(path) ?? 0) + 1);
+      maxOpen.set(path, Math.max(maxOpen.get(path) ?? 0, open.get(path)!));
+      res.on('close', () => open.set(path, open.get(path)! - 1));
       const send = () => {
+        if (res.destroyed) return;
         res.writeHead(answer.status, answer.headers);
         res.end(answer.body);
       };
@@ -77,6 +85,7 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     secret: (path, secret) => secrets.set(path, new Webhook(secret)),
     respond: (path, responder) => responders.set(path, responder),
     received,
+    maxOpen: (path) => maxOpen.get(path) ?? 0,
     async waitFor(path, predicate, timeoutMs = 20_000) {
       const end = Date.now() + timeoutMs;
       for (;;) {
