@@ -28,6 +28,7 @@ export interface HttpSenderOptions {
 export class HttpSender {
   private readonly agents: { http: http.Agent; https: https.Agent };
   private readonly userAgent: string;
+  private readonly targets = new Map<string, { secure: boolean; options: http.RequestOptions } | string>();
 
   constructor(private readonly opts: HttpSenderOptions) {
     const agentOpts = { keepAlive: true, keepAliveMsecs: 10_000, maxFreeSockets: 64, scheduling: 'lifo' as const };
@@ -37,21 +38,9 @@ export class HttpSender {
 
   async send(rawUrl: string, signature: Record<string, string>, body: string): Promise<AttemptOutcome> {
     const started = performance.now();
-    const refused = (error: string): AttemptOutcome => ({ ok: false, statusCode: null, durationMs: 0, error, responseBody: null });
-    let url: URL;
-    try {
-      url = new URL(rawUrl);
-    } catch {
-      return refused('Invalid URL.');
-    }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') return refused('Only http and https URLs are delivered to.');
-    if (this.opts.production) {
-      if (url.protocol !== 'https:') return refused('Only https URLs are delivered to in production.');
-      const host = url.hostname.replace(/^\[|\]$/g, '');
-      // Literal addresses skip the resolver, so they are checked here.
-      if (isIP(host) && isNonPublicAddress(host)) return refused('The URL resolves to a loopback, private or link-local address.');
-    }
-    const secure = url.protocol === 'https:';
+    const target = this.target(rawUrl);
+    if (typeof target === 'string') return { ok: false, statusCode: null, durationMs: 0, error: target, responseBody: null };
+    const { secure, options } = target;
     const payload = Buffer.from(body);
 
     return new Promise<AttemptOutcome>((resolve) => {
@@ -63,8 +52,8 @@ export class HttpSender {
         resolve({ ...outcome, durationMs: Math.round(performance.now() - started) });
       };
       const req = (secure ? https : http).request(
-        url,
         {
+          ...options,
           method: 'POST',
           agent: secure ? this.agents.https : this.agents.http,
           lookup: this.opts.production ? publicOnlyLookup : undefined,
@@ -111,6 +100,35 @@ export class HttpSender {
       req.on('error', (e: NodeJS.ErrnoException) => finish({ ok: false, statusCode: null, error: describeError(e), responseBody: null }));
       req.end(payload);
     });
+  }
+
+  /** Request options of a URL (parsed once per URL; endpoints are few), or why it is refused. */
+  private target(rawUrl: string): { secure: boolean; options: http.RequestOptions } | string {
+    let hit = this.targets.get(rawUrl);
+    if (hit === undefined) {
+      hit = this.parseTarget(rawUrl);
+      if (this.targets.size >= 10_000) this.targets.clear();
+      this.targets.set(rawUrl, hit);
+    }
+    return hit;
+  }
+
+  private parseTarget(rawUrl: string): { secure: boolean; options: http.RequestOptions } | string {
+    let url: URL;
+    try {
+      url = new URL(rawUrl);
+    } catch {
+      return 'Invalid URL.';
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'Only http and https URLs are delivered to.';
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (this.opts.production) {
+      if (url.protocol !== 'https:') return 'Only https URLs are delivered to in production.';
+      // Literal addresses skip the resolver, so they are checked here.
+      if (isIP(host) && isNonPublicAddress(host)) return 'The URL resolves to a loopback, private or link-local address.';
+    }
+    const secure = url.protocol === 'https:';
+    return { secure, options: { protocol: url.protocol, hostname: host, port: url.port || (secure ? 443 : 80), path: `${url.pathname}${url.search}` } };
   }
 
   close(): void {

@@ -3,7 +3,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 const CHUNK = 10_000;
 
 /**
- * Deletes deliveries finished (Succeeded or Failed) more than `days` ago, with their attempts,
+ * Deletes finished (Succeeded or Failed) deliveries created more than `days` ago, with their attempts,
  * and events older than that with no delivery left. Older events are long gone from the stream
  * (7 days), so forgetting their ids cannot let a redelivery through.
  */
@@ -18,7 +18,7 @@ export async function pruneFinished(orm: MikroORM, days: number): Promise<{ deli
     }
   };
   const deliveries = await run(
-    `delete from "deliveries" where "id" in (select "id" from "deliveries" where "status" <> 'Pending' and "updated_at" < now() - ? * interval '1 day' limit ${CHUNK})`,
+    `delete from "deliveries" where "id" in (select "id" from "deliveries" where "created_at" < now() - ? * interval '1 day' and "status" <> 'Pending' limit ${CHUNK})`,
   );
   const events = await run(
     `delete from "events" where "id" in (select e."id" from "events" e where e."received_at" < now() - ? * interval '1 day'

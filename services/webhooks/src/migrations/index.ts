@@ -1,4 +1,8 @@
 import { Migration20261121150000_webhooks } from './Migration20261121150000_webhooks.js';
+import { Migration20261121170000_delivery_indexes } from './Migration20261121170000_delivery_indexes.js';
 
 /** Every migration of the `webhooks` schema, in order. */
-export const MIGRATIONS = [{ name: 'Migration20261121150000_webhooks', class: Migration20261121150000_webhooks }];
+export const MIGRATIONS = [
+  { name: 'Migration20261121150000_webhooks', class: Migration20261121150000_webhooks },
+  { name: 'Migration20261121170000_delivery_indexes', class: Migration20261121170000_delivery_indexes },
+];
