@@ -65,7 +65,14 @@ export class EventConsumer {
     while (!this.stopped) {
       try {
         if (!this.nc || this.nc.isClosed()) {
-          this.nc = await connect({ servers: this.opts.natsUrl.split(','), name: 'webhooks-consumer', noAsyncTraces: true, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+          this.nc = await connect({
+            servers: this.opts.natsUrl.split(','),
+            name: 'webhooks-consumer',
+            // No stack capture per request (every ack and pull is one).
+            noAsyncTraces: true,
+            maxReconnectAttempts: -1,
+            reconnectTimeWait: 250,
+          });
           this.logger.info('webhooks consumer connected to NATS');
         }
         const jsm = await jetstreamManager(this.nc);
