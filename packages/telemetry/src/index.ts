@@ -2,7 +2,7 @@ import { context, propagation, trace, SpanKind, SpanStatusCode, type Context, ty
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, ConsoleSpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { AlwaysOffSampler, BatchSpanProcessor, ConsoleSpanExporter, ParentBasedSampler, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 
@@ -24,6 +24,10 @@ export function startTelemetry(serviceName: string): void {
   provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }),
     spanProcessors,
+    // With nowhere to export, spans need not record (which costs on every request); trace ids
+    // are still minted and propagated, so logs and problem details stay correlated. An explicit
+    // OTEL_TRACES_SAMPLER wins.
+    ...(spanProcessors.length === 0 && !process.env.OTEL_TRACES_SAMPLER ? { sampler: new ParentBasedSampler({ root: new AlwaysOffSampler() }) } : {}),
   });
   provider.register({ propagator: new W3CTraceContextPropagator() });
 }

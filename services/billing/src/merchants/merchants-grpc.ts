@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { CreateMerchantRequest, DomainError, parseOrThrow, UpdateProviderRequest, type Merchant as MerchantView } from '@billing/contracts';
 import type { SecretBox } from '@billing/service-runtime';
 import { Merchant } from './merchant.js';
+import { MerchantReader } from './merchant-reader.js';
 
 /** Merchant as the proto message: nullable strings become absent fields. */
 export function toMerchantMessage(v: MerchantView) {
@@ -10,7 +11,10 @@ export function toMerchantMessage(v: MerchantView) {
   return out;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export function merchantsGrpc(orm: MikroORM, box: SecretBox) {
+  const reader = new MerchantReader(orm);
   return {
     CreateMerchant: async (req: Record<string, unknown>) => {
       const input = parseOrThrow(CreateMerchantRequest, req);
@@ -20,11 +24,7 @@ export function merchantsGrpc(orm: MikroORM, box: SecretBox) {
     },
 
     GetMerchant: async (req: { id: string }) => {
-      // The hottest read of the platform (every /Merchants/me): one raw statement mapped onto the
-      // entity, skipping the query builder and unit of work (about 4x cheaper per call).
-      const em = orm.em.fork();
-      const rows = await em.getConnection().execute('select * from merchants where id = ?', [req.id]);
-      const merchant = rows[0] ? em.map(Merchant, rows[0]) : null;
+      const merchant = UUID.test(req.id) ? await reader.load(req.id) : null;
       if (!merchant) throw new DomainError('merchant_not_found', 'Merchant not found.');
       return toMerchantMessage(merchant.toView());
     },
