@@ -17,7 +17,7 @@ let provider: NodeTracerProvider | undefined;
  * otherwise only created (so trace ids still flow through headers and logs).
  */
 export function startTelemetry(serviceName: string): void {
-  if (provider) return;
+  if (provider || process.env.OTEL_SDK_DISABLED === 'true') return;
   const spanProcessors: SpanProcessor[] = [];
   if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT) spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
   if (process.env.OTEL_TRACES_EXPORTER === 'console') spanProcessors.push(new BatchSpanProcessor(new ConsoleSpanExporter()));
