@@ -67,3 +67,24 @@ export async function queryRows<T = Record<string, any>>(em: EntityManager, sql:
   const res = (await runner.raw(sql, params as Knex.ValueDict[])) as { rows: T[] };
   return res.rows;
 }
+
+/** The part of a node-postgres client `queryPrepared` uses. */
+interface PgClient {
+  query(config: { name: string; text: string; values: readonly unknown[] }): Promise<{ rowCount: number | null; rows: unknown[] }>;
+}
+
+/**
+ * Runs one statement as a named prepared statement (parsed and planned once per connection)
+ * with `$n` parameters bound by the driver, on a connection of the ORM's pool, outside any
+ * transaction. For hot single-statement paths; arrays are sent as Postgres arrays (for `unnest`).
+ */
+export async function queryPrepared<T = Record<string, any>>(orm: MikroORM, name: string, text: string, values: readonly unknown[]): Promise<{ rows: T[]; rowCount: number }> {
+  const client = orm.em.getConnection().getKnex().client as { acquireConnection(): Promise<PgClient>; releaseConnection(c: PgClient): Promise<void> };
+  const conn = await client.acquireConnection();
+  try {
+    const res = await conn.query({ name, text, values });
+    return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
+  } finally {
+    await client.releaseConnection(conn);
+  }
+}

@@ -3,6 +3,7 @@ export * from './logger.js';
 export * from './lifecycle.js';
 export * from './grpc.js';
 export * from './database.js';
+export * from './batcher.js';
 export * from './nats.js';
 export * from './secrets.js';
 export * from './outbox.js';

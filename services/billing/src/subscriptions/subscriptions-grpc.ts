@@ -8,7 +8,7 @@ import { PaymentMethod } from '../payment-methods/payment-method.js';
 import { Plan } from '../plans/plan.js';
 import { findPlan } from '../plans/plans-grpc.js';
 import { Subscription } from './subscription.js';
-import { insertLiveSubscription, loadEnrolmentFacts } from './subscription-store.js';
+import { SubscriptionStore } from './subscription-store.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -41,6 +41,7 @@ function alreadyExists(existing: Subscription): DomainError {
 }
 
 export function subscriptionsGrpc(orm: MikroORM) {
+  const store = new SubscriptionStore(orm);
   /** Loads, changes and saves one subscription with its events, under a row lock. */
   const transition = (ref: { merchantId: string; id: string }, change: (sub: Subscription, em: EntityManager) => Promise<void> | void) =>
     orm.em.fork().transactional(async (em) => {
@@ -62,8 +63,7 @@ export function subscriptionsGrpc(orm: MikroORM) {
       for (const [field, id] of [['memberId', req.memberId], ['planId', req.planId], ['paymentMethodId', req.paymentMethodId]] as const) {
         if (id !== undefined && !UUID.test(id)) throw new DomainError('not_found', `${field === 'memberId' ? 'Member' : field === 'planId' ? 'Plan' : 'Payment method'} not found.`);
       }
-      const em = orm.em.fork();
-      const { member, plan, paymentMethod } = await loadEnrolmentFacts(em, req);
+      const { member, plan, paymentMethod } = await store.loadEnrolmentFacts(req);
       if (!member) throw new DomainError('not_found', 'Member not found.');
       if (!plan) throw new DomainError('not_found', 'Plan not found.');
       if (req.paymentMethodId) {
@@ -73,7 +73,9 @@ export function subscriptionsGrpc(orm: MikroORM) {
       if (!plan.isActive) throw new DomainError('unprocessable', 'The plan is not active; members cannot be enrolled in it.');
       const sub = Subscription.start({ merchantId: member.merchantId, memberId: member.id, planId: plan.id, paymentMethodId: paymentMethod?.id ?? null, startDate, plan });
       const events = sub.pullEvents().map((type) => ({ type, data: sub.toView() }));
-      if (await insertLiveSubscription(em, sub, events)) return sub.toMessage();
+      const outcome = await store.insertLiveSubscription(sub, events);
+      if (outcome === 'inserted') return sub.toMessage();
+      if (outcome === 'mismatch') throw new DomainError('internal', 'outbox insert mismatch');
       const winner = await liveSubscriptionOf(orm.em.fork(), member.id, plan.id);
       if (!winner) throw new DomainError('conflict', 'The subscription could not be created; retry.');
       throw alreadyExists(winner);

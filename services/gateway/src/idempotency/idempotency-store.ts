@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { Batcher, queryPrepared } from '@billing/service-runtime';
 import { IdempotencyRecord, type StoredResponse } from './idempotency-record.js';
 
 /** Rows deleted per statement by the expiry job. */
@@ -15,6 +16,16 @@ export interface Claim {
   expiresAt: Date;
 }
 
+/** An attempt's outcome: completed with its response, or released after a 4xx. */
+interface Outcome {
+  scope: string;
+  key: string;
+  claimToken: string;
+  state: 'completed' | 'released';
+  response: StoredResponse | null;
+  now: Date;
+}
+
 /** The part of a node-postgres client the store uses. */
 interface PgClient {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rowCount: number | null; rows: unknown[] }>;
@@ -24,9 +35,10 @@ interface PgClient {
  * The idempotency table. Each write is one statement so that concurrent requests (on any
  * replica) are decided by Postgres row locks, never by a read-then-write race.
  *
- * The writes run on every idempotent request, so they skip MikroORM's query building and run
- * as named prepared statements (parsed and planned once per connection) on a connection of
- * MikroORM's own pool; reads of whole records go through MikroORM.
+ * The writes run on every idempotent request, so they skip MikroORM's query building, run as
+ * named prepared statements (parsed and planned once per connection) on a connection of
+ * MikroORM's own pool, and are group-committed across concurrent requests; reads of whole
+ * records go through MikroORM.
  */
 export class IdempotencyStore {
   constructor(private readonly orm: MikroORM) {}
@@ -47,21 +59,7 @@ export class IdempotencyStore {
    * 4xx released for the same fingerprint. True when this attempt now holds the key.
    */
   async claim(c: Claim): Promise<boolean> {
-    const res = await this.run(
-      'idempotency_claim',
-      `insert into idempotency_records as r
-         (scope, key, fingerprint, method, path, state, claim_token, claimed_at, created_at, expires_at)
-       values ($1, $2, $3, $4, $5, 'in_flight', $6, $7, $7, $8)
-       on conflict (scope, key) do update set
-         fingerprint = excluded.fingerprint, method = excluded.method, path = excluded.path, state = 'in_flight',
-         claim_token = excluded.claim_token, claimed_at = excluded.claimed_at, created_at = excluded.created_at,
-         expires_at = excluded.expires_at, response_status = null, response_headers = null, response_body = null,
-         completed_at = null
-       where r.expires_at <= excluded.claimed_at or (r.state = 'released' and r.fingerprint = excluded.fingerprint)
-       returning r.claim_token`,
-      [c.scope, c.key, c.fingerprint, c.method, c.path, c.claimToken, c.now, c.expiresAt],
-    );
-    return res.rowCount === 1;
+    return this.claims.submit(c);
   }
 
   async find(scope: string, key: string): Promise<IdempotencyRecord | null> {
@@ -70,26 +68,77 @@ export class IdempotencyStore {
 
   /** Stores the outcome of the attempt holding the claim; false when it no longer holds it. */
   async complete(scope: string, key: string, claimToken: string, response: StoredResponse, now: Date): Promise<boolean> {
-    const res = await this.run(
-      'idempotency_complete',
-      `update idempotency_records
-          set state = 'completed', response_status = $1, response_headers = $2, response_body = $3, completed_at = $4
-        where scope = $5 and key = $6 and claim_token = $7 and state = 'in_flight'`,
-      [response.status, JSON.stringify(response.headers), response.body, now, scope, key, claimToken],
-    );
-    return res.rowCount === 1;
+    return this.outcomes.submit({ scope, key, claimToken, state: 'completed', response, now });
   }
 
   /** Frees the key after a 4xx; the fingerprint stays, so only the same request may claim it again. */
   async release(scope: string, key: string, claimToken: string, now: Date): Promise<boolean> {
-    const res = await this.run(
-      'idempotency_release',
-      `update idempotency_records set state = 'released', completed_at = $1
-        where scope = $2 and key = $3 and claim_token = $4 and state = 'in_flight'`,
-      [now, scope, key, claimToken],
-    );
-    return res.rowCount === 1;
+    return this.outcomes.submit({ scope, key, claimToken, state: 'released', response: null, now });
   }
+
+  /**
+   * Group commit of claims: the claims of concurrent requests go to Postgres as one multi-row
+   * `INSERT ... ON CONFLICT` (a round trip per request was the gateway's main cost). Each row is
+   * decided exactly as a single-row statement would decide it; a caller learns its answer only
+   * after the statement committed. Rows are sorted so that concurrent batches take row locks in
+   * one order (no deadlocks), and one key appears at most once per statement.
+   */
+  private readonly claims = new Batcher<Claim, boolean>(
+    async (batch) => {
+      const sorted = [...batch].sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      const col = <T>(f: (c: Claim) => T) => sorted.map(f);
+      const res = await queryPrepared<{ scope: string; key: string; claim_token: string }>(
+        this.orm,
+        'idempotency_claim_batch',
+        `insert into idempotency_records as r
+           (scope, key, fingerprint, method, path, state, claim_token, claimed_at, created_at, expires_at)
+         select c.scope, c.key, c.fingerprint, c.method, c.path, 'in_flight', c.claim_token, c.claimed_at, c.claimed_at, c.expires_at
+           from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::uuid[], $7::timestamptz[], $8::timestamptz[])
+                as c(scope, key, fingerprint, method, path, claim_token, claimed_at, expires_at)
+         on conflict (scope, key) do update set
+           fingerprint = excluded.fingerprint, method = excluded.method, path = excluded.path, state = 'in_flight',
+           claim_token = excluded.claim_token, claimed_at = excluded.claimed_at, created_at = excluded.created_at,
+           expires_at = excluded.expires_at, response_status = null, response_headers = null, response_body = null,
+           completed_at = null
+         where r.expires_at <= excluded.claimed_at or (r.state = 'released' and r.fingerprint = excluded.fingerprint)
+         returning r.claim_token`,
+        [col((c) => c.scope), col((c) => c.key), col((c) => c.fingerprint), col((c) => c.method), col((c) => c.path), col((c) => c.claimToken), col((c) => c.now), col((c) => c.expiresAt)],
+      );
+      const won = new Set(res.rows.map((r) => r.claim_token));
+      return batch.map((c) => won.has(c.claimToken));
+    },
+    { keyOf: (c) => `${c.scope}\u0000${c.key}`, maxInFlight: 3 },
+  );
+
+  /** Group commit of outcomes (completions and releases) as one `UPDATE ... FROM unnest(...)`. */
+  private readonly outcomes = new Batcher<Outcome, boolean>(
+    async (batch) => {
+      const col = <T>(f: (o: Outcome) => T) => batch.map(f);
+      const res = await queryPrepared<{ claim_token: string }>(
+        this.orm,
+        'idempotency_outcome_batch',
+        `update idempotency_records r
+            set state = o.state, response_status = o.status, response_headers = o.headers::json, response_body = o.body, completed_at = o.completed_at
+           from unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::int[], $6::text[], $7::text[], $8::timestamptz[])
+                as o(scope, key, claim_token, state, status, headers, body, completed_at)
+          where r.scope = o.scope and r.key = o.key and r.claim_token = o.claim_token and r.state = 'in_flight'
+          returning r.claim_token`,
+        [
+          col((o) => o.scope),
+          col((o) => o.key),
+          col((o) => o.claimToken),
+          col((o) => o.state),
+          col((o) => o.response?.status ?? null),
+          col((o) => (o.response ? JSON.stringify(o.response.headers) : null)),
+          col((o) => o.response?.body ?? null),
+          col((o) => o.now),
+        ],
+      );
+      const held = new Set(res.rows.map((r) => r.claim_token));
+      return batch.map((o) => held.has(o.claimToken));
+    },
+    { maxInFlight: 3 },
+  );
 
   /** Deletes up to `batch` expired records; returns how many. */
   async deleteExpired(now: Date, batch = EXPIRY_BATCH_SIZE): Promise<number> {
