@@ -13,6 +13,8 @@ import { outboxChannel } from './outbox.js';
 export const OutboxRelayEnv = z.object({
   /** Upper bound on the wait between two looks at the outbox when no commit notification arrives. */
   OUTBOX_POLL_MS: z.coerce.number().int().min(10).default(1000),
+  /** After a round that found rows, how long to let more commits gather before the next one. */
+  OUTBOX_COALESCE_MS: z.coerce.number().int().min(0).max(1000).default(10),
   /** Rows claimed and published per round. */
   OUTBOX_BATCH_SIZE: z.coerce.number().int().min(1).max(5000).default(500),
   /** How long published rows are kept before they are pruned. */
@@ -36,6 +38,8 @@ export interface OutboxRelayOptions {
   name: string;
   batchSize?: number;
   pollIntervalMs?: number;
+  /** See OUTBOX_COALESCE_MS; default 10. */
+  coalesceMs?: number;
   /** How long to wait for each publish acknowledgement. */
   publishTimeoutMs?: number;
   retentionMs?: number;
@@ -112,6 +116,7 @@ export class OutboxRelay {
   private readonly wake = new Wake();
   private readonly batchSize: number;
   private readonly pollIntervalMs: number;
+  private readonly coalesceMs: number;
   private readonly publishTimeoutMs: number;
   private readonly retentionMs: number;
   private readonly pruneIntervalMs: number;
@@ -129,6 +134,7 @@ export class OutboxRelay {
   constructor(private readonly opts: OutboxRelayOptions) {
     this.batchSize = opts.batchSize ?? 500;
     this.pollIntervalMs = opts.pollIntervalMs ?? 1000;
+    this.coalesceMs = opts.coalesceMs ?? 10;
     this.publishTimeoutMs = opts.publishTimeoutMs ?? 5000;
     this.retentionMs = opts.retentionMs ?? 7 * 24 * 3600_000;
     this.pruneIntervalMs = opts.pruneIntervalMs ?? 3600_000;
@@ -181,7 +187,13 @@ export class OutboxRelay {
         const { claimed, failed } = await this.relayBatch(js);
         if (failed) throw failed;
         failures = 0;
-        if (claimed < this.batchSize) await this.wake.wait(this.pollIntervalMs);
+        if (claimed < this.batchSize) {
+          await this.wake.wait(this.pollIntervalMs);
+          // Under load every commit NOTIFYs, and a round per notification costs a transaction
+          // (several round trips) for a handful of rows. While events keep coming (the last round
+          // found some), a short pause lets the next round take all that committed meanwhile.
+          if (claimed > 0 && this.coalesceMs > 0 && !this.stopped) await sleep(this.coalesceMs);
+        }
       } catch (e) {
         this.streamReady = false;
         failures++;
@@ -308,6 +320,7 @@ export function startOutboxRelay(opts: { orm: MikroORM; schema: string; natsUrl:
     ...opts,
     batchSize: settings.OUTBOX_BATCH_SIZE,
     pollIntervalMs: settings.OUTBOX_POLL_MS,
+    coalesceMs: settings.OUTBOX_COALESCE_MS,
     retentionMs: settings.OUTBOX_RETENTION_HOURS * 3600_000,
     crashBeforePublishFile: settings.OUTBOX_RELAY_CRASH_FILE,
   }).start();
