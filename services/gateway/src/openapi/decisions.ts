@@ -10,6 +10,9 @@ Authentication
 - API keys act with the reach of an Admin merchant user. The platform admin token may name any existing merchant.
 - Public signing keys: GET /.well-known/jwks.json.
 - Revoking a key, deactivating a user or changing a user's role ends existing credentials on the next request at the gateway that served the change and within one second at every other replica.
+- Reactivating a user does not revive tokens issued before the deactivation; the user signs in again.
+- The platform admin token has no merchant: GET /api/Merchants/me with it is 401.
+- Endpoints that hash a password (sign-in, sign-up, password reset, creating a merchant user) are forwarded with a 15 s deadline; every other call with GRPC_DEADLINE_MS (5 s).
 
 Errors
 - Every error is application/problem+json with type, title, status, detail, instance and traceId. Validation errors carry "errors" keyed by camelCase JSON path ("orders[0].id"; "$" for the body as a whole). Malformed JSON is 400, a body over 1 MiB 413, a non-JSON Content-Type 415, an unknown route 404.
