@@ -1,8 +1,7 @@
 import { ForeignKeyConstraintViolationException, LockMode, raw, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
-import { CreateMemberRequest, DomainError, parseOrThrow } from '@billing/contracts';
+import { CreateMemberRequest, DomainError, pageWindow, parseOrThrow } from '@billing/contracts';
 import { recordEvent } from '@billing/service-runtime';
 import { scopedTo } from '../merchant-scope.js';
-import { pageWindow } from '../paging.js';
 import { Member } from './member.js';
 
 /** A member addressed by id: another merchant's member is indistinguishable from a missing one. */

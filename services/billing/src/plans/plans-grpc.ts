@@ -1,7 +1,6 @@
 import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
-import { DomainError } from '@billing/contracts';
+import { DomainError, pageWindow } from '@billing/contracts';
 import { scopedTo } from '../merchant-scope.js';
-import { pageWindow } from '../paging.js';
 import { findProduct } from '../products/products-grpc.js';
 import { Plan } from './plan.js';
 

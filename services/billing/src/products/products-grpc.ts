@@ -1,7 +1,6 @@
 import { ForeignKeyConstraintViolationException, LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
-import { CreateProductRequest, DomainError, parseOrThrow } from '@billing/contracts';
+import { CreateProductRequest, DomainError, pageWindow, parseOrThrow } from '@billing/contracts';
 import { scopedTo } from '../merchant-scope.js';
-import { pageWindow } from '../paging.js';
 import { Product } from './product.js';
 
 /** A product addressed by id: another merchant's product is indistinguishable from a missing one. */

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { DELIVERY_STATUSES, DomainError, type DeliveryStatus } from '@billing/contracts';
+import { DELIVERY_STATUSES, DomainError, pageWindow, type DeliveryStatus } from '@billing/contracts';
 import { Endpoint } from '../endpoints/endpoint.js';
 import { Attempt, Delivery, Replay } from './delivery.js';
 
@@ -55,13 +55,11 @@ export function deliveriesGrpc(orm: MikroORM, scheduler: { nudge(): void }) {
   return {
     ListDeliveries: async (req: { merchantId: string; status?: string; eventType?: string; page: number; pageSize: number }) => {
       if (req.status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(req.status)) throw DomainError.field('status', 'Must be one of Pending, Succeeded, Failed.');
-      const page = Math.max(1, req.page || 1);
-      const pageSize = Math.min(200, Math.max(1, req.pageSize || 50));
       const where: { merchantId?: string; status?: DeliveryStatus; eventType?: string } = {};
       if (req.merchantId) where.merchantId = req.merchantId;
       if (req.status) where.status = req.status as DeliveryStatus;
       if (req.eventType) where.eventType = req.eventType;
-      const [items, total] = await orm.em.fork().findAndCount(Delivery, where, { orderBy: { createdAt: 'desc', id: 'asc' }, limit: pageSize, offset: (page - 1) * pageSize });
+      const [items, total] = await orm.em.fork().findAndCount(Delivery, where, { orderBy: { createdAt: 'desc', id: 'asc' }, ...pageWindow(req) });
       const attempts = await attemptsOf(orm, items.map((d) => d.id));
       return { items: items.map((d) => toDeliveryMessage(d, attempts.get(d.id)!)), totalCount: total };
     },
