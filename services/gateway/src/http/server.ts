@@ -74,7 +74,6 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     // No per-request child logger: fastify would build one for every request (a measurable
     // share of the hot path); errors are logged below with the request's trace id instead.
     logger: false,
-    disableRequestLogging: true,
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 500 },
     // Only behind a known proxy may X-Forwarded-For name the client (it keys anonymous rate limits).
