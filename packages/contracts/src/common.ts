@@ -4,6 +4,16 @@ export const Uuid = z.uuid({ message: 'Must be a valid UUID.' });
 export const DateTime = z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time.' });
 export const Email = z.email({ message: 'Must be a valid email address.' }).max(256);
 
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Whether `value` has the 8-4-4-4-12 hex shape of a uuid (any version, either case). Services
+ * answer not-found for ids without it, rather than letting Postgres reject them as a uuid.
+ */
+export function isUuidText(value: string): boolean {
+  return UUID_TEXT.test(value);
+}
+
 /** Query `page`/`pageSize` of every paged collection (pageSize at most 200). */
 export const PageQuery = z.object({
   page: z.coerce.number().int().min(1).default(1),

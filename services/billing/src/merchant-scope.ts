@@ -1,6 +1,4 @@
-import { DomainError } from '@billing/contracts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { DomainError, isUuidText } from '@billing/contracts';
 
 /**
  * A by-id filter limited to the caller's merchant. An empty `merchantId` is the platform admin,
@@ -8,6 +6,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * error.
  */
 export function scopedTo<W extends { id: string }>(merchantId: string, where: W): W & { merchantId?: string } {
-  if (!UUID.test(where.id)) throw new DomainError('not_found', 'Not found.');
+  if (!isUuidText(where.id)) throw new DomainError('not_found', 'Not found.');
   return merchantId ? { ...where, id: where.id.toLowerCase(), merchantId: merchantId.toLowerCase() } : { ...where, id: where.id.toLowerCase() };
 }

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { CreateMerchantRequest, DomainError, parseOrThrow, UpdateProviderRequest, type Merchant as MerchantView } from '@billing/contracts';
+import { CreateMerchantRequest, DomainError, isUuidText, parseOrThrow, UpdateProviderRequest, type Merchant as MerchantView } from '@billing/contracts';
 import type { SecretBox } from '@billing/service-runtime';
 import { Merchant } from './merchant.js';
 import { MerchantReader } from './merchant-reader.js';
@@ -10,8 +10,6 @@ export function toMerchantMessage(v: MerchantView) {
   for (const [k, val] of Object.entries(v)) if (val !== null) out[k] = val;
   return out;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function merchantsGrpc(orm: MikroORM, box: SecretBox) {
   const reader = new MerchantReader(orm);
@@ -24,7 +22,7 @@ export function merchantsGrpc(orm: MikroORM, box: SecretBox) {
     },
 
     GetMerchant: async (req: { id: string }) => {
-      const merchant = UUID.test(req.id) ? await reader.load(req.id) : null;
+      const merchant = isUuidText(req.id) ? await reader.load(req.id) : null;
       if (!merchant) throw new DomainError('merchant_not_found', 'Merchant not found.');
       return toMerchantMessage(merchant.toView());
     },

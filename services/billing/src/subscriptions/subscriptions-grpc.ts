@@ -1,5 +1,5 @@
 import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
-import { DateOrDateTime, DomainError, pageWindow, parseOrThrow, SUBSCRIPTION_STATUSES } from '@billing/contracts';
+import { DateOrDateTime, DomainError, isUuidText, pageWindow, parseOrThrow, SUBSCRIPTION_STATUSES } from '@billing/contracts';
 import { recordEvent } from '@billing/service-runtime';
 import { findMember } from '../members/members-grpc.js';
 import { scopedTo } from '../merchant-scope.js';
@@ -8,8 +8,6 @@ import { Plan } from '../plans/plan.js';
 import { findPlan } from '../plans/plans-grpc.js';
 import { Subscription } from './subscription.js';
 import { SubscriptionStore } from './subscription-store.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A subscription addressed by id: another merchant's is indistinguishable from a missing one. */
 export async function findSubscription(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Subscription> {
@@ -60,7 +58,7 @@ export function subscriptionsGrpc(orm: MikroORM) {
       if (!req.merchantId) throw DomainError.field('merchantId', 'Required.');
       const startDate = parseInstant('startDate', req.startDate);
       for (const [field, id] of [['memberId', req.memberId], ['planId', req.planId], ['paymentMethodId', req.paymentMethodId]] as const) {
-        if (id !== undefined && !UUID.test(id)) throw new DomainError('not_found', `${field === 'memberId' ? 'Member' : field === 'planId' ? 'Plan' : 'Payment method'} not found.`);
+        if (id !== undefined && !isUuidText(id)) throw new DomainError('not_found', `${field === 'memberId' ? 'Member' : field === 'planId' ? 'Plan' : 'Payment method'} not found.`);
       }
       const { member, plan, paymentMethod } = await store.loadEnrolmentFacts(req);
       if (!member) throw new DomainError('not_found', 'Member not found.');

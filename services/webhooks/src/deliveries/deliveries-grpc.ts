@@ -1,9 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { DELIVERY_STATUSES, DomainError, pageWindow, type DeliveryStatus } from '@billing/contracts';
+import { DELIVERY_STATUSES, DomainError, isUuidText, pageWindow, type DeliveryStatus } from '@billing/contracts';
 import { Endpoint } from '../endpoints/endpoint.js';
 import { Attempt, Delivery, Replay } from './delivery.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function toAttemptMessage(a: Attempt) {
   return {
@@ -43,7 +41,7 @@ async function attemptsOf(orm: MikroORM, ids: string[]): Promise<Map<string, Att
 
 /** A delivery addressed by id: another merchant's is indistinguishable from a missing one. */
 async function findDelivery(orm: MikroORM, ref: { merchantId: string; id: string }): Promise<Delivery> {
-  if (!UUID.test(ref.id)) throw new DomainError('not_found', 'Webhook delivery not found.');
+  if (!isUuidText(ref.id)) throw new DomainError('not_found', 'Webhook delivery not found.');
   const where = ref.merchantId ? { id: ref.id, merchantId: ref.merchantId } : { id: ref.id };
   const d = await orm.em.fork().findOne(Delivery, where);
   if (!d) throw new DomainError('not_found', 'Webhook delivery not found.');
