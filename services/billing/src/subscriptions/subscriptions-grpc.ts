@@ -1,11 +1,8 @@
 import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DateOrDateTime, DomainError, isUuidText, pageWindow, parseOrThrow, SUBSCRIPTION_STATUSES } from '@billing/contracts';
 import { recordEvent } from '@billing/service-runtime';
-import { findMember } from '../members/members-grpc.js';
 import { scopedTo } from '../merchant-scope.js';
-import { PaymentMethod } from '../payment-methods/payment-method.js';
 import { Plan } from '../plans/plan.js';
-import { findPlan } from '../plans/plans-grpc.js';
 import { Subscription } from './subscription.js';
 import { SubscriptionStore } from './subscription-store.js';
 
