@@ -7,9 +7,5 @@ import { merchantOf, type Principal } from './principal.js';
  * credential's own merchant, or '' for the platform admin (any merchant).
  */
 export async function merchantScope(access: MerchantAccess, principal: Principal, named?: string | null): Promise<string> {
-  if (named) {
-    await access.assert(principal, named);
-    return named.toLowerCase();
-  }
-  return merchantOf(principal) ?? '';
+  return named ? access.resolve(principal, named) : (merchantOf(principal) ?? '');
 }
