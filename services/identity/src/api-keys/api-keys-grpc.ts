@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { AdminCreateApiKeyRequest, DomainError, parseOrThrow, WebhookSettings, type ApiKeyEventType } from '@billing/contracts';
+import { AdminCreateApiKeyRequest, DomainError, isUuidText, parseOrThrow, WebhookSettings, type ApiKeyEventType } from '@billing/contracts';
 import { recordEvent, type SecretBox } from '@billing/service-runtime';
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import { ApiKey } from './api-key.js';
@@ -100,7 +100,7 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
     },
 
     RecordApiKeyUsage: async (req: { usages: { id: string; usedAt: string }[] }) => {
-      const usages = req.usages.filter((u) => /^[0-9a-f-]{36}$/i.test(u.id) && !Number.isNaN(Date.parse(u.usedAt)));
+      const usages = req.usages.filter((u) => isUuidText(u.id) && !Number.isNaN(Date.parse(u.usedAt)));
       if (usages.length === 0) return {};
       // One statement for the whole batch; never moves lastUsedAt backwards.
       await orm.em.getConnection().execute(

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { DomainError } from '@billing/contracts';
+import { DomainError, isUuidText } from '@billing/contracts';
 import type { grpc, SecretBox } from '@billing/service-runtime';
 import { ApiKey } from './api-key.js';
 
@@ -13,7 +13,7 @@ export function webhookSigningGrpc(orm: MikroORM, box: SecretBox) {
     GetSigningSecret: async (req: { apiKeyId: string }, call: grpc.ServerUnaryCall<unknown, unknown>) => {
       const caller = call.metadata.get(INTERNAL_CALLER_KEY)[0]?.toString();
       if (!caller || !ALLOWED_CALLERS.has(caller)) throw new DomainError('forbidden', 'Internal callers only.');
-      if (!/^[0-9a-f-]{36}$/i.test(req.apiKeyId)) throw new DomainError('not_found', 'API key not found.');
+      if (!isUuidText(req.apiKeyId)) throw new DomainError('not_found', 'API key not found.');
       const key = await orm.em.fork().findOne(ApiKey, { id: req.apiKeyId });
       if (!key) throw new DomainError('not_found', 'API key not found.');
       return { apiKeyId: key.id, merchantId: key.merchantId, signingSecret: box.open(key.signingSecretSealed), revoked: key.revokedAt !== null };

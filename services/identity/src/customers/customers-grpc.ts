@@ -8,6 +8,7 @@ import {
   EMAIL_VERIFICATION_TTL_SECONDS,
   Email,
   ForgotPasswordRequest,
+  isUuidText,
   PASSWORD_RESET_TTL_SECONDS,
   parseOrThrow,
   ResetPasswordRequest,
@@ -67,7 +68,7 @@ const EnsureCustomerAccountInput = z.object({
 const invalidToken = () => DomainError.field('token', 'The token is invalid, expired or already used.');
 
 async function findAccount(em: EntityManager, id: string, lock = false): Promise<CustomerAccount> {
-  const account = /^[0-9a-f-]{36}$/i.test(id) ? await em.findOne(CustomerAccount, { id }, lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) : null;
+  const account = isUuidText(id) ? await em.findOne(CustomerAccount, { id }, lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) : null;
   if (!account) throw new DomainError('not_found', 'Customer account not found.');
   return account;
 }
