@@ -29,7 +29,7 @@ export function webhookFixtures(api: ApiClient, receiver: WebhookReceiver, admin
       { id: key.id, merchantId, webhookUrl: path ? receiver.url(path) : null, webhookEvents: null, webhookEnabled: path !== null, ...settings },
       { token: key.key },
     );
-    expect(res.status).toBe(200);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
     if (path) receiver.secret(path, key.signingSecret);
   }
 
