@@ -1,3 +1,4 @@
+import { LockMode, type EntityManager, type EntityName, type FilterQuery } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
 
 /**
@@ -8,4 +9,20 @@ import { DomainError, isUuidText } from '@billing/contracts';
 export function scopedTo<W extends { id: string }>(merchantId: string, where: W): W & { merchantId?: string } {
   if (!isUuidText(where.id)) throw new DomainError('not_found', 'Not found.');
   return merchantId ? { ...where, id: where.id.toLowerCase(), merchantId: merchantId.toLowerCase() } : { ...where, id: where.id.toLowerCase() };
+}
+
+/**
+ * One of the caller's merchant's entities by id, optionally row-locked for an update. Another
+ * merchant's is indistinguishable from a missing one: both are `not_found` saying `<what> not found.`
+ */
+export async function findScoped<T extends object>(
+  em: EntityManager,
+  entity: EntityName<T>,
+  ref: { merchantId: string; id: string },
+  what: string,
+  opts: { lock?: boolean } = {},
+): Promise<T> {
+  const found = await em.findOne(entity, scopedTo(ref.merchantId, { id: ref.id }) as FilterQuery<T>, opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
+  if (!found) throw new DomainError('not_found', `${what} not found.`);
+  return found as T;
 }

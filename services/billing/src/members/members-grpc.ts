@@ -1,14 +1,12 @@
-import { ForeignKeyConstraintViolationException, LockMode, raw, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { ForeignKeyConstraintViolationException, raw, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateMemberRequest, DomainError, pageWindow, parseOrThrow } from '@billing/contracts';
 import { recordEvent } from '@billing/service-runtime';
-import { scopedTo } from '../merchant-scope.js';
+import { findScoped } from '../merchant-scope.js';
 import { Member } from './member.js';
 
 /** A member addressed by id: another merchant's member is indistinguishable from a missing one. */
-export async function findMember(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Member> {
-  const member = await em.findOne(Member, scopedTo(ref.merchantId, { id: ref.id }), opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
-  if (!member) throw new DomainError('not_found', 'Member not found.');
-  return member;
+export function findMember(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Member> {
+  return findScoped(em, Member, ref, 'Member', opts);
 }
 
 /** Exact email match, case-insensitive (served by the unique index on lower(email)). */

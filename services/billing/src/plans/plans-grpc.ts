@@ -1,14 +1,12 @@
-import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, pageWindow } from '@billing/contracts';
-import { scopedTo } from '../merchant-scope.js';
+import { findScoped } from '../merchant-scope.js';
 import { findProduct } from '../products/products-grpc.js';
 import { Plan } from './plan.js';
 
 /** A plan addressed by id: another merchant's plan is indistinguishable from a missing one. */
-export async function findPlan(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Plan> {
-  const plan = await em.findOne(Plan, scopedTo(ref.merchantId, { id: ref.id }), opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
-  if (!plan) throw new DomainError('not_found', 'Plan not found.');
-  return plan;
+export function findPlan(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Plan> {
+  return findScoped(em, Plan, ref, 'Plan', opts);
 }
 
 export function plansGrpc(orm: MikroORM) {

@@ -1,13 +1,11 @@
-import { ForeignKeyConstraintViolationException, LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { ForeignKeyConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateProductRequest, DomainError, pageWindow, parseOrThrow } from '@billing/contracts';
-import { scopedTo } from '../merchant-scope.js';
+import { findScoped } from '../merchant-scope.js';
 import { Product } from './product.js';
 
 /** A product addressed by id: another merchant's product is indistinguishable from a missing one. */
-export async function findProduct(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Product> {
-  const product = await em.findOne(Product, scopedTo(ref.merchantId, { id: ref.id }), opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
-  if (!product) throw new DomainError('not_found', 'Product not found.');
-  return product;
+export function findProduct(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Product> {
+  return findScoped(em, Product, ref, 'Product', opts);
 }
 
 export function productsGrpc(orm: MikroORM) {

@@ -1,16 +1,14 @@
-import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DateOrDateTime, DomainError, isUuidText, pageWindow, parseOrThrow, SUBSCRIPTION_STATUSES } from '@billing/contracts';
 import { recordEvent } from '@billing/service-runtime';
-import { scopedTo } from '../merchant-scope.js';
+import { findScoped } from '../merchant-scope.js';
 import { Plan } from '../plans/plan.js';
 import { Subscription } from './subscription.js';
 import { SubscriptionStore } from './subscription-store.js';
 
 /** A subscription addressed by id: another merchant's is indistinguishable from a missing one. */
-export async function findSubscription(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Subscription> {
-  const sub = await em.findOne(Subscription, scopedTo(ref.merchantId, { id: ref.id }), opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
-  if (!sub) throw new DomainError('not_found', 'Subscription not found.');
-  return sub;
+export function findSubscription(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Subscription> {
+  return findScoped(em, Subscription, ref, 'Subscription', opts);
 }
 
 /** Writes the events the aggregate recorded to the outbox, in the caller's transaction. */
