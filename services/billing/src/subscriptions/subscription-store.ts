@@ -72,7 +72,6 @@ export class SubscriptionStore {
       );
       return res.rows.map((row, i) => ({ member: row.member, plan: row.plan, paymentMethod: batch[i]!.paymentMethodId ? row.payment_method : null }));
     },
-    { maxInFlight: 2 },
   );
 
   private readonly inserts = new Batcher<NewSubscription, InsertOutcome>(
@@ -133,6 +132,5 @@ export class SubscriptionStore {
       if (row!.events !== expectedEvents) return batch.map(() => 'mismatch' as const);
       return batch.map((x) => (inserted.has(x.sub.id) ? 'inserted' : 'exists'));
     },
-    { maxInFlight: 2 },
   );
 }

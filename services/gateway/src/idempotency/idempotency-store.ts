@@ -107,7 +107,7 @@ export class IdempotencyStore {
       const won = new Set(res.rows.map((r) => r.claim_token));
       return batch.map((c) => won.has(c.claimToken));
     },
-    { keyOf: (c) => `${c.scope}\u0000${c.key}`, maxInFlight: 2 },
+    { keyOf: (c) => `${c.scope}\u0000${c.key}` },
   );
 
   /** Group commit of outcomes (completions and releases) as one `UPDATE ... FROM unnest(...)`. */
@@ -137,7 +137,6 @@ export class IdempotencyStore {
       const held = new Set(res.rows.map((r) => r.claim_token));
       return batch.map((o) => held.has(o.claimToken));
     },
-    { maxInFlight: 2 },
   );
 
   /** Deletes up to `batch` expired records; returns how many. */
