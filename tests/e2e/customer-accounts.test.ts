@@ -385,7 +385,7 @@ describe('with a 2-second lockout window', () => {
       },
     });
     locked = apiClient(platform.gatewayUrl!);
-    customers = createClient('identity/v1/customers.proto', 'identity.v1.Customers', platform.processes.identity!.address, 10_000) as any;
+    customers = createClient('identity.v1.Customers', platform.processes.identity!.address, 10_000);
   }, 120_000);
 
   afterAll(async () => {

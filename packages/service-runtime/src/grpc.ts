@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { DomainError, ERROR_CODES, type ErrorCode } from '@billing/contracts';
+import { SERVICE_FILES, type ServiceDefinitions, type ServiceName } from '@billing/proto-types';
 import { currentTraceId, extractTraceContext, injectTraceHeaders, SpanKind, withSpan } from '@billing/telemetry';
 import type { Logger } from './logger.js';
 
@@ -105,18 +106,41 @@ export function fromGrpcError(err: grpc.ServiceError): DomainError {
   return new DomainError('internal', 'An unexpected error occurred.');
 }
 
-type UnaryImpl = (request: any, call: grpc.ServerUnaryCall<any, any>) => Promise<unknown>;
+/** Request and reply types of one method of a generated service definition. */
+type MethodTypes<M> = {
+  req: M extends { requestSerialize: (value: infer T) => Buffer } ? T : never;
+  res: M extends { responseSerialize: (value: infer T) => Buffer } ? T : never;
+  reqOut: M extends { requestDeserialize: (bytes: Buffer) => infer T } ? T : never;
+  resOut: M extends { responseDeserialize: (bytes: Buffer) => infer T } ? T : never;
+};
+
+/**
+ * The async implementation of a service, typed from its generated definition: each method
+ * receives the decoded request and resolves with the reply (or throws a DomainError).
+ */
+export type ServiceImpl<N extends ServiceName> = {
+  [K in keyof ServiceDefinitions[N]]: (
+    request: MethodTypes<ServiceDefinitions[N][K]>['reqOut'],
+    call: grpc.ServerUnaryCall<MethodTypes<ServiceDefinitions[N][K]>['reqOut'], MethodTypes<ServiceDefinitions[N][K]>['res']>,
+  ) => Promise<MethodTypes<ServiceDefinitions[N][K]>['res']>;
+};
+
+/** A promise-returning client of a service, typed from its generated definition. */
+export type ServiceClient<N extends ServiceName> = {
+  [K in keyof ServiceDefinitions[N]]: (
+    request: MethodTypes<ServiceDefinitions[N][K]>['req'],
+    options?: CallOptions,
+  ) => Promise<MethodTypes<ServiceDefinitions[N][K]>['resOut']>;
+} & { close(): void; raw: grpc.Client };
+
+type UntypedImpl = Record<string, (request: any, call: grpc.ServerUnaryCall<any, any>) => Promise<unknown>>;
 
 /**
  * Adapts async handlers to grpc-js unary handlers: runs each in a server span continuing the
  * caller's trace, maps DomainError to status + metadata, and logs anything else with the trace
  * id before answering INTERNAL without internals.
  */
-export function unaryHandlers(
-  serviceName: string,
-  logger: Logger,
-  impl: Record<string, UnaryImpl>,
-): grpc.UntypedServiceImplementation {
+function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl): grpc.UntypedServiceImplementation {
   const out: grpc.UntypedServiceImplementation = {};
   for (const [method, fn] of Object.entries(impl)) {
     out[method] = (call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) => {
@@ -133,6 +157,15 @@ export function unaryHandlers(
     };
   }
   return out;
+}
+
+/**
+ * Registers the implementation of the service `name` (e.g. `billing.v1.Members`) on `server`.
+ * The implementation is checked against the types generated from its proto.
+ */
+export function addGrpcService<N extends ServiceName>(server: grpc.Server, name: N, logger: Logger, impl: ServiceImpl<N>): void {
+  const definition = serviceDefinition(SERVICE_FILES[name], name);
+  server.addService(definition.service, unaryHandlers(name, logger, impl as unknown as UntypedImpl));
 }
 
 /** A gRPC server with the standard health service; every registered service reports SERVING. */
@@ -174,16 +207,12 @@ export interface CallOptions {
 }
 
 /**
- * A promise-returning client for one gRPC service. Every call carries a deadline and the
- * current trace context; errors come back as DomainError.
+ * A promise-returning client for the service `name` (e.g. `billing.v1.Members`), typed from
+ * its proto. Every call carries a deadline and the current trace context; errors come back
+ * as DomainError.
  */
-export function createClient<T extends Record<string, (req: any) => Promise<any>>>(
-  relPath: string,
-  fullName: string,
-  address: string,
-  defaultDeadlineMs = 5000,
-): T & { close(): void; raw: grpc.Client } {
-  const Ctor = serviceDefinition(relPath, fullName);
+export function createClient<N extends ServiceName>(name: N, address: string, defaultDeadlineMs = 5000): ServiceClient<N> {
+  const Ctor = serviceDefinition(SERVICE_FILES[name], name);
   const client = new Ctor(address, grpc.credentials.createInsecure(), {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.enable_retries': 0,
@@ -201,5 +230,5 @@ export function createClient<T extends Record<string, (req: any) => Promise<any>
         );
       });
   }
-  return api as T & { close(): void; raw: grpc.Client };
+  return api as ServiceClient<N>;
 }

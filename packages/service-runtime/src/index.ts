@@ -11,3 +11,4 @@ export * from './messaging.js';
 export * from './outbox-relay.js';
 export * from './event-stream.js';
 export * from './network-address.js';
+export * from './scope.js';

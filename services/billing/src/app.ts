@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, serviceDefinition, shutdownServer, startOutboxRelay, unaryHandlers, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, addGrpcService, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
 import type { BillingConfig } from './config.js';
 import { MerchantSchema } from './merchants/merchant.js';
 import { merchantsGrpc } from './merchants/merchants-grpc.js';
@@ -39,15 +39,14 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   const box = new SecretBox(config.ENCRYPTION_KEY);
 
   const { server } = createGrpcServer();
-  const proto = (file: string, name: string) => serviceDefinition(`billing/v1/${file}`, name).service;
-  server.addService(proto('merchants.proto', 'billing.v1.Merchants'), unaryHandlers('billing.Merchants', logger, merchantsGrpc(orm, box)));
+  addGrpcService(server, 'billing.v1.Merchants', logger, merchantsGrpc(orm, box));
   const providers = new PaymentProviders(new SandboxPaymentProvider(config.PAYMENT_PROVIDER_URL, config.PAYMENT_PROVIDER_TIMEOUT_MS));
-  server.addService(proto('products.proto', 'billing.v1.Products'), unaryHandlers('billing.Products', logger, productsGrpc(orm)));
-  server.addService(proto('questions.proto', 'billing.v1.Questions'), unaryHandlers('billing.Questions', logger, questionsGrpc(orm)));
-  server.addService(proto('plans.proto', 'billing.v1.Plans'), unaryHandlers('billing.Plans', logger, plansGrpc(orm)));
-  server.addService(proto('members.proto', 'billing.v1.Members'), unaryHandlers('billing.Members', logger, membersGrpc(orm)));
-  server.addService(proto('payment_methods.proto', 'billing.v1.PaymentMethods'), unaryHandlers('billing.PaymentMethods', logger, paymentMethodsGrpc(orm, providers)));
-  server.addService(proto('subscriptions.proto', 'billing.v1.Subscriptions'), unaryHandlers('billing.Subscriptions', logger, subscriptionsGrpc(orm)));
+  addGrpcService(server, 'billing.v1.Products', logger, productsGrpc(orm));
+  addGrpcService(server, 'billing.v1.Questions', logger, questionsGrpc(orm));
+  addGrpcService(server, 'billing.v1.Plans', logger, plansGrpc(orm));
+  addGrpcService(server, 'billing.v1.Members', logger, membersGrpc(orm));
+  addGrpcService(server, 'billing.v1.PaymentMethods', logger, paymentMethodsGrpc(orm, providers));
+  addGrpcService(server, 'billing.v1.Subscriptions', logger, subscriptionsGrpc(orm));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'billing-outbox' });
   const port = await listen(server, config.BILLING_GRPC_ADDRESS);
   logger.info({ port }, 'billing listening');

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, createDeliveryChannels, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, serviceDefinition, shutdownServer, startOutboxRelay, unaryHandlers, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, createDeliveryChannels, addGrpcService, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
 import { ApiKeySchema } from './api-keys/api-key.js';
 import { apiKeysGrpc } from './api-keys/api-keys-grpc.js';
 import { webhookSigningGrpc } from './api-keys/webhook-signing-grpc.js';
@@ -42,9 +42,8 @@ export async function startIdentity(config: IdentityConfig): Promise<IdentityApp
   await issuer.load(orm.em.fork());
 
   const { server } = createGrpcServer();
-  const proto = (file: string, name: string) => serviceDefinition(`identity/v1/${file}`, name).service;
-  server.addService(proto('merchant_users.proto', 'identity.v1.MerchantUsers'), unaryHandlers('identity.MerchantUsers', logger, merchantUsersGrpc(orm, hasher, issuer)));
-  server.addService(proto('api_keys.proto', 'identity.v1.ApiKeys'), unaryHandlers('identity.ApiKeys', logger, apiKeysGrpc(orm, box, { production: config.PLATFORM_MODE === 'production' })));
+  addGrpcService(server, 'identity.v1.MerchantUsers', logger, merchantUsersGrpc(orm, hasher, issuer));
+  addGrpcService(server, 'identity.v1.ApiKeys', logger, apiKeysGrpc(orm, box, { production: config.PLATFORM_MODE === 'production' }));
   const customers = customersGrpc({
     orm,
     hasher,
@@ -54,10 +53,10 @@ export async function startIdentity(config: IdentityConfig): Promise<IdentityApp
     publicBaseUrl: config.PUBLIC_BASE_URL,
     logger,
   });
-  server.addService(proto('customers.proto', 'identity.v1.Customers'), unaryHandlers('identity.Customers', logger, customers));
+  addGrpcService(server, 'identity.v1.Customers', logger, customers);
   const stopCustomerHousekeeping = startCustomerHousekeeping(orm, logger);
-  server.addService(proto('credentials.proto', 'identity.v1.Credentials'), unaryHandlers('identity.Credentials', logger, credentialsGrpc(orm, issuer)));
-  server.addService(proto('api_keys.proto', 'identity.v1.WebhookSigning'), unaryHandlers('identity.WebhookSigning', logger, webhookSigningGrpc(orm, box)));
+  addGrpcService(server, 'identity.v1.Credentials', logger, credentialsGrpc(orm, issuer));
+  addGrpcService(server, 'identity.v1.WebhookSigning', logger, webhookSigningGrpc(orm, box));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'identity-outbox' });
   const port = await listen(server, config.IDENTITY_GRPC_ADDRESS);
   logger.info({ port }, 'identity listening');

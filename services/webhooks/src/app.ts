@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { createGrpcServer, createLogger, listen, migrate, openDatabase, serviceDefinition, shutdownServer, unaryHandlers, type Logger } from '@billing/service-runtime';
+import { addGrpcService, createGrpcServer, createLogger, listen, migrate, openDatabase, shutdownServer, type Logger } from '@billing/service-runtime';
 import type { WebhooksConfig } from './config.js';
 import { AttemptRecorder } from './deliveries/attempt-recorder.js';
 import { deliveriesGrpc } from './deliveries/deliveries-grpc.js';
@@ -53,10 +53,7 @@ export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp
   pruner.unref();
 
   const { server } = createGrpcServer();
-  server.addService(
-    serviceDefinition('webhooks/v1/deliveries.proto', 'webhooks.v1.WebhookDeliveries').service,
-    unaryHandlers('webhooks.WebhookDeliveries', logger, deliveriesGrpc(orm, scheduler)),
-  );
+  addGrpcService(server, 'webhooks.v1.WebhookDeliveries', logger, deliveriesGrpc(orm, scheduler));
   const port = await listen(server, config.WEBHOOKS_GRPC_ADDRESS);
   logger.info({ port }, 'webhooks listening');
 

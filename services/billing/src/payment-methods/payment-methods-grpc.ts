@@ -1,6 +1,6 @@
 import { LockMode, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { AddPaymentMethodRequest, DomainError, parseOrThrow } from '@billing/contracts';
-import { recordEvent } from '@billing/service-runtime';
+import { recordEvent, type ServiceImpl } from '@billing/service-runtime';
 import { findMember } from '../members/members-grpc.js';
 import type { Member } from '../members/member.js';
 import { Merchant } from '../merchants/merchant.js';
@@ -34,9 +34,9 @@ async function appendMethod(orm: MikroORM, ref: MemberRef, details: InstrumentDe
   });
 }
 
-export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders) {
+export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders): ServiceImpl<'billing.v1.PaymentMethods'> {
   return {
-    AddPaymentMethod: async (req: MemberRef & Record<string, unknown>) => {
+    AddPaymentMethod: async (req) => {
       const input = parseOrThrow(AddPaymentMethodRequest, {
         type: req.type,
         brand: req.brand,

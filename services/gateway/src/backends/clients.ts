@@ -1,28 +1,33 @@
-import { createClient, type CallOptions } from '@billing/service-runtime';
+import { createClient as createTypedClient, type CallOptions } from '@billing/service-runtime';
+import type { ServiceName } from '@billing/proto-types';
 import type { GatewayConfig } from '../config.js';
 
+// Transitional: the routes still treat replies as untyped records; they move to
+// ServiceClient<N> (typed from proto/) route file by route file.
 type Rpc = (request: any, options?: CallOptions) => Promise<any>;
-type Client = Record<string, Rpc> & { close(): void };
+type ServiceClient<_N extends ServiceName> = Record<string, Rpc> & { close(): void };
+const createClient = <N extends ServiceName>(name: N, address: string, deadlineMs: number) =>
+  createTypedClient(name, address, deadlineMs) as unknown as ServiceClient<N>;
 
 export interface IdentityClients {
-  merchantUsers: Client;
-  apiKeys: Client;
-  credentials: Client;
-  customers: Client;
+  merchantUsers: ServiceClient<'identity.v1.MerchantUsers'>;
+  apiKeys: ServiceClient<'identity.v1.ApiKeys'>;
+  credentials: ServiceClient<'identity.v1.Credentials'>;
+  customers: ServiceClient<'identity.v1.Customers'>;
 }
 
 export interface BillingClients {
-  merchants: Client;
-  products: Client;
-  questions: Client;
-  plans: Client;
-  members: Client;
-  paymentMethods: Client;
-  subscriptions: Client;
+  merchants: ServiceClient<'billing.v1.Merchants'>;
+  products: ServiceClient<'billing.v1.Products'>;
+  questions: ServiceClient<'billing.v1.Questions'>;
+  plans: ServiceClient<'billing.v1.Plans'>;
+  members: ServiceClient<'billing.v1.Members'>;
+  paymentMethods: ServiceClient<'billing.v1.PaymentMethods'>;
+  subscriptions: ServiceClient<'billing.v1.Subscriptions'>;
 }
 
 export interface WebhooksClients {
-  deliveries: Client;
+  deliveries: ServiceClient<'webhooks.v1.WebhookDeliveries'>;
 }
 
 export interface Backends {
@@ -36,23 +41,23 @@ export interface Backends {
 export function createBackends(config: GatewayConfig): Backends {
   const d = config.GRPC_DEADLINE_MS;
   const identity: IdentityClients = {
-    merchantUsers: createClient('identity/v1/merchant_users.proto', 'identity.v1.MerchantUsers', config.IDENTITY_GRPC_URL, d),
-    apiKeys: createClient('identity/v1/api_keys.proto', 'identity.v1.ApiKeys', config.IDENTITY_GRPC_URL, d),
-    credentials: createClient('identity/v1/credentials.proto', 'identity.v1.Credentials', config.IDENTITY_GRPC_URL, d),
-    customers: createClient('identity/v1/customers.proto', 'identity.v1.Customers', config.IDENTITY_GRPC_URL, d),
+    merchantUsers: createClient('identity.v1.MerchantUsers', config.IDENTITY_GRPC_URL, d),
+    apiKeys: createClient('identity.v1.ApiKeys', config.IDENTITY_GRPC_URL, d),
+    credentials: createClient('identity.v1.Credentials', config.IDENTITY_GRPC_URL, d),
+    customers: createClient('identity.v1.Customers', config.IDENTITY_GRPC_URL, d),
   };
-  const billingClient = (file: string, service: string) => createClient(`billing/v1/${file}`, `billing.v1.${service}`, config.BILLING_GRPC_URL, d);
+  const billingClient = <N extends `billing.v1.${string}` & ServiceName>(name: N) => createClient(name, config.BILLING_GRPC_URL, d);
   const billing: BillingClients = {
-    merchants: billingClient('merchants.proto', 'Merchants'),
-    products: billingClient('products.proto', 'Products'),
-    questions: billingClient('questions.proto', 'Questions'),
-    plans: billingClient('plans.proto', 'Plans'),
-    members: billingClient('members.proto', 'Members'),
-    paymentMethods: billingClient('payment_methods.proto', 'PaymentMethods'),
-    subscriptions: billingClient('subscriptions.proto', 'Subscriptions'),
+    merchants: billingClient('billing.v1.Merchants'),
+    products: billingClient('billing.v1.Products'),
+    questions: billingClient('billing.v1.Questions'),
+    plans: billingClient('billing.v1.Plans'),
+    members: billingClient('billing.v1.Members'),
+    paymentMethods: billingClient('billing.v1.PaymentMethods'),
+    subscriptions: billingClient('billing.v1.Subscriptions'),
   };
   const webhooks: WebhooksClients = {
-    deliveries: createClient('webhooks/v1/deliveries.proto', 'webhooks.v1.WebhookDeliveries', config.WEBHOOKS_GRPC_URL, d),
+    deliveries: createClient('webhooks.v1.WebhookDeliveries', config.WEBHOOKS_GRPC_URL, d),
   };
   return {
     identity,

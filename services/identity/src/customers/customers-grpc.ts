@@ -15,7 +15,7 @@ import {
   UpdateCustomerProfileRequest,
   VerifyEmailRequest,
 } from '@billing/contracts';
-import type { DeliveryChannels, Logger } from '@billing/service-runtime';
+import type { DeliveryChannels, Logger, ServiceImpl } from '@billing/service-runtime';
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import type { PasswordHasher } from '../passwords/password-hasher.js';
 import type { TokenIssuer } from '../signing-keys/token-issuer.js';
@@ -73,7 +73,7 @@ async function findAccount(em: EntityManager, id: string, lock = false): Promise
   return account;
 }
 
-export function customersGrpc(deps: CustomersDeps) {
+export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Customers'> {
   const { orm, hasher, issuer, lockout, channels, publicBaseUrl, logger } = deps;
 
   /** Delivery never fails the request that caused it; a lost email is logged (never its content). */
@@ -95,7 +95,7 @@ export function customersGrpc(deps: CustomersDeps) {
   };
 
   return {
-    SignUpCustomer: async (req: Record<string, unknown>) => {
+    SignUpCustomer: async (req) => {
       const input = parseOrThrow(CustomerSignupRequest, req);
       const email = input.email.toLowerCase();
       const passwordHash = await hasher.hash(input.password);
@@ -146,7 +146,7 @@ export function customersGrpc(deps: CustomersDeps) {
 
     GetCustomerAccount: async (req: { id: string }) => toCustomerAccountMessage(await findAccount(orm.em.fork(), req.id)),
 
-    UpdateCustomerProfile: async (req: { accountId: string; cleared: string[] } & Record<string, unknown>) => {
+    UpdateCustomerProfile: async (req) => {
       const cleared = new Set(req.cleared.filter((f): f is OptionalProfileField => (OPTIONAL_PROFILE_FIELDS as readonly string[]).includes(f)));
       const body = { ...req, accountId: undefined, cleared: undefined } as Record<string, unknown>;
       for (const f of cleared) body[f] = null;

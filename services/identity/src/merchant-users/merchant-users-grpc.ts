@@ -1,3 +1,4 @@
+import type { ServiceImpl } from '@billing/service-runtime';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateMerchantUserRequest, DomainError, MERCHANT_TOKEN_TTL_SECONDS, MerchantLoginRequest, parseOrThrow, UpdateMerchantUserRequest } from '@billing/contracts';
 import { CredentialChange } from '../credential-changes/credential-change.js';
@@ -5,9 +6,9 @@ import type { PasswordHasher } from '../passwords/password-hasher.js';
 import type { TokenIssuer } from '../signing-keys/token-issuer.js';
 import { MerchantUser } from './merchant-user.js';
 
-export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer: TokenIssuer) {
+export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer: TokenIssuer): ServiceImpl<'identity.v1.MerchantUsers'> {
   return {
-    CreateMerchantUser: async (req: { merchantId: string } & Record<string, unknown>) => {
+    CreateMerchantUser: async (req) => {
       const input = parseOrThrow(CreateMerchantUserRequest, req);
       const em = orm.em.fork();
       const user = MerchantUser.create({ merchantId: req.merchantId, email: input.email, fullName: input.fullName, role: input.role, passwordHash: await hasher.hash(input.password) });

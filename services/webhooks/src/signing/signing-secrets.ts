@@ -1,9 +1,5 @@
-import { createClient, type CallOptions } from '@billing/service-runtime';
+import { createClient, type ServiceClient } from '@billing/service-runtime';
 import { signingKey } from './signature.js';
-
-type WebhookSigningClient = {
-  GetSigningSecret(req: { apiKeyId: string }, opts?: CallOptions): Promise<{ apiKeyId: string; signingSecret: string }>;
-};
 
 /** Metadata naming this service to identity's internal-only WebhookSigning service. */
 const CALLER = { 'x-internal-caller': 'webhooks' };
@@ -14,7 +10,7 @@ const CALLER = { 'x-internal-caller': 'webhooks' };
  * is dropped only when it is `ttlMs` old; concurrent requests for one key share one call.
  */
 export class SigningSecrets {
-  private readonly client: ReturnType<typeof createClient<WebhookSigningClient>>;
+  private readonly client: ServiceClient<'identity.v1.WebhookSigning'>;
   private readonly cache = new Map<string, { key: Buffer; at: number }>();
   private readonly inFlight = new Map<string, Promise<Buffer>>();
 
@@ -22,7 +18,7 @@ export class SigningSecrets {
     identityAddress: string,
     private readonly ttlMs = 10 * 60_000,
   ) {
-    this.client = createClient<WebhookSigningClient>('identity/v1/api_keys.proto', 'identity.v1.WebhookSigning', identityAddress, 5000);
+    this.client = createClient('identity.v1.WebhookSigning', identityAddress, 5000);
   }
 
   /** The HMAC key of the API key's signing secret; rejects when identity cannot answer. */
