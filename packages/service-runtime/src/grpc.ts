@@ -7,6 +7,7 @@ import { DomainError, ERROR_CODES, type ErrorCode } from '@billing/contracts';
 import { SERVICE_FILES, type ServiceDefinitions, type ServiceName } from '@billing/proto-types';
 import { currentTraceId, extractTraceContext, injectTraceHeaders, SpanKind, withSpan } from '@billing/telemetry';
 import type { Logger } from './logger.js';
+import { invalidTextError } from './database.js';
 
 export { grpc };
 
@@ -76,6 +77,7 @@ const GRPC_STATUS: Record<ErrorCode, grpc.status> = {
   service_unavailable: grpc.status.UNAVAILABLE,
   payload_too_large: grpc.status.INVALID_ARGUMENT,
   unsupported_media_type: grpc.status.INVALID_ARGUMENT,
+  header_fields_too_large: grpc.status.INVALID_ARGUMENT,
   internal: grpc.status.INTERNAL,
 };
 
@@ -150,6 +152,8 @@ function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl): 
         (res) => callback(null, res as object),
         (e: unknown) => {
           if (e instanceof DomainError) return callback(toGrpcError(e));
+          const refused = invalidTextError(e);
+          if (refused) return callback(toGrpcError(refused));
           logger.error({ err: e, method, traceId: currentTraceId() }, 'unhandled error in gRPC handler');
           callback(toGrpcError(new DomainError('internal')));
         },

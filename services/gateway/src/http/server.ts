@@ -1,20 +1,29 @@
+import { randomBytes } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { DomainError, fieldErrorsOf } from '@billing/contracts';
-import { extractTraceContext, SpanKind, withSpan } from '@billing/telemetry';
+import { context, extractTraceContext, SpanKind, SpanStatusCode, trace, tracer, type Span } from '@billing/telemetry';
 import type { Logger } from '@billing/service-runtime';
 import { authorize } from '../auth/access.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import { parseBearer } from '../auth/bearer.js';
 import type { Principal } from '../auth/principal.js';
+import { assertStorableText, assertUtf8Query, decodeUtf8Body } from './input-policy.js';
 import { HTTP_STATUS, problemOf, PROBLEM_CONTENT_TYPE } from './problem.js';
 import type { RouteContext, RouteResult, RouteSpec } from './route.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+/** Every response, success or error, carries the request's trace id (W3C trace id, 32 hex) in this header. */
+export const TRACE_ID_HEADER = 'x-trace-id';
+const NO_TRACE = '00000000000000000000000000000000';
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
+    /** Set by the first hook, before anything can fail; also sent as the `X-Trace-Id` header. */
     traceId?: string;
+    /** The request's server span, from the first hook to the response. */
+    span?: Span;
     /** The JSON body bytes exactly as received (idempotency fingerprints hash them). */
     rawBody?: Buffer;
   }
@@ -43,7 +52,7 @@ function sendProblem(reply: FastifyReply, request: FastifyRequest, e: DomainErro
   if (typeof retry === 'number') reply.header('retry-after', String(Math.max(1, Math.ceil(retry))));
   else if (status === 503) reply.header('retry-after', '1');
   const problem = problemOf(e, request.url.split('?')[0], status);
-  problem.traceId ??= request.traceId;
+  problem.traceId = request.traceId ?? problem.traceId;
   return reply.code(status).type(PROBLEM_CONTENT_TYPE).send(problem);
 }
 
@@ -78,6 +87,36 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 500 },
     // Only behind a known proxy may X-Forwarded-For name the client (it keys anonymous rate limits).
     trustProxy: (opts.trustProxy ?? false) as boolean,
+    // Errors Node's HTTP parser raises before fastify sees a request (431, bad header bytes).
+    clientErrorHandler: answerClientError,
+  });
+
+  // First hook of every request, routed or not: the trace id exists before anything can fail.
+  app.addHook('onRequest', (request, reply, done) => {
+    const parent = extractTraceContext({ traceparent: request.headers.traceparent as string | undefined, tracestate: request.headers.tracestate as string | undefined });
+    const span = tracer().startSpan(`${request.method}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': request.method } }, parent);
+    const traceId = span.spanContext().traceId;
+    request.span = span;
+    // Without a tracer provider (unit tests) spans carry no id; mint one so the header is never empty.
+    request.traceId = traceId && traceId !== NO_TRACE ? traceId : randomBytes(16).toString('hex');
+    reply.header(TRACE_ID_HEADER, request.traceId);
+    done();
+  });
+  const endSpan = (request: FastifyRequest, status: number) => {
+    const span = request.span;
+    if (!span) return;
+    request.span = undefined;
+    span.setAttribute('http.response.status_code', status);
+    if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+  };
+  app.addHook('onResponse', (request, reply, done) => {
+    endSpan(request, reply.statusCode);
+    done();
+  });
+  app.addHook('onRequestAbort', (request, done) => {
+    endSpan(request, 499);
+    done();
   });
 
   // JSON parser that tolerates an empty body (POST /pause with a JSON content type) and marks
@@ -85,8 +124,13 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(/^application\/(?:[\w.+-]+\+)?json(?:\s*;.*)?$/i, { parseAs: 'buffer' }, (req, body: string | Buffer, done) => {
     req.rawBody = typeof body === 'string' ? Buffer.from(body) : body;
-    const text = body.toString().trim();
-    if (text === '') return done(null, undefined);
+    let text: string;
+    try {
+      text = decodeUtf8Body(req.rawBody);
+    } catch (e) {
+      return done(e as Error, undefined);
+    }
+    if (text.trim() === '') return done(null, undefined);
     try {
       done(null, JSON.parse(text));
     } catch {
@@ -97,6 +141,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
   app.setErrorHandler((err, request, reply) => {
     const domain = domainErrorOf(err);
     if (domain) return sendProblem(reply, request, domain);
+    request.span?.recordException(err as Error);
     httpLog.error({ err, method: request.method, url: request.url, traceId: request.traceId }, 'unhandled error');
     return sendProblem(reply, request, new DomainError('internal'));
   });
@@ -107,9 +152,15 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
       method: spec.method,
       url: spec.url,
       handler: async (request, reply) => {
-        const traceParent = extractTraceContext({ traceparent: request.headers.traceparent as string | undefined, tracestate: request.headers.tracestate as string | undefined });
-        return withSpan(`${spec.method} ${spec.url}`, { kind: SpanKind.SERVER, parent: traceParent, attributes: { 'http.request.method': spec.method, 'http.route': spec.url } }, async (span) => {
-          request.traceId = span.spanContext().traceId;
+        const span = request.span!;
+        span.updateName(`${spec.method} ${spec.url}`);
+        span.setAttribute('http.route', spec.url);
+        // The request's span is the active context, so gRPC calls carry its trace.
+        return context.with(trace.setSpan(context.active(), span), async () => {
+          // Text no service may store is refused first, like malformed JSON: before a credential
+          // costs a lookup, and before the idempotency step, so it never claims (or burns) a key.
+          assertUtf8Query(request.url);
+          assertStorableText({ query: request.query, params: request.params, body: request.body });
           let principal: Principal | undefined;
           if (!('anonymous' in spec.auth)) {
             const token = parseBearer(request.headers.authorization);
@@ -132,10 +183,10 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
             return spec.handler(ctx);
           };
           const result = spec.idempotent && pipeline.runIdempotent ? await pipeline.runIdempotent(spec, request, principal, run) : await run();
-          span.setAttribute('http.response.status_code', result.status);
           if (result.headers) reply.headers(result.headers);
           reply.code(result.status);
           if (result.body === undefined || result.status === 204) return reply.send();
+          if (result.status >= 400 && isObject(result.body)) result.body.traceId ??= request.traceId;
           return reply.type(result.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8').send(JSON.stringify(result.body));
         });
       },
@@ -149,4 +200,45 @@ function parse(schema: import('zod').ZodType | undefined, value: unknown): unkno
   const r = schema.safeParse(value);
   if (!r.success) throw DomainError.validation(fieldErrorsOf(r.error));
   return r.data;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
+
+/**
+ * Answers errors of Node's HTTP parser (fastify's `clientErrorHandler`), raised before any
+ * route, hook or reply exists: header section over the limit (431), bytes no HTTP header may
+ * hold, a malformed request line (400), a request not received in time (408). Written raw to
+ * the socket as problem details with a fresh trace id, then the connection is closed (the
+ * parser cannot find the next request on it).
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const traceId = randomBytes(16).toString('hex');
+  let e: DomainError;
+  let status: number;
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    [e, status] = [new DomainError('header_fields_too_large', 'The request header section exceeds the size limit.'), 431];
+  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    [e, status] = [new DomainError('bad_request', 'The request was not received in time.'), 408];
+  } else {
+    [e, status] = [new DomainError('bad_request', 'The request could not be parsed: malformed request line or header.'), 400];
+  }
+  const body = JSON.stringify({ ...problemOf(e, undefined, status), traceId });
+  socket.end(
+    `HTTP/1.1 ${status} ${REASONS[status]}\r\n` +
+      `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      `${TRACE_ID_HEADER}: ${traceId}\r\n` +
+      'X-Content-Type-Options: nosniff\r\n' +
+      'Cache-Control: no-store\r\n' +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
 }
