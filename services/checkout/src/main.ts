@@ -1,9 +1,12 @@
 import { startTelemetry, stopTelemetry } from '@billing/telemetry';
-import { closeOnSignals } from '@billing/service-runtime';
-import { startCheckout } from './app.js';
-import { loadConfig } from './config.js';
 
-startTelemetry('checkout');
+// First, and awaited: OpenTelemetry patches grpc-js, pg and fastify as they load, so
+// everything else is imported after it.
+await startTelemetry('checkout');
+const { closeOnSignals } = await import('@billing/service-runtime');
+const { startCheckout } = await import('./app.js');
+const { loadConfig } = await import('./config.js');
+
 const config = loadConfig();
 if (process.argv[2] !== 'migrate') {
   const app = await startCheckout(config);
