@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { DomainError, fieldErrorsOf } from '@billing/contracts';
-import { context, extractTraceContext, SpanKind, SpanStatusCode, trace, tracer, type Span } from '@billing/telemetry';
+import { currentTraceId } from '@billing/telemetry';
 import type { Logger } from '@billing/service-runtime';
 import { authorize } from '../auth/access.js';
 import type { Authenticator } from '../auth/authenticator.js';
@@ -15,15 +15,12 @@ import type { RouteContext, RouteResult, RouteSpec } from './route.js';
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 /** Every response, success or error, carries the request's trace id (W3C trace id, 32 hex) in this header. */
 export const TRACE_ID_HEADER = 'x-trace-id';
-const NO_TRACE = '00000000000000000000000000000000';
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
     /** Set by the first hook, before anything can fail; also sent as the `X-Trace-Id` header. */
     traceId?: string;
-    /** The request's server span, from the first hook to the response. */
-    span?: Span;
     /** The JSON body bytes exactly as received (idempotency fingerprints hash them). */
     rawBody?: Buffer;
   }
@@ -92,33 +89,13 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
   });
 
   // First hook of every request, routed or not: the trace id exists before anything can fail.
+  // It is that of the HTTP server span OpenTelemetry's http instrumentation opened for the
+  // request (continuing any `traceparent`); without tracing (unit tests) one is minted.
   app.addHook('onRequest', (request, reply, done) => {
-    const parent = extractTraceContext({ traceparent: request.headers.traceparent as string | undefined, tracestate: request.headers.tracestate as string | undefined });
-    const span = tracer().startSpan(`${request.method}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': request.method } }, parent);
-    const traceId = span.spanContext().traceId;
-    request.span = span;
-    // Without a tracer provider (unit tests) spans carry no id; mint one so the header is never empty.
-    request.traceId = traceId && traceId !== NO_TRACE ? traceId : randomBytes(16).toString('hex');
+    request.traceId = currentTraceId() ?? randomBytes(16).toString('hex');
     reply.header(TRACE_ID_HEADER, request.traceId);
     done();
   });
-  const endSpan = (request: FastifyRequest, status: number) => {
-    const span = request.span;
-    if (!span) return;
-    request.span = undefined;
-    span.setAttribute('http.response.status_code', status);
-    if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-    span.end();
-  };
-  app.addHook('onResponse', (request, reply, done) => {
-    endSpan(request, reply.statusCode);
-    done();
-  });
-  app.addHook('onRequestAbort', (request, done) => {
-    endSpan(request, 499);
-    done();
-  });
-
   // JSON parser that tolerates an empty body (POST /pause with a JSON content type) and marks
   // malformed JSON distinctly.
   app.removeAllContentTypeParsers();
@@ -141,7 +118,6 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
   app.setErrorHandler((err, request, reply) => {
     const domain = domainErrorOf(err);
     if (domain) return sendProblem(reply, request, domain);
-    request.span?.recordException(err as Error);
     httpLog.error({ err, method: request.method, url: request.url, traceId: request.traceId }, 'unhandled error');
     return sendProblem(reply, request, new DomainError('internal'));
   });
@@ -152,43 +128,39 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
       method: spec.method,
       url: spec.url,
       handler: async (request, reply) => {
-        const span = request.span!;
-        span.updateName(`${spec.method} ${spec.url}`);
-        span.setAttribute('http.route', spec.url);
-        // The request's span is the active context, so gRPC calls carry its trace.
-        return context.with(trace.setSpan(context.active(), span), async () => {
-          // Text no service may store is refused first, like malformed JSON: before a credential
-          // costs a lookup, and before the idempotency step, so it never claims (or burns) a key.
-          assertUtf8Query(request.url);
-          assertStorableText({ query: request.query, params: request.params, body: request.body });
-          let principal: Principal | undefined;
-          if (!('anonymous' in spec.auth)) {
-            const token = parseBearer(request.headers.authorization);
-            if (!token) throw new DomainError('unauthenticated', 'Send "Authorization: Bearer <credential>".');
-            principal = await authenticator.authenticate(token);
-            request.principal = principal;
-          }
-          await pipeline.limitRate?.(request, principal, reply);
-          authorize(principal, spec.auth);
+        // The request's span is the HTTP server span of OpenTelemetry's http instrumentation
+        // (named for the route by its fastify instrumentation), continuing any `traceparent`.
+        // Text no service may store is refused first, like malformed JSON: before a credential
+        // costs a lookup, and before the idempotency step, so it never claims (or burns) a key.
+        assertUtf8Query(request.url);
+        assertStorableText({ query: request.query, params: request.params, body: request.body });
+        let principal: Principal | undefined;
+        if (!('anonymous' in spec.auth)) {
+          const token = parseBearer(request.headers.authorization);
+          if (!token) throw new DomainError('unauthenticated', 'Send "Authorization: Bearer <credential>".');
+          principal = await authenticator.authenticate(token);
+          request.principal = principal;
+        }
+        await pipeline.limitRate?.(request, principal, reply);
+        authorize(principal, spec.auth);
 
-          const run = async () => {
-            const ctx: RouteContext<any, any, any> = {
-              params: parse(spec.params, request.params),
-              query: parse(spec.query, request.query),
-              body: spec.body ? parse(spec.body, request.body ?? {}) : undefined,
-              principal: principal!,
-              request,
-              reply,
-            };
-            return spec.handler(ctx);
+        const run = async () => {
+          const ctx: RouteContext<any, any, any> = {
+            params: parse(spec.params, request.params),
+            query: parse(spec.query, request.query),
+            body: spec.body ? parse(spec.body, request.body ?? {}) : undefined,
+            principal: principal!,
+            request,
+            reply,
           };
-          const result = spec.idempotent && pipeline.runIdempotent ? await pipeline.runIdempotent(spec, request, principal, run) : await run();
-          if (result.headers) reply.headers(result.headers);
-          reply.code(result.status);
-          if (result.body === undefined || result.status === 204) return reply.send();
-          if (result.status >= 400 && isObject(result.body)) result.body.traceId ??= request.traceId;
-          return reply.type(result.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8').send(JSON.stringify(result.body));
-        });
+          return spec.handler(ctx);
+        };
+        const result = spec.idempotent && pipeline.runIdempotent ? await pipeline.runIdempotent(spec, request, principal, run) : await run();
+        if (result.headers) reply.headers(result.headers);
+        reply.code(result.status);
+        if (result.body === undefined || result.status === 204) return reply.send();
+        if (result.status >= 400 && isObject(result.body)) result.body.traceId ??= request.traceId;
+        return reply.type(result.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8').send(JSON.stringify(result.body));
       },
     });
   };
