@@ -128,8 +128,6 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
       method: spec.method,
       url: spec.url,
       handler: async (request, reply) => {
-        // The request's span is the HTTP server span of OpenTelemetry's http instrumentation
-        // (named for the route by its fastify instrumentation), continuing any `traceparent`.
         // Text no service may store is refused first, like malformed JSON: before a credential
         // costs a lookup, and before the idempotency step, so it never claims (or burns) a key.
         assertUtf8Query(request.url);
