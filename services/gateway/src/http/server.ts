@@ -90,9 +90,10 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
 
   // First hook of every request, routed or not: the trace id exists before anything can fail.
   // It is that of the HTTP server span OpenTelemetry's http instrumentation opened for the
-  // request (continuing any `traceparent`); without tracing (unit tests) one is minted.
+  // request (continuing any `traceparent`); on untraced paths (/health) the caller's
+  // `traceparent`, else (and without tracing, in unit tests) a fresh one.
   app.addHook('onRequest', (request, reply, done) => {
-    request.traceId = currentTraceId() ?? randomBytes(16).toString('hex');
+    request.traceId = currentTraceId() ?? traceIdOf(request.headers.traceparent) ?? randomBytes(16).toString('hex');
     reply.header(TRACE_ID_HEADER, request.traceId);
     done();
   });
@@ -170,6 +171,12 @@ function parse(schema: import('zod').ZodType | undefined, value: unknown): unkno
   const r = schema.safeParse(value);
   if (!r.success) throw DomainError.validation(fieldErrorsOf(r.error));
   return r.data;
+}
+
+/** The trace id of a valid W3C `traceparent` header (version 00), or undefined. */
+function traceIdOf(header: string | string[] | undefined): string | undefined {
+  const m = typeof header === 'string' ? /^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(header.trim()) : null;
+  return m && !/^0+$/.test(m[1]!) ? m[1] : undefined;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
