@@ -186,11 +186,21 @@ export const DECISION_TAGS: Record<string, string> = {
   Subscriptions: join(decisionsFor('Subscriptions'), '**Events**', decisionsFor('Events (billing)')),
   'Customer accounts': decisionsFor('Customer accounts'),
   'Webhook deliveries': join(decisionsFor('Webhooks'), '**Event backbone**', decisionsFor('Event backbone')),
+  Invitations: decisionsFor('Invitations and self-serve onboarding').split('\n').filter((b) => !/\/api\/onboard/.test(b)).join('\n'),
+  'Self-serve onboarding': decisionsFor('Invitations and self-serve onboarding').split('\n').filter((b) => /\/api\/onboard|[Ww]izard/.test(b)).join('\n'),
 };
+
+/** Sections placed above; any other (a section added later) is kept in the introduction, never dropped. */
+const PLACED = new Set([
+  'Authentication', 'Errors', 'Idempotency', 'Rate limits', 'Merchants', 'API keys and webhooks', 'Collections', 'Money', 'Catalogue (products, questions, plans)', 'Members',
+  'Payment methods', 'Payment provider (sandbox)', 'Subscriptions', 'Events (billing)', 'Customer accounts', 'Webhooks', 'Event backbone', 'Invitations and self-serve onboarding',
+]);
+const UNPLACED = Object.keys(SECTIONS).filter((k) => !PLACED.has(k));
 
 /** The document's introduction: what the API is and where its rules are. */
 export const INTRODUCTION = [
   'The REST API of the subscription billing platform: merchants, API keys and webhooks, catalogue (products, questions, plans), members, payment methods, subscriptions, webhook deliveries, customer accounts, invitations and onboarding. All bodies are JSON; amounts are decimals in major units with an ISO 4217 currency.',
   '',
   '**Authentication**: `Authorization: Bearer <credential>`; see the *bearer* security scheme for the credential kinds. **Errors** are `application/problem+json` (see the *ProblemDetails* schema). **Idempotency**: operations that take an `Idempotency-Key` header describe its rules on that parameter. **Rate limits**: described on every 429 response. **Webhooks**: every event type and its payload is under *Webhook events*; delivery rules are with the *Webhook deliveries* operations.',
+  ...UNPLACED.flatMap((k) => ['', `**${k}**`, '', SECTIONS[k]!]),
 ].join('\n');

@@ -148,7 +148,13 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Json {
   }
   const tagList = [...tags].map((name) => ({ name, ...(DECISION_TAGS[name] ? { description: DECISION_TAGS[name] } : {}) }));
   const webhooks = webhooksSection(schemas, inputRef);
-  tagList.push({ name: 'Webhook events', description: decisionsFor('Webhooks') });
+  tagList.push({
+    name: 'Webhook events',
+    description: decisionsFor('Webhooks')
+      .split('\n')
+      .filter((b) => /^- (Body|Signature|Delivered types|Who receives)/.test(b))
+      .join('\n'),
+  });
   const used: Json = { paths, webhooks };
   pruneUnused(schemas, used);
   return {
