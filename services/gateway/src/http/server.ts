@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { DomainError, fieldErrorsOf } from '@billing/contracts';
-import { currentTraceId } from '@billing/telemetry';
+import { currentTraceId, recordHttpRequest } from '@billing/telemetry';
 import type { Logger } from '@billing/service-runtime';
 import { authorize } from '../auth/access.js';
 import type { Authenticator } from '../auth/authenticator.js';
@@ -76,6 +76,7 @@ function domainErrorOf(err: unknown): DomainError | undefined {
 export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance; register(spec: RouteSpec): void } {
   const { logger, authenticator, pipeline = {} } = opts;
   const httpLog = logger.child({ component: 'http' });
+  const accessLog = logger.child({ component: 'access' });
   const app: FastifyInstance = Fastify({
     // No per-request child logger: fastify would build one for every request (a measurable
     // share of the hot path); errors are logged below with the request's trace id instead.
@@ -116,10 +117,19 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     }
   });
 
+  // One access-log line per request. The route template, never the URL: paths and query strings
+  // can carry personal data.
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? '(no route)';
+    const durationMs = Math.round(reply.elapsedTime * 10) / 10;
+    recordHttpRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+    accessLog.info({ method: request.method, route, status: reply.statusCode, durationMs, traceId: request.traceId }, 'request');
+  });
+
   app.setErrorHandler((err, request, reply) => {
     const domain = domainErrorOf(err);
     if (domain) return sendProblem(reply, request, domain);
-    httpLog.error({ err, method: request.method, url: request.url, traceId: request.traceId }, 'unhandled error');
+    httpLog.error({ err, method: request.method, route: request.routeOptions.url, traceId: request.traceId }, 'unhandled error');
     return sendProblem(reply, request, new DomainError('internal'));
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, request, new DomainError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)));

@@ -1,10 +1,11 @@
 /**
- * The project's API reference for what interface.md and contract.md leave open. Served as the
- * OpenAPI document's description; every decision the implementation makes is written here.
+ * The rules the implementation decides, each attached to what it governs in the OpenAPI
+ * document: a section's bullets become the description of its tag (Members, Plans, …), of the
+ * bearer security scheme (Authentication), of ProblemDetails (Errors), of the Idempotency-Key
+ * parameter (Idempotency), of every 429 response (Rate limits) and of the webhook events.
+ * Nothing here points outside the document.
  */
-export const API_DECISIONS = `Decisions beyond interface.md and contract.md:
-
-Authentication
+const SECTIONS_TEXT = `Authentication
 - Authorization must be exactly "Bearer <credential>" (capital B, one space, no further whitespace); anything else is 401.
 - Credential kinds: platform admin token, API key (sk_...), merchant-user JWT, customer JWT, checkout-session JWT. Each JWT kind has its own "aud" and header "typ"; ES256 only; a token of the wrong kind for an endpoint is 401.
 - API keys act with the reach of an Admin merchant user. The platform admin token may name any existing merchant.
@@ -139,6 +140,81 @@ Webhooks
 - The signing secret is read by the webhooks service from identity over gRPC (an internal-only service, not reachable through the gateway) and kept in memory; it never travels on the event bus and is never logged.
 - Finished deliveries (and their attempts) are kept 30 days (WEBHOOK_RETENTION_DAYS), then deleted.
 
+Invitations and self-serve onboarding
+- POST /api/Invitations needs Admin (or an API key); GET /api/Invitations and GET /api/Invitations/{id} need Viewer; DELETE /api/Invitations/{id} needs Admin. Another merchant's invitation by id is 404; naming another merchant is 403.
+- Names: 1..100 characters with at least one non-whitespace character, stored exactly as sent. email: a valid email, at most 256; phone: at most 50, digits with an optional leading + (spaces, hyphens and parentheses allowed). Neither email nor phone: 400 naming both. expiresInDays 1..90, default 7 (INVITATION_DEFAULT_EXPIRY_DAYS).
+- Checks in order: the body (400), the credential's merchant (403; MerchantNotFound 404 with "outcome"), the delivery channel (NoDeliveryChannel 422 with "outcome" when only a phone is given and SMS_PROVIDER is none). Then an unclaimed customer account is created for an email without an account, the invitation is stored, and the link <PUBLIC_BASE_URL>/onboard?token=<token> is emailed (email given) and sent by SMS (phone given and an SMS channel configured).
+- The token: 32 random bytes, base64url (43 characters), returned once in the invitation result and in the link; only its SHA-256 is stored; GET never shows it.
+- Invitation: { id, merchantId, firstName, lastName, email, phone, status, expiresAt, createdAt, acceptedAt, completedAt, revokedAt, memberId, subscriptionId }. status: Pending (sent), Accepted (bound to a customer account), Completed, Revoked, Expired (past expiresAt and not completed). GET /api/Invitations is newest first, filter status.
+- DELETE revokes (204, idempotent); the link then answers 410, and so do the wizard's writes and completion. A completed invitation cannot be revoked (409).
+- POST /api/onboard/preview { token } (anonymous; the link's token is the credential): { invitationId, merchantName, firstName, lastName, email, phone, expiresAt, status, accountState: None | Unclaimed | Claimed } so the page offers sign-up or sign-in. Unknown 404; revoked or expired 410 (with "reason": Revoked | Expired).
+- POST /api/onboard/accept binds the invitation to the customer for good; the same customer again answers 200 with the same body; another account 409. Plans listed are the merchant's active plans, amounts in major units.
+- /api/onboard/* take only a customer token (401 otherwise); an invitation not accepted by the calling customer is 404 on every one of them.
+- Wizard writes answer 204 and may be repeated; details replace the saved details; the payment method is a tokenisation result (full numbers refused as on /api/members/{id}/payment-methods); plan: unknown or inactive 400 naming planId, a plan of another product drops the saved answers; answers replace the draft (null or [] saves an empty set; each question at most once). After completion writes are 409.
+- GET /api/onboard/{invitationId}: the saved state with "step" (Details | PaymentMethod | Plan | Questions | Review | Done), derived from what has been saved; a reload resumes there.
+- POST /api/onboard/complete: validation errors are keyed details, paymentMethod, planId and answers.<questionId>. The member's email is the invitation's email (else the customer account's); names and phone come from the details. The payment method is added unless the member already has one with the same tokenisation result; a live subscription to the plan created since the completion started is adopted (an interrupted earlier run), an older one is 409. Answers are stored in billing beside the member (replacing the member's answers to the product's questions). onboarding.completed is recorded in the same transaction that marks the invitation Completed, so it is emitted once; its data: { invitationId, customerAccountId, memberId, paymentMethodId, subscriptionId, planId, email }.
+
 Event backbone
 - Every integration event is written to the emitting service's outbox table in the transaction of the change, published by the service's outbox relay to the JetStream stream EVENTS (subjects events.<type>, file storage, 2-minute duplicate window, 7-day retention) with Nats-Msg-Id = event id and the W3C trace context in the message headers, and marked published only after JetStream acknowledged it. The relay wakes on a Postgres NOTIFY at commit (and polls every OUTBOX_POLL_MS as a fallback), keeps retrying while NATS or Postgres is down, and prunes published rows after OUTBOX_RETENTION_HOURS (default 168).
 `;
+
+/** Section heading → its bullets (markdown list). */
+const SECTIONS: Record<string, string> = (() => {
+  const out: Record<string, string[]> = {};
+  let current = '';
+  for (const line of SECTIONS_TEXT.split('\n')) {
+    if (!line.trim()) continue;
+    if (line.startsWith('- ')) (out[current] ??= []).push(line);
+    else current = line.trim();
+  }
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, v.join('\n')]));
+})();
+
+/** The bullets of one section (empty when there is none). */
+export function decisionsFor(section: string): string {
+  return SECTIONS[section] ?? '';
+}
+
+/** Catalogue bullets go to the tag they are about. */
+function catalogueFor(tag: 'Products' | 'Questions' | 'Plans'): string {
+  return decisionsFor('Catalogue (products, questions, plans)')
+    .split('\n')
+    .filter((b) => {
+      const about = /^- (Question|Questions)/.test(b) ? 'Questions' : /^- (Plan|Billing periods)/.test(b) ? 'Plans' : 'Products';
+      return about === tag || b.startsWith('- Writes need');
+    })
+    .join('\n');
+}
+
+const join = (...parts: string[]) => parts.filter(Boolean).join('\n\n');
+
+/** Tag → the rules of its operations, shown with the tag in the reference. */
+export const DECISION_TAGS: Record<string, string> = {
+  Admin: join('Platform administration with the platform admin token.', decisionsFor('Merchants')),
+  'API keys': join(decisionsFor('API keys and webhooks'), '**Webhook URLs**', decisionsFor('Webhooks').split('\n').filter((b) => /production mode|signing secret/.test(b)).join('\n')),
+  Products: join(catalogueFor('Products'), '**Paged collections**', decisionsFor('Collections')),
+  Questions: catalogueFor('Questions'),
+  Plans: join(catalogueFor('Plans'), '**Money**', decisionsFor('Money')),
+  Members: decisionsFor('Members'),
+  'Payment methods': join(decisionsFor('Payment methods'), '**Test payment provider (sandbox)**', decisionsFor('Payment provider (sandbox)')),
+  Subscriptions: join(decisionsFor('Subscriptions'), '**Events**', decisionsFor('Events (billing)')),
+  'Customer accounts': decisionsFor('Customer accounts'),
+  'Webhook deliveries': join(decisionsFor('Webhooks'), '**Event backbone**', decisionsFor('Event backbone')),
+  Invitations: decisionsFor('Invitations and self-serve onboarding').split('\n').filter((b) => !/\/api\/onboard/.test(b)).join('\n'),
+  'Self-serve onboarding': decisionsFor('Invitations and self-serve onboarding').split('\n').filter((b) => /\/api\/onboard|[Ww]izard/.test(b)).join('\n'),
+};
+
+/** Sections placed above; any other (a section added later) is kept in the introduction, never dropped. */
+const PLACED = new Set([
+  'Authentication', 'Errors', 'Idempotency', 'Rate limits', 'Merchants', 'API keys and webhooks', 'Collections', 'Money', 'Catalogue (products, questions, plans)', 'Members',
+  'Payment methods', 'Payment provider (sandbox)', 'Subscriptions', 'Events (billing)', 'Customer accounts', 'Webhooks', 'Event backbone', 'Invitations and self-serve onboarding',
+]);
+const UNPLACED = Object.keys(SECTIONS).filter((k) => !PLACED.has(k));
+
+/** The document's introduction: what the API is and where its rules are. */
+export const INTRODUCTION = [
+  'The REST API of the subscription billing platform: merchants, API keys and webhooks, catalogue (products, questions, plans), members, payment methods, subscriptions, webhook deliveries, customer accounts, invitations and onboarding. All bodies are JSON; amounts are decimals in major units with an ISO 4217 currency.',
+  '',
+  '**Authentication**: `Authorization: Bearer <credential>`; see the *bearer* security scheme for the credential kinds. **Errors** are `application/problem+json` (see the *ProblemDetails* schema). **Idempotency**: operations that take an `Idempotency-Key` header describe its rules on that parameter. **Rate limits**: described on every 429 response. **Webhooks**: every event type and its payload is under *Webhook events*; delivery rules are with the *Webhook deliveries* operations.',
+  ...UNPLACED.flatMap((k) => ['', `**${k}**`, '', SECTIONS[k]!]),
+].join('\n');
