@@ -15,3 +15,4 @@ export * from './subscriptions.js';
 export * from './tokens.js';
 export * from './events.js';
 export * from './webhook-deliveries.js';
+export * from './checkout.js';

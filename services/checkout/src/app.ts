@@ -1,5 +1,22 @@
-import { createGrpcServer, createLogger, listen, shutdownServer, type Logger } from '@billing/service-runtime';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { addGrpcService, createGrpcServer, createLogger, listen, migrate, openDatabase, OutboxMessageSchema, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
+import { createBackends } from './backends.js';
+import { checkoutGrpc } from './checkout-grpc.js';
+import { SessionCompletion } from './completion/complete-session.js';
 import type { CheckoutConfig } from './config.js';
+import { LinkSchema } from './links/link.js';
+import { Links } from './links/links.js';
+import { MIGRATIONS } from './migrations/index.js';
+import { pagesGrpc } from './pages/pages-grpc.js';
+import { BankTokenSchema } from './sessions/bank-token.js';
+import { CheckoutSessionSchema } from './sessions/session.js';
+import { Sessions } from './sessions/sessions.js';
+
+export const ENTITIES = [OutboxMessageSchema, LinkSchema, CheckoutSessionSchema, BankTokenSchema];
+
+export async function openCheckoutDatabase(config: CheckoutConfig): Promise<MikroORM> {
+  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS });
+}
 
 export interface CheckoutApp {
   port: number;
@@ -7,11 +24,36 @@ export interface CheckoutApp {
   close(): Promise<void>;
 }
 
-/** Composition root of the checkout service (health only so far). */
+/** Composition root of the checkout service: links, sessions, completion, the browser pages. */
 export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp> {
   const logger = createLogger('checkout', config.LOG_LEVEL);
+  const orm = await openCheckoutDatabase(config);
+  await migrate(orm, config.DB_SCHEMA);
+  const backends = createBackends(config);
+  const production = config.PLATFORM_MODE === 'production';
+
+  const links = new Links(orm, backends, { publicBaseUrl: config.PUBLIC_BASE_URL, production });
+  const sessions = new Sessions(orm, backends);
+  const completion = new SessionCompletion(orm, backends, {
+    leaseSeconds: config.CHECKOUT_COMPLETION_LEASE_SECONDS,
+    faultFile: production ? undefined : config.CHECKOUT_FAULT_FILE,
+    logger,
+  });
+
   const { server } = createGrpcServer();
+  addGrpcService(server, 'checkout.v1.Checkout', logger, checkoutGrpc(links, sessions, completion));
+  addGrpcService(server, 'checkout.v1.Pages', logger, pagesGrpc());
+  const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'checkout-outbox' });
   const port = await listen(server, config.CHECKOUT_GRPC_ADDRESS);
   logger.info({ port }, 'checkout listening');
-  return { port, logger, close: () => shutdownServer(server) };
+  return {
+    port,
+    logger,
+    close: async () => {
+      await shutdownServer(server);
+      await relay.stop();
+      backends.close();
+      await orm.close();
+    },
+  };
 }

@@ -6,6 +6,24 @@ export const CheckoutConfig = BaseConfig.extend({
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   CHECKOUT_GRPC_ADDRESS: z.string().default('0.0.0.0:50053'),
   DB_SCHEMA: z.string().default('checkout'),
+  IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),
+  BILLING_GRPC_URL: z.string().default('127.0.0.1:50052'),
+  /** Deadline of each call to identity and billing. */
+  GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(10_000),
+  /** Base URL of the browser pages (the gateway's public address); links are `<base>/checkout?d=&s=`. */
+  PUBLIC_BASE_URL: z.url().default('http://localhost:8080'),
+  /**
+   * How long one completion attempt holds its session. Other attempts meanwhile answer Pending;
+   * after it (the attempt's process died half way) the next attempt re-runs the steps, which
+   * converge on what the dead one created.
+   */
+  CHECKOUT_COMPLETION_LEASE_SECONDS: z.coerce.number().int().min(1).default(30),
+  /**
+   * Test only (ignored in production mode): a file naming a completion step
+   * (`after-customer`, `after-member`, `after-payment-method`, `after-subscription`); the next
+   * completion deletes it and kills its own process right after that step.
+   */
+  CHECKOUT_FAULT_FILE: z.string().optional(),
 });
 export type CheckoutConfig = z.infer<typeof CheckoutConfig>;
 

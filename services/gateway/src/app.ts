@@ -8,6 +8,7 @@ import { Authenticator } from './auth/authenticator.js';
 import { CredentialFeed } from './auth/credential-feed.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
 import { createBackends, type Backends } from './backends/clients.js';
+import { checkoutRoutes } from './checkout/checkout-routes.js';
 import { customerRoutes } from './customers/customer-routes.js';
 import type { GatewayConfig } from './config.js';
 import type { RouteSpec } from './http/route.js';
@@ -21,6 +22,7 @@ import { merchantUserRoutes } from './merchant-users/merchant-user-routes.js';
 import { memberRoutes } from './members/member-routes.js';
 import { paymentMethodRoutes } from './payment-methods/payment-method-routes.js';
 import { planRoutes } from './plans/plan-routes.js';
+import { registerPages } from './pages/page-routes.js';
 import { productRoutes } from './products/product-routes.js';
 import { questionRoutes } from './questions/question-routes.js';
 import { subscriptionRoutes } from './subscriptions/subscription-routes.js';
@@ -55,6 +57,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   const authenticator = new Authenticator(config.BILLING_ADMIN_TOKEN, apiKeys, feed, {
     merchantUser: new JwtVerifier('merchantUser', identityJwks, logger),
     customer: new JwtVerifier('customer', identityJwks, logger),
+    checkout: new JwtVerifier('checkout', identityJwks, logger),
   });
   const access = new MerchantAccess(backends);
 
@@ -86,6 +89,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     ...paymentMethodRoutes(backends, access),
     ...subscriptionRoutes(backends, access),
     ...webhookDeliveryRoutes(backends, access),
+    ...checkoutRoutes(backends, access),
   ];
   for (const r of routes) register(r);
 
@@ -94,6 +98,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(DOCS_HTML));
   app.get('/health', async () => ({ status: 'ok' }));
   app.get('/.well-known/jwks.json', async () => identityJwks());
+  registerPages(app, backends.checkout.pages, logger);
 
   await feed.start();
   apiKeys.start();

@@ -1,4 +1,4 @@
-import { createClient as createTypedClient, type CallOptions } from '@billing/service-runtime';
+import { createClient as createTypedClient, type CallOptions, type ServiceClient as TypedServiceClient } from '@billing/service-runtime';
 import type { ServiceName } from '@billing/proto-types';
 import type { GatewayConfig } from '../config.js';
 
@@ -26,6 +26,11 @@ export interface BillingClients {
   subscriptions: ServiceClient<'billing.v1.Subscriptions'>;
 }
 
+export interface CheckoutClients {
+  checkout: ServiceClient<'checkout.v1.Checkout'>;
+  pages: TypedServiceClient<'checkout.v1.Pages'>;
+}
+
 export interface WebhooksClients {
   deliveries: ServiceClient<'webhooks.v1.WebhookDeliveries'>;
 }
@@ -33,6 +38,7 @@ export interface WebhooksClients {
 export interface Backends {
   identity: IdentityClients;
   billing: BillingClients;
+  checkout: CheckoutClients;
   webhooks: WebhooksClients;
   close(): void;
 }
@@ -56,15 +62,20 @@ export function createBackends(config: GatewayConfig): Backends {
     paymentMethods: billingClient('billing.v1.PaymentMethods'),
     subscriptions: billingClient('billing.v1.Subscriptions'),
   };
+  const checkout: CheckoutClients = {
+    checkout: createClient('checkout.v1.Checkout', config.CHECKOUT_GRPC_URL, d),
+    pages: createTypedClient('checkout.v1.Pages', config.CHECKOUT_GRPC_URL, d),
+  };
   const webhooks: WebhooksClients = {
     deliveries: createClient('webhooks.v1.WebhookDeliveries', config.WEBHOOKS_GRPC_URL, d),
   };
   return {
     identity,
     billing,
+    checkout,
     webhooks,
     close() {
-      for (const group of [identity, billing, webhooks]) for (const c of Object.values(group)) c.close();
+      for (const group of [identity, billing, checkout, webhooks]) for (const c of Object.values(group)) c.close();
     },
   };
 }
