@@ -16,3 +16,5 @@ export * from './tokens.js';
 export * from './events.js';
 export * from './webhook-deliveries.js';
 export * from './checkout.js';
+export * from './invitations.js';
+export * from './onboarding.js';

@@ -8,36 +8,42 @@ import type { CheckoutConfig } from './config.js';
  */
 export const AS_CHECKOUT: CallOptions = { metadata: { 'x-internal-caller': 'checkout' } };
 
+/** gRPC clients of the services checkout's flows drive: identity (customer accounts, link keys, session tokens) and billing. */
 export interface CheckoutBackends {
+  customers: ServiceClient<'identity.v1.Customers'>;
   signing: ServiceClient<'identity.v1.WebhookSigning'>;
   tokens: ServiceClient<'identity.v1.CheckoutTokens'>;
-  customers: ServiceClient<'identity.v1.Customers'>;
   merchants: ServiceClient<'billing.v1.Merchants'>;
   plans: ServiceClient<'billing.v1.Plans'>;
+  questions: ServiceClient<'billing.v1.Questions'>;
   members: ServiceClient<'billing.v1.Members'>;
   paymentMethods: ServiceClient<'billing.v1.PaymentMethods'>;
   subscriptions: ServiceClient<'billing.v1.Subscriptions'>;
+  answers: ServiceClient<'billing.v1.Answers'>;
   providerTokens: ServiceClient<'billing.v1.ProviderTokens'>;
   close(): void;
 }
 
-/** gRPC clients of identity and billing, each call with the configured deadline. */
-export function createBackends(config: CheckoutConfig): CheckoutBackends {
+export function createCheckoutBackends(config: CheckoutConfig): CheckoutBackends {
   const d = config.GRPC_DEADLINE_MS;
+  const i = config.IDENTITY_GRPC_URL;
+  const b = config.BILLING_GRPC_URL;
   const clients = {
-    signing: createClient('identity.v1.WebhookSigning', config.IDENTITY_GRPC_URL, d),
-    tokens: createClient('identity.v1.CheckoutTokens', config.IDENTITY_GRPC_URL, d),
-    customers: createClient('identity.v1.Customers', config.IDENTITY_GRPC_URL, d),
-    merchants: createClient('billing.v1.Merchants', config.BILLING_GRPC_URL, d),
-    plans: createClient('billing.v1.Plans', config.BILLING_GRPC_URL, d),
-    members: createClient('billing.v1.Members', config.BILLING_GRPC_URL, d),
-    paymentMethods: createClient('billing.v1.PaymentMethods', config.BILLING_GRPC_URL, d),
-    subscriptions: createClient('billing.v1.Subscriptions', config.BILLING_GRPC_URL, d),
-    providerTokens: createClient('billing.v1.ProviderTokens', config.BILLING_GRPC_URL, d),
+    customers: createClient('identity.v1.Customers', i, d),
+    signing: createClient('identity.v1.WebhookSigning', i, d),
+    tokens: createClient('identity.v1.CheckoutTokens', i, d),
+    merchants: createClient('billing.v1.Merchants', b, d),
+    plans: createClient('billing.v1.Plans', b, d),
+    questions: createClient('billing.v1.Questions', b, d),
+    members: createClient('billing.v1.Members', b, d),
+    paymentMethods: createClient('billing.v1.PaymentMethods', b, d),
+    subscriptions: createClient('billing.v1.Subscriptions', b, d),
+    answers: createClient('billing.v1.Answers', b, d),
+    providerTokens: createClient('billing.v1.ProviderTokens', b, d),
   };
   return {
     ...clients,
-    close: () => {
+    close() {
       for (const c of Object.values(clients)) c.close();
     },
   };

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { BaseConfig, parseConfig } from '@billing/service-runtime';
+import { DEFAULT_INVITATION_EXPIRY_DAYS } from '@billing/contracts';
+import { BaseConfig, MessagingConfig, parseConfig } from '@billing/service-runtime';
 
 export const CheckoutConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
@@ -10,8 +11,12 @@ export const CheckoutConfig = BaseConfig.extend({
   BILLING_GRPC_URL: z.string().default('127.0.0.1:50052'),
   /** Deadline of each call to identity and billing. */
   GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(10_000),
-  /** Base URL of the browser pages (the gateway's public address); links are `<base>/checkout?d=&s=`. */
+  /** Email (`<DATA_DIR>/mail/`) and SMS (`SMS_PROVIDER`) channels invitations are delivered through. */
+  ...MessagingConfig.shape,
+  /** Base URL of the browser pages (the gateway's public address): invitation links `<base>/onboard?token=...`, checkout links `<base>/checkout?d=&s=`. */
   PUBLIC_BASE_URL: z.url().default('http://localhost:8080'),
+  /** Lifetime of an invitation when the merchant gives no `expiresInDays`. */
+  INVITATION_DEFAULT_EXPIRY_DAYS: z.coerce.number().int().min(1).max(90).default(DEFAULT_INVITATION_EXPIRY_DAYS),
   /**
    * How long one completion attempt holds its session. Other attempts meanwhile answer Pending;
    * after it (the attempt's process died half way) the next attempt re-runs the steps, which

@@ -26,13 +26,15 @@ export interface BillingClients {
   subscriptions: ServiceClient<'billing.v1.Subscriptions'>;
 }
 
-export interface CheckoutClients {
-  checkout: ServiceClient<'checkout.v1.Checkout'>;
-  pages: TypedServiceClient<'checkout.v1.Pages'>;
-}
-
 export interface WebhooksClients {
   deliveries: ServiceClient<'webhooks.v1.WebhookDeliveries'>;
+}
+
+export interface CheckoutClients {
+  invitations: ServiceClient<'checkout.v1.Invitations'>;
+  onboarding: ServiceClient<'checkout.v1.Onboarding'>;
+  checkout: ServiceClient<'checkout.v1.Checkout'>;
+  pages: TypedServiceClient<'checkout.v1.Pages'>;
 }
 
 export interface Backends {
@@ -62,12 +64,14 @@ export function createBackends(config: GatewayConfig): Backends {
     paymentMethods: billingClient('billing.v1.PaymentMethods'),
     subscriptions: billingClient('billing.v1.Subscriptions'),
   };
-  const checkout: CheckoutClients = {
-    checkout: createClient('checkout.v1.Checkout', config.CHECKOUT_GRPC_URL, d),
-    pages: createTypedClient('checkout.v1.Pages', config.CHECKOUT_GRPC_URL, d),
-  };
   const webhooks: WebhooksClients = {
     deliveries: createClient('webhooks.v1.WebhookDeliveries', config.WEBHOOKS_GRPC_URL, d),
+  };
+  const checkout: CheckoutClients = {
+    invitations: createClient('checkout.v1.Invitations', config.CHECKOUT_GRPC_URL, d),
+    onboarding: createClient('checkout.v1.Onboarding', config.CHECKOUT_GRPC_URL, d),
+    checkout: createClient('checkout.v1.Checkout', config.CHECKOUT_GRPC_URL, d),
+    pages: createTypedClient('checkout.v1.Pages', config.CHECKOUT_GRPC_URL, d),
   };
   return {
     identity,

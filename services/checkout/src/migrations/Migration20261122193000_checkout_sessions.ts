@@ -1,11 +1,10 @@
 import { Migration } from '@mikro-orm/migrations';
-import { outboxTableSql } from '@billing/service-runtime';
 
 /**
- * Links signed server-side, sessions (each holding the nonce of the link it came from), the
- * bank tokens captured for them, and the outbox. The schema comes from the service's config.
+ * Hosted checkout: links signed server-side, sessions (each holding the nonce of the link it
+ * came from) and the bank tokens captured for them. The schema comes from the service's config.
  */
-export class Migration20261122190000_checkout extends Migration {
+export class Migration20261122193000_checkout_sessions extends Migration {
   override async up(): Promise<void> {
     const schema = this.config.get('schema') ?? 'checkout';
     this.addSql(`create table "${schema}"."links" (
@@ -50,6 +49,5 @@ export class Migration20261122190000_checkout extends Migration {
       "last4" char(4) not null,
       "created_at" timestamptz not null)`);
     this.addSql(`create index "bank_tokens_session_index" on "${schema}"."bank_tokens" ("session_id")`);
-    for (const sql of outboxTableSql(schema)) this.addSql(sql);
   }
 }
