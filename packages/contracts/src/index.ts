@@ -18,3 +18,4 @@ export * from './webhook-deliveries.js';
 export * from './checkout.js';
 export * from './invitations.js';
 export * from './onboarding.js';
+export * from './webhook-events.js';
