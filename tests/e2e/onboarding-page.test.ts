@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import pg from 'pg';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient, unique } from '../support/fixtures.js';
@@ -19,12 +20,14 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOTS = process.env.SCREENSHOT_DIR ?? join(process.cwd(), '.data', 'screenshots');
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const CARD_NUMBER = '4242424242424242';
+const db = new pg.Client({ connectionString: inject('databaseUrl') });
 
 let browser: Browser;
 let receiver: WebhookReceiver;
 let m: OnboardingMerchant;
 beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
+  await db.connect();
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
   receiver = await startWebhookReceiver();
   m = await setUpOnboardingMerchant(api, admin);
@@ -32,6 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await receiver?.close();
+  await db.end();
 });
 
 /** A page at `width`, collecting console errors (a CSP violation is one) and request bodies. */
@@ -153,6 +157,7 @@ describe('the onboarding page', () => {
     await heading(page, 'Payment method').waitFor();
     await step(page, 'payment').filter({ hasText: 'Visa ending 4242' }).waitFor();
     await page.screenshot({ path: join(SCREENSHOTS, 'onboarding-payment-desktop.png'), fullPage: true });
+    expect(await axeViolations(page)).toEqual([]);
     await close();
   });
 
@@ -250,6 +255,10 @@ describe('the onboarding page', () => {
     await page.goto(link);
     await page.getByRole('alert').filter({ hasText: 'withdrawn' }).waitFor();
     expect(await axeViolations(page)).toEqual([]);
+    const expired = await linkFor();
+    await db.query(`update checkout.invitations set expires_at = now() - interval '1 minute' where id = $1`, [expired.invitationId]);
+    await page.goto(expired.link);
+    await page.getByRole('alert').filter({ hasText: 'has expired' }).waitFor();
     await page.goto(`${gatewayUrl}/onboard?token=unknown`);
     await page.getByRole('alert').filter({ hasText: 'could not find this invitation' }).waitFor();
     await close();
