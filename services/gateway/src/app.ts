@@ -25,6 +25,9 @@ import { productRoutes } from './products/product-routes.js';
 import { questionRoutes } from './questions/question-routes.js';
 import { subscriptionRoutes } from './subscriptions/subscription-routes.js';
 import { webhookDeliveryRoutes } from './webhook-deliveries/webhook-delivery-routes.js';
+import { billingRunRoutes } from './billing-runs/billing-run-routes.js';
+import { feeStatementRoutes } from './fee-statements/fee-statement-routes.js';
+import { transactionRoutes } from './transactions/transaction-routes.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { buildOpenApi, DOCS_HTML } from './openapi/openapi.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
@@ -86,6 +89,9 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     ...paymentMethodRoutes(backends, access),
     ...subscriptionRoutes(backends, access),
     ...webhookDeliveryRoutes(backends, access),
+    ...transactionRoutes(backends, access),
+    ...billingRunRoutes(backends),
+    ...feeStatementRoutes(backends, access),
   ];
   for (const r of routes) register(r);
 
