@@ -17,3 +17,5 @@ export * from './events.js';
 export * from './webhook-deliveries.js';
 export * from './transactions.js';
 export * from './fee-statements.js';
+export * from './invitations.js';
+export * from './onboarding.js';

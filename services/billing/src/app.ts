@@ -1,5 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { OutboxMessageSchema, addGrpcService, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
+import { MemberAnswerSchema } from './answers/member-answer.js';
+import { answersGrpc } from './answers/answers-grpc.js';
 import type { BillingConfig } from './config.js';
 import { MerchantSchema } from './merchants/merchant.js';
 import { merchantsGrpc } from './merchants/merchants-grpc.js';
@@ -25,7 +27,7 @@ import { TransactionSchema } from './transactions/transaction.js';
 import { transactionsGrpc } from './transactions/transactions-grpc.js';
 import { subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
 
-export const ENTITIES = [OutboxMessageSchema, MerchantSchema, ProductSchema, QuestionSchema, PlanSchema, MemberSchema, PaymentMethodSchema, SubscriptionSchema, TransactionSchema, FeeStatementSchema];
+export const ENTITIES = [OutboxMessageSchema, MerchantSchema, ProductSchema, QuestionSchema, PlanSchema, MemberSchema, PaymentMethodSchema, SubscriptionSchema, MemberAnswerSchema, TransactionSchema, FeeStatementSchema];
 
 export async function openBillingDatabase(config: BillingConfig): Promise<MikroORM> {
   return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS, poolMax: config.DB_POOL_MAX });
@@ -62,6 +64,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   addGrpcService(server, 'billing.v1.BillingRuns', logger, billingRunsGrpc(runner));
   addGrpcService(server, 'billing.v1.Transactions', logger, transactionsGrpc(orm, providers, config.BILLING_CLAIM_LEASE_MS));
   addGrpcService(server, 'billing.v1.FeeStatements', logger, feeStatementsGrpc(orm));
+  addGrpcService(server, 'billing.v1.Answers', logger, answersGrpc(orm));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'billing-outbox' });
   const port = await listen(server, config.BILLING_GRPC_ADDRESS);
   logger.info({ port }, 'billing listening');

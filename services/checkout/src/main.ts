@@ -1,11 +1,18 @@
 import { startTelemetry, stopTelemetry } from '@billing/telemetry';
-import { closeOnSignals } from '@billing/service-runtime';
-import { startCheckout } from './app.js';
-import { loadConfig } from './config.js';
 
-startTelemetry('checkout');
+// First, and awaited: OpenTelemetry patches grpc-js, pg and fastify as they load, so
+// everything else is imported after it.
+await startTelemetry('checkout');
+const { closeOnSignals, migrate } = await import('@billing/service-runtime');
+const { openCheckoutDatabase, startCheckout } = await import('./app.js');
+const { loadConfig } = await import('./config.js');
+
 const config = loadConfig();
-if (process.argv[2] !== 'migrate') {
+if (process.argv[2] === 'migrate') {
+  const orm = await openCheckoutDatabase(config);
+  console.log(`checkout: applied ${(await migrate(orm, config.DB_SCHEMA)).length} migration(s)`);
+  await orm.close();
+} else {
   const app = await startCheckout(config);
   closeOnSignals(app.logger, async () => {
     await app.close();
