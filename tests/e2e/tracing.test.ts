@@ -23,6 +23,7 @@ beforeAll(async () => {
   platform = await startTestPlatform({
     services: ['identity', 'billing', 'webhooks', 'gateway'],
     env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100' },
+    logLevel: 'info',
   });
   api = apiClient(platform.gatewayUrl!);
   receiver = await startWebhookReceiver();
@@ -80,6 +81,13 @@ describe('tracing', () => {
     // The delivery: the POST to the endpoint (the observer key gets one too), whose span the receiver's traceparent names.
     const posts = spans.filter((s) => s.service === 'webhooks' && s.kind === SPAN_KIND.CLIENT && isPost(s));
     expect(posts.map((s) => s.spanId), summary).toContain(String(delivery!.headers.traceparent).split('-')[2]);
+
+    // The gateway's access log names the request with the same trace id, and nothing personal.
+    const access = platform.processes.gateway!.logs
+      .map((l) => (l.startsWith('{') ? JSON.parse(l) : {}))
+      .filter((l) => l.component === 'access' && l.traceId === traceId);
+    expect(access).toEqual([expect.objectContaining({ level: 30, msg: 'request', method: 'POST', route: '/api/Members', status: 201, durationMs: expect.any(Number) })]);
+    expect(JSON.stringify(access)).not.toContain(member.email);
   });
 
   it('does not trace background polling', async () => {
