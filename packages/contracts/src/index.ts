@@ -19,3 +19,4 @@ export * from './transactions.js';
 export * from './fee-statements.js';
 export * from './invitations.js';
 export * from './onboarding.js';
+export * from './webhook-events.js';
