@@ -17,6 +17,7 @@ export * from './events.js';
 export * from './webhook-deliveries.js';
 export * from './transactions.js';
 export * from './fee-statements.js';
+export * from './checkout.js';
 export * from './invitations.js';
 export * from './onboarding.js';
 export * from './webhook-events.js';
