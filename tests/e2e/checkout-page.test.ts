@@ -25,6 +25,8 @@ const admin = adminToken();
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const PHONE = { width: 375, height: 812 };
 const DESKTOP = { width: 1280, height: 900 };
+/** How long the page may take to show what the assertion waits for (a loaded machine is slow, not wrong). */
+const WAIT = { timeout: 20_000 };
 
 let browser: Browser;
 let receiver: WebhookReceiver;
@@ -112,7 +114,7 @@ describe('hosted checkout page', () => {
     const csp = response.headers()['content-security-policy'];
     expect(csp).toContain("script-src 'self'");
     expect(csp).not.toContain('unsafe-inline');
-    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Subscribe to Monthly');
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent(), WAIT).toBe('Subscribe to Monthly');
     expect(await page.locator('#merchant').textContent()).toMatch(/^Subscribing with Merchant /);
     expect(await page.locator('#plan-price').textContent()).toMatch(/19\.95 per month/);
     expect(await page.getByLabel('First name').inputValue()).toBe('Grace');
@@ -143,7 +145,7 @@ describe('hosted checkout page', () => {
     await subscribe(page).waitFor();
     await fillForm(page, { Email: 'not-an-email', 'First name': '', 'Account name': 'Grace Hopper', BSB: '12', 'Account number': '12' });
     await subscribe(page).click();
-    await expect.poll(() => page.locator('#bsb-error').textContent()).toContain('6 digits');
+    await expect.poll(() => page.locator('#bsb-error').textContent(), WAIT).toContain('6 digits');
     expect(await page.locator('#email-error').textContent()).not.toBe('');
     expect(await page.locator('#firstName-error').textContent()).toBe('Required.');
     expect(await page.locator('#accountNumber-error').textContent()).toContain('5 to 9 digits');
@@ -166,12 +168,12 @@ describe('hosted checkout page', () => {
     await fillForm(page, { Email: email, 'Account name': 'Grace Hopper', BSB: '062000', 'Account number': '87654321' });
     await context.setOffline(true);
     await subscribe(page).click();
-    await expect.poll(() => page.locator('#alert').textContent()).toContain('connection may have dropped');
+    await expect.poll(() => page.locator('#alert').textContent(), WAIT).toContain('connection may have dropped');
     await context.setOffline(false);
     await fetch(`${sandboxUrl}/__sandbox/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ down: true, account: m.id }) });
     try {
       await subscribe(page).click();
-      await expect.poll(() => page.locator('#alert').textContent()).toContain('payment provider is not responding');
+      await expect.poll(() => page.locator('#alert').textContent(), WAIT).toContain('payment provider is not responding');
       await page.screenshot({ path: join(shots, 'checkout-phone-provider-down.png'), fullPage: true });
     } finally {
       await fetch(`${sandboxUrl}/__sandbox/faults?account=${m.id}`, { method: 'DELETE' });
@@ -184,7 +186,7 @@ describe('hosted checkout page', () => {
   it('an expired link shows a message and no form', async () => {
     const link = signLink(m.signingSecret, linkPayload(m, { exp: Math.floor(Date.now() / 1000) - 60 }));
     const { page, context } = await open(`${gatewayUrl}/checkout?d=${link.d}&s=${link.s}`);
-    await expect.poll(() => page.locator('#alert').textContent()).toContain('expired');
+    await expect.poll(() => page.locator('#alert').textContent(), WAIT).toContain('expired');
     expect(await page.locator('form').isVisible()).toBe(false);
     expect(await page.getByRole('button', { name: /^Subscribe/ }).count()).toBe(0);
     await page.screenshot({ path: join(shots, 'checkout-phone-expired.png'), fullPage: true });
@@ -194,14 +196,14 @@ describe('hosted checkout page', () => {
 
   it('invalid and replayed links show a message and no form', async () => {
     const { page, context } = await open(`${gatewayUrl}/checkout?d=abc&s=def`);
-    await expect.poll(() => page.locator('#alert').textContent()).toContain('not valid');
+    await expect.poll(() => page.locator('#alert').textContent(), WAIT).toContain('not valid');
     expect(await page.locator('form').isVisible()).toBe(false);
     const used = linkPayload(m);
     const first = signLink(m.signingSecret, used);
     expect((await api.post('/api/Checkout/sessions/resolve', first)).status).toBe(200);
     const reused = signLink(m.signingSecret, { ...used, returnUrl: 'https://shop.example/elsewhere' });
     await page.goto(`${gatewayUrl}/checkout?d=${reused.d}&s=${reused.s}`);
-    await expect.poll(() => page.locator('#alert').textContent()).toContain('already been used');
+    await expect.poll(() => page.locator('#alert').textContent(), WAIT).toContain('already been used');
     expect(await page.locator('form').isVisible()).toBe(false);
     await context.close();
   });
@@ -213,7 +215,7 @@ describe('hosted checkout page', () => {
     const session = { sessionId: resolved.body.sessionId, token: resolved.body.sessionToken };
     expect((await complete(api, session, await captureBank(api, session))).status).toBe(200);
     const { page, context } = await open(`${gatewayUrl}/checkout?d=${link.d}&s=${link.s}`, DESKTOP);
-    await expect.poll(() => page.locator('#notice').textContent()).toContain('already complete');
+    await expect.poll(() => page.locator('#notice').textContent(), WAIT).toContain('already complete');
     expect(await page.locator('form').isVisible()).toBe(false);
     await page.screenshot({ path: join(shots, 'checkout-desktop-completed.png'), fullPage: true });
     await context.close();
