@@ -16,6 +16,13 @@ export const CheckoutCompletedEvent = z
     /** The subscription the checkout created; receivers store it and create no other. */
     subscriptionId: Uuid,
     planId: Uuid.optional(),
+    /** The customer's email, as entered at checkout. */
+    email: z.string().optional(),
+    /** The customer account ensured for the email (unclaimed when it was new). */
+    customerAccountId: Uuid.optional(),
+    firstName: z.string().nullish(),
+    lastName: z.string().nullish(),
+    completedAt: DateTime.optional(),
   })
   .meta({ id: 'CheckoutCompletedEvent', description: 'What a completed hosted checkout created. `subscriptionId` is the subscription the checkout made; do not create another.' });
 
@@ -91,6 +98,7 @@ export const EVENT_VERSIONS: Record<EventType, number> = {
   'subscription.paused': 1,
   'subscription.resumed': 1,
   'subscription.cancelled': 1,
+  'subscription.past_due': 1,
   'transaction.succeeded': 1,
   'transaction.failed': 1,
   'transaction.refunded': 1,
