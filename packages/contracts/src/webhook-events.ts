@@ -91,6 +91,7 @@ export const EVENT_VERSIONS: Record<EventType, number> = {
   'subscription.paused': 1,
   'subscription.resumed': 1,
   'subscription.cancelled': 1,
+  'subscription.past_due': 1,
   'transaction.succeeded': 1,
   'transaction.failed': 1,
   'transaction.refunded': 1,
