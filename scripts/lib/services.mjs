@@ -27,6 +27,16 @@
  *   only hands out (links), which need no start order.
  */
 
+/**
+ * Abuse limits that test and benchmark runs (mode `test`) turn off, because they send everything
+ * from one address, sign in and hash passwords far faster than a person would. Tests of the
+ * limits themselves set them again through `serviceEnv`, which is applied after these.
+ */
+const TEST_MODE_LIMITS = {
+  identity: { PASSWORD_HASH_MAX_CONCURRENT: '0', FORGOT_PASSWORD_PER_EMAIL_PER_HOUR: '0' },
+  gateway: { RATE_LIMIT_IP_PER_SECOND: '0', AUTH_FAILURE_LIMIT_PER_MINUTE: '0', PASSWORD_LIMIT_IP_PER_MINUTE: '0', PASSWORD_LIMIT_ACCOUNT_PER_MINUTE: '0' },
+};
+
 /** In start order where there are no dependencies. @type {ServiceSpec[]} */
 export const SERVICES = [
   {
@@ -42,7 +52,7 @@ export const SERVICES = [
     protocol: 'grpc',
     defaultPort: 50051,
     listen: { IDENTITY_GRPC_ADDRESS: '{host}:{port}' },
-    env: (ctx) => ({ PUBLIC_BASE_URL: ctx.addressOf('gateway') }),
+    env: (ctx) => ({ PUBLIC_BASE_URL: ctx.addressOf('gateway'), ...(ctx.mode === 'test' ? TEST_MODE_LIMITS.identity : {}) }),
   },
   {
     name: 'billing',
@@ -78,7 +88,7 @@ export const SERVICES = [
       CHECKOUT_GRPC_URL: 'checkout',
       WEBHOOKS_GRPC_URL: 'webhooks',
     },
-    env: (ctx) => ({ BILLING_ADMIN_TOKEN: ctx.adminToken, PUBLIC_BASE_URL: ctx.addressOf('gateway') }),
+    env: (ctx) => ({ BILLING_ADMIN_TOKEN: ctx.adminToken, PUBLIC_BASE_URL: ctx.addressOf('gateway'), ...(ctx.mode === 'test' ? TEST_MODE_LIMITS.gateway : {}) }),
   },
 ];
 

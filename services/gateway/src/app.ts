@@ -35,7 +35,7 @@ import { transactionRoutes } from './transactions/transaction-routes.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { DOCS_HTML, DOCS_SCRIPT_PATH, loadDocsScript } from './openapi/docs-page.js';
 import { buildOpenApi } from './openapi/openapi.js';
-import { createRateLimiter } from './rate-limit/rate-limiter.js';
+import { GatewayLimits } from './rate-limit/gateway-limits.js';
 
 export const ENTITIES = [IdempotencyRecordSchema];
 
@@ -72,9 +72,12 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     retentionMs: config.IDEMPOTENCY_RETENTION_HOURS * 3_600_000,
     leaseMs: config.IDEMPOTENCY_LEASE_SECONDS * 1000,
   });
-  const rateLimiter = createRateLimiter(config, logger);
+  const limits = new GatewayLimits(config, logger);
   const pipeline: RequestPipeline = {
-    limitRate: rateLimiter && ((request, principal, reply) => rateLimiter.limit(request, principal, reply)),
+    admit: (spec, request, reply) => limits.admit(spec, request, reply),
+    beforeAuthentication: (request, reply) => limits.beforeAuthentication(request, reply),
+    authenticationFailed: (request) => limits.authenticationFailed(request),
+    limitRate: (request, principal, reply) => limits.limitCredential(request, principal, reply),
     runIdempotent: (_spec, request, principal, run) =>
       idempotency.run(
         { method: request.method, url: request.url, key: request.headers['idempotency-key'], rawBody: request.rawBody, principal, traceId: request.traceId },
@@ -107,7 +110,13 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   const openapi = buildOpenApi(routes, '1.0.0');
   app.get('/openapi.json', async () => openapi);
   const docsScript = loadDocsScript();
-  app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(DOCS_HTML));
+  // No framing of the reference (clickjacking), no plugins, no base or form targets elsewhere.
+  app.get('/docs', async (_req, reply) =>
+    reply
+      .type('text/html; charset=utf-8')
+      .header('content-security-policy', "frame-ancestors 'none'; object-src 'none'; base-uri 'none'; form-action 'none'")
+      .send(DOCS_HTML),
+  );
   app.get(DOCS_SCRIPT_PATH, async (_req, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(docsScript));
   app.get('/health', async () => ({ status: 'ok' }));
   app.get('/.well-known/jwks.json', async () => identityJwks());
@@ -115,7 +124,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
 
   await feed.start();
   apiKeys.start();
-  rateLimiter?.start();
+  limits.start();
   const idempotencyExpiry = startExpiryJob(idempotencyStore, logger, config.IDEMPOTENCY_CLEANUP_INTERVAL_MS);
 
   return {
@@ -125,7 +134,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
       await app.close();
       feed.stop();
       await apiKeys.stop();
-      await rateLimiter?.stop();
+      await limits.stop();
       await idempotencyExpiry.stop();
       backends.close();
       await orm.close();

@@ -42,6 +42,16 @@ export const GatewayConfig = BaseConfig.extend({
   RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(100),
   /** Requests a credential may send at once on top of the steady rate (the bucket size). */
   RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(200),
+  /** Requests per second per client IP, counted before authentication; 0 turns it off. */
+  RATE_LIMIT_IP_PER_SECOND: z.coerce.number().min(0).default(300),
+  /** Bucket size of the per-client-IP limit. */
+  RATE_LIMIT_IP_BURST: z.coerce.number().int().min(1).default(600),
+  /** Failed authentications per client IP per minute (as a bucket of that size refilled over a minute); 0 turns it off. */
+  AUTH_FAILURE_LIMIT_PER_MINUTE: z.coerce.number().min(0).default(30),
+  /** Requests per minute per client IP to the password endpoints (logins, signup, reset); 0 turns it off. */
+  PASSWORD_LIMIT_IP_PER_MINUTE: z.coerce.number().min(0).default(20),
+  /** Requests per minute per account (email, or reset token) to the password endpoints; 0 turns it off. */
+  PASSWORD_LIMIT_ACCOUNT_PER_MINUTE: z.coerce.number().min(0).default(10),
   /** How often each replica reconciles its buckets with the shared ones in NATS KV. */
   RATE_LIMIT_SYNC_MS: z.coerce.number().int().min(10).default(100),
   /** NATS KV bucket holding the shared buckets; replicas that share limits use the same one. */

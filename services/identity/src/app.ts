@@ -11,7 +11,8 @@ import { CustomerAccountSchema } from './customers/customer-account.js';
 import { CustomerTokenSchema } from './customers/customer-token.js';
 import { customersGrpc } from './customers/customers-grpc.js';
 import { startCustomerHousekeeping } from './customers/housekeeping.js';
-import { LoginLockout } from './customers/login-lockout.js';
+import { LoginLockout } from './passwords/login-lockout.js';
+import { ResetEmailThrottle } from './customers/reset-email-throttle.js';
 import { MerchantUserSchema } from './merchant-users/merchant-user.js';
 import { merchantUsersGrpc } from './merchant-users/merchant-users-grpc.js';
 import { MIGRATIONS } from './migrations/index.js';
@@ -38,18 +39,20 @@ export async function startIdentity(config: IdentityConfig): Promise<IdentityApp
   await migrate(orm, config.DB_SCHEMA);
 
   const box = new SecretBox(config.ENCRYPTION_KEY);
-  const hasher = new PasswordHasher();
+  const hasher = new PasswordHasher(undefined, config.PASSWORD_HASH_MAX_CONCURRENT);
+  const maxLockSeconds = 86_400;
   const issuer = new TokenIssuer(box);
   await issuer.load(orm.em.fork());
 
   const { server } = createGrpcServer();
-  addGrpcService(server, 'identity.v1.MerchantUsers', logger, merchantUsersGrpc(orm, hasher, issuer));
+  addGrpcService(server, 'identity.v1.MerchantUsers', logger, merchantUsersGrpc(orm, hasher, issuer, new LoginLockout('merchant_user', { threshold: config.MERCHANT_USER_LOCKOUT_THRESHOLD, lockSeconds: config.MERCHANT_USER_LOCKOUT_SECONDS, maxLockSeconds })));
   addGrpcService(server, 'identity.v1.ApiKeys', logger, apiKeysGrpc(orm, box, { production: config.PLATFORM_MODE === 'production' }));
   const customers = customersGrpc({
     orm,
     hasher,
     issuer,
-    lockout: new LoginLockout({ threshold: config.CUSTOMER_LOCKOUT_THRESHOLD, lockSeconds: config.CUSTOMER_LOCKOUT_SECONDS }),
+    lockout: new LoginLockout('customer', { threshold: config.CUSTOMER_LOCKOUT_THRESHOLD, lockSeconds: config.CUSTOMER_LOCKOUT_SECONDS, maxLockSeconds }),
+    resetEmails: new ResetEmailThrottle(config.FORGOT_PASSWORD_PER_EMAIL_PER_HOUR),
     channels: createDeliveryChannels(config),
     publicBaseUrl: config.PUBLIC_BASE_URL,
     logger,

@@ -13,10 +13,18 @@ export const IdentityConfig = BaseConfig.extend({
   ...MessagingConfig.shape,
   /** Base URL of the links in customer emails (password reset, email verification). */
   PUBLIC_BASE_URL: z.url().default('http://localhost:8080'),
-  /** Consecutive failed customer logins for one email that lock it. */
-  CUSTOMER_LOCKOUT_THRESHOLD: z.coerce.number().int().min(1).default(5),
-  /** How long a locked customer email stays locked. */
+  /** Consecutive failed customer logins for one email from one client that lock them; 0 turns locking off. */
+  CUSTOMER_LOCKOUT_THRESHOLD: z.coerce.number().int().min(0).default(5),
+  /** How long the first lock lasts (each further lock of the same email and client doubles, up to a day). */
   CUSTOMER_LOCKOUT_SECONDS: z.coerce.number().int().min(1).default(900),
+  /** As CUSTOMER_LOCKOUT_THRESHOLD, for merchant-user login. */
+  MERCHANT_USER_LOCKOUT_THRESHOLD: z.coerce.number().int().min(0).default(5),
+  /** As CUSTOMER_LOCKOUT_SECONDS, for merchant-user login. */
+  MERCHANT_USER_LOCKOUT_SECONDS: z.coerce.number().int().min(1).default(900),
+  /** Password hashes (scrypt, 128 MiB each) computed at once; more are refused with 503 and Retry-After rather than queued. 0: no bound. */
+  PASSWORD_HASH_MAX_CONCURRENT: z.coerce.number().int().min(0).default(4),
+  /** Password-reset emails sent per email per hour (forgot-password still answers 202); 0: no bound. */
+  FORGOT_PASSWORD_PER_EMAIL_PER_HOUR: z.coerce.number().int().min(0).default(3),
 });
 export type IdentityConfig = z.infer<typeof IdentityConfig>;
 

@@ -26,7 +26,8 @@ export class JwtVerifier {
   async verify(token: string): Promise<JWTPayload> {
     const spec = TOKEN_KINDS[this.kind];
     if (!this.keySet) await this.refresh(true);
-    const options = { algorithms: [JWT_ALG], issuer: spec.iss, audience: spec.aud, typ: spec.typ, clockTolerance: 5 };
+    // exp, iat and sub are required of every kind: a token without exp could otherwise be cached forever.
+    const options = { algorithms: [JWT_ALG], issuer: spec.iss, audience: spec.aud, typ: spec.typ, clockTolerance: 5, requiredClaims: ['exp', 'iat', 'sub'] };
     try {
       return (await jwtVerify(token, this.keySet!, options)).payload;
     } catch (e) {

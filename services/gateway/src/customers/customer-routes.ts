@@ -68,11 +68,11 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       tag: 'Customer accounts',
       summary: 'Sign in a customer',
       description:
-        'A wrong password and an unknown email are the same 401. Five consecutive failures for one email (known or not) lock it for 15 minutes (both configurable): while locked, every login for it answers 429 with Retry-After (seconds left), even with the right password. A correct password resets the count. A suspended account answers 403 (type .../account-suspended) when the password is right.',
+        'A wrong password and an unknown email are the same 401. Five consecutive failures for one email (known or not) from one client lock it for that client for 15 minutes, doubling for each further lock (configurable): while locked, every login for it from that client answers 429 with Retry-After (seconds left), even with the right password. A correct password resets the count. A suspended account answers 403 (type .../account-suspended) when the password is right.',
       auth: { anonymous: true },
       body: CustomerLoginRequest,
       responses: { 200: CustomerSignInResult, 400: null, 401: null, 403: null, 429: null },
-      handler: async ({ body }) => ok(toSignInResult(await customers.LoginCustomer(body, { deadlineMs: PASSWORD_WORK_DEADLINE_MS }))),
+      handler: async ({ body, request }) => ok(toSignInResult(await customers.LoginCustomer({ ...body, client: request.ip }, { deadlineMs: PASSWORD_WORK_DEADLINE_MS }))),
     }),
     defineRoute({
       method: 'GET',

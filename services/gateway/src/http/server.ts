@@ -27,10 +27,15 @@ declare module 'fastify' {
 }
 
 /**
- * Cross-cutting steps around every route, supplied by their own features: rate limiting runs
- * after authentication; idempotency wraps the handler of routes marked `idempotent`.
+ * Cross-cutting steps around every route, supplied by their own features, in this order: `admit`
+ * (limits by client IP, before anything costs), `beforeAuthentication` and
+ * `authenticationFailed` around verifying a bearer credential, `limitRate` (per credential,
+ * after authentication); idempotency wraps the handler of routes marked `idempotent`.
  */
 export interface RequestPipeline {
+  admit?(spec: RouteSpec, request: FastifyRequest, reply: FastifyReply): void;
+  beforeAuthentication?(request: FastifyRequest, reply: FastifyReply): void;
+  authenticationFailed?(request: FastifyRequest): void;
   limitRate?(request: FastifyRequest, principal: Principal | undefined, reply: FastifyReply): Promise<void> | void;
   /** `run` parses the inputs and calls the handler, so validation failures are outcomes of the run. */
   runIdempotent?(spec: RouteSpec, request: FastifyRequest, principal: Principal | undefined, run: () => Promise<RouteResult>): Promise<RouteResult>;
@@ -96,6 +101,9 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
   app.addHook('onRequest', (request, reply, done) => {
     request.traceId = currentTraceId() ?? traceIdOf(request.headers.traceparent) ?? randomBytes(16).toString('hex');
     reply.header(TRACE_ID_HEADER, request.traceId);
+    reply.header('x-content-type-options', 'nosniff');
+    // API responses carry tokens, plaintext keys and signing secrets: never stored by any cache.
+    if (/^\/api(?:[/?]|$)/i.test(request.url)) reply.header('cache-control', 'no-store');
     done();
   });
   // JSON parser that tolerates an empty body (POST /pause with a JSON content type) and marks
@@ -143,11 +151,18 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
         // costs a lookup, and before the idempotency step, so it never claims (or burns) a key.
         assertUtf8Query(request.url);
         assertStorableText({ query: request.query, params: request.params, body: request.body });
+        pipeline.admit?.(spec, request, reply);
         let principal: Principal | undefined;
         if (!('anonymous' in spec.auth)) {
           const token = parseBearer(request.headers.authorization);
           if (!token) throw new DomainError('unauthenticated', 'Send "Authorization: Bearer <credential>".');
-          principal = await authenticator.authenticate(token);
+          pipeline.beforeAuthentication?.(request, reply);
+          try {
+            principal = await authenticator.authenticate(token);
+          } catch (e) {
+            if (e instanceof DomainError && e.code === 'unauthenticated') pipeline.authenticationFailed?.(request);
+            throw e;
+          }
           request.principal = principal;
         }
         await pipeline.limitRate?.(request, principal, reply);

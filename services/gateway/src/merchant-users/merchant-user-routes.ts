@@ -13,12 +13,12 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       url: '/api/auth/login',
       tag: 'Merchant users',
       summary: 'Sign in a merchant user',
-      description: 'Returns an ES256 JWT (claims sub, mid, role, iss, aud, iat, exp; one hour). A wrong password, an unknown email and an inactive user all answer the same 401.',
+      description: 'Returns an ES256 JWT (claims sub, mid, role, iss, aud, iat, exp; one hour). A wrong password, an unknown email and an inactive user all answer the same 401. Five consecutive failures for one email from one client lock it for that client like customer login: 429 with Retry-After, even with the right password.',
       auth: { anonymous: true },
       body: MerchantLoginRequest,
-      responses: { 200: MerchantSignInResult, 400: null, 401: null },
-      handler: async ({ body }) => {
-        const res = await users.LoginMerchantUser(body, { deadlineMs: PASSWORD_WORK_DEADLINE_MS });
+      responses: { 200: MerchantSignInResult, 400: null, 401: null, 429: null },
+      handler: async ({ body, request }) => {
+        const res = await users.LoginMerchantUser({ ...body, client: request.ip }, { deadlineMs: PASSWORD_WORK_DEADLINE_MS });
         const { isActive: _active, ...user } = res.user;
         return ok({ token: res.token, expiresAt: res.expiresAt, user });
       },

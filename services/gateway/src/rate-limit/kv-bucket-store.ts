@@ -11,7 +11,7 @@ export interface SharedBucketStore {
    * Adds `consumed` tokens to the shared bucket of `key` and returns its state afterwards (with
    * `consumed` 0: only reads it). Throws when the store cannot be reached.
    */
-  push(key: string, consumed: number, now: number): Promise<BucketState>;
+  push(key: string, consumed: number, now: number, policy: RatePolicy): Promise<BucketState>;
   close(): Promise<void>;
 }
 
@@ -46,7 +46,7 @@ export class KvBucketStore implements SharedBucketStore {
   private readonly ready: Promise<void>;
 
   constructor(
-    private readonly opts: { natsUrl: string; bucket: string; policy: RatePolicy; ttlMs: number; logger: Logger },
+    private readonly opts: { natsUrl: string; bucket: string; ttlMs: number; logger: Logger },
   ) {
     this.ready = this.open();
     this.ready.catch(() => undefined);
@@ -73,10 +73,9 @@ export class KvBucketStore implements SharedBucketStore {
     return `b.${createHash('sha256').update(key).digest('hex').slice(0, 40)}`;
   }
 
-  async push(key: string, consumed: number, now: number): Promise<BucketState> {
+  async push(key: string, consumed: number, now: number, policy: RatePolicy): Promise<BucketState> {
     const kv = this.kv;
     if (!kv) throw new Error('rate-limit store not connected');
-    const { policy } = this.opts;
     const k = this.keyOf(key);
     for (let attempt = 1; ; attempt++) {
       const entry = await kv.get(k);

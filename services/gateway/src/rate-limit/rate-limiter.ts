@@ -1,11 +1,10 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { DomainError } from '@billing/contracts';
 import type { Logger } from '@billing/service-runtime';
-import { credentialId, type Principal } from '../auth/principal.js';
-import { KvBucketStore, type SharedBucketStore } from './kv-bucket-store.js';
+import type { SharedBucketStore } from './kv-bucket-store.js';
 import { LocalBucket, type RatePolicy } from './token-bucket.js';
 
 export interface RateLimiterOptions {
+  /** Names the limit in the RateLimit headers and separates its buckets in the shared store. */
+  name: string;
   policy: RatePolicy;
   /** How often each active bucket is reconciled with the shared store. */
   syncMs: number;
@@ -14,7 +13,25 @@ export interface RateLimiterOptions {
   logger: Logger;
   /** Upper bound on buckets held in memory (the oldest is dropped beyond it). */
   maxBuckets?: number;
+  /**
+   * Also re-read, at every sync, buckets this replica has not counted in since its last sync
+   * (while it counted in them in the last FOLLOW_WINDOW_MS), so what other replicas counted is
+   * seen within one sync interval by a replica that only peeks now. For low-volume limits (failed
+   * authentications, password endpoints), where a replica that is not the one counting must
+   * still refuse promptly.
+   */
+  followShared?: boolean;
 }
+
+/** How long after its last use a followed bucket keeps being re-read. */
+const FOLLOW_WINDOW_MS = 10_000;
+
+/** A limiter's answer for one key, with what the RateLimit response header reports. */
+export type RateDecision = ({ allowed: true } | { allowed: false; retryAfterSeconds: number }) & {
+  limiter: RateLimiter;
+  remaining: number;
+  resetSeconds: number;
+};
 
 /** Syncs in flight at once, so a burst of new credentials cannot flood the store. */
 const MAX_CONCURRENT_SYNCS = 256;
@@ -56,39 +73,56 @@ export class RateLimiter {
     this.timer.unref();
   }
 
-  async stop(): Promise<void> {
+  /** Stops syncing; the shared store is closed by its owner. */
+  stop(): void {
     clearInterval(this.timer);
-    await this.opts.store?.close();
   }
 
-  /** Admits one request for `key` or says how many whole seconds (at least 1) to wait. */
-  check(key: string, now = Date.now()): { allowed: true; remaining: number } | { allowed: false; retryAfterSeconds: number } {
+  get name(): string {
+    return this.opts.name;
+  }
+
+  get policy(): RatePolicy {
+    return this.opts.policy;
+  }
+
+  private bucketOf(key: string, now: number): LocalBucket {
     let bucket = this.buckets.get(key);
     if (!bucket) {
       if (this.buckets.size >= this.maxBuckets) this.buckets.delete(this.buckets.keys().next().value!);
       bucket = new LocalBucket(this.opts.policy, now);
       this.buckets.set(key, bucket);
     }
+    return bucket;
+  }
+
+  private decided(bucket: LocalBucket, decision: { allowed: true } | { allowed: false; retryAfterSeconds: number }, now: number): RateDecision {
+    return { ...decision, limiter: this, ...bucket.remaining(now) };
+  }
+
+  /** Whether `key` could be admitted, without taking a token (for limits charged only on failure). */
+  peek(key: string, now = Date.now()): RateDecision {
+    const bucket = this.bucketOf(key, now);
+    if (now - bucket.syncedAt > 2 * this.opts.syncMs) this.sync(key, bucket);
+    return this.decided(bucket, bucket.peek(now), now);
+  }
+
+  /** Counts an event for `key` that already happened (a failed authentication), admitted or not. */
+  charge(key: string, now = Date.now()): void {
+    const bucket = this.bucketOf(key, now);
+    bucket.charge(now);
+    this.sync(key, bucket);
+  }
+
+  /** Admits one request for `key` or says how many whole seconds (at least 1) to wait. */
+  check(key: string, now = Date.now()): RateDecision {
+    const bucket = this.bucketOf(key, now);
     const decision = bucket.tryTake(now);
     // Reconcile now rather than at the next tick when this replica's view may be far off: it is
     // older than two sync intervals (a new bucket, or one waking from idle), or this replica has
     // admitted a tenth of a burst since (a busy credential: keeps replicas' views close).
     if (now - bucket.syncedAt > 2 * this.opts.syncMs || bucket.unpushed >= this.eagerPushAt) this.sync(key, bucket);
-    return decision;
-  }
-
-  /** The `RequestPipeline.limitRate` step: throws `rate_limited` (429 with Retry-After) when over the limit. */
-  limit(request: FastifyRequest, principal: Principal | undefined, reply?: FastifyReply): void {
-    const key = principal ? credentialId(principal) : `ip:${request.ip}`;
-    const decision = this.check(key);
-    if (reply) {
-      reply.header('ratelimit-limit', String(this.opts.policy.burst));
-      reply.header('ratelimit-remaining', String(decision.allowed ? decision.remaining : 0));
-    }
-    if (!decision.allowed) {
-      const seconds = decision.retryAfterSeconds;
-      throw new DomainError('rate_limited', `Rate limit exceeded; retry in ${seconds} second(s).`, { retryAfterSeconds: seconds });
-    }
+    return this.decided(bucket, decision, now);
   }
 
   private tick(): void {
@@ -96,6 +130,7 @@ export class RateLimiter {
     for (const [key, bucket] of this.buckets) {
       if (bucket.isIdle(now, this.idleMs)) this.buckets.delete(key);
       else if (!bucket.syncing && (bucket.unpushed > 0 || bucket.lastRequestAt > bucket.syncedAt)) this.sync(key, bucket);
+      else if (this.opts.followShared && !bucket.syncing && now - bucket.lastRequestAt < FOLLOW_WINDOW_MS) this.sync(key, bucket);
     }
   }
 
@@ -108,7 +143,7 @@ export class RateLimiter {
     const pushed = bucket.unpushed;
     const started = Date.now();
     store
-      .push(key, pushed, started)
+      .push(`${this.opts.name}:${key}`, pushed, started, this.opts.policy)
       .then(
         (shared) => bucket.adopt(shared, pushed, Date.now()),
         (e: unknown) => {
@@ -126,17 +161,4 @@ export class RateLimiter {
         this.syncsInFlight--;
       });
   }
-}
-
-/** The limiter configured by the gateway's env, shared through NATS KV; undefined when RATE_LIMIT_PER_SECOND is 0. */
-export function createRateLimiter(
-  config: { RATE_LIMIT_PER_SECOND: number; RATE_LIMIT_BURST: number; RATE_LIMIT_SYNC_MS: number; RATE_LIMIT_KV_BUCKET: string; NATS_URL: string },
-  logger: Logger,
-): RateLimiter | undefined {
-  if (config.RATE_LIMIT_PER_SECOND <= 0) return undefined;
-  const policy = { ratePerSecond: config.RATE_LIMIT_PER_SECOND, burst: config.RATE_LIMIT_BURST };
-  // Stored buckets expire once they would have refilled from the deepest debt to full.
-  const ttlMs = Math.max(60_000, Math.ceil((2 * policy.burst * 1000) / policy.ratePerSecond));
-  const store = new KvBucketStore({ natsUrl: config.NATS_URL, bucket: config.RATE_LIMIT_KV_BUCKET, policy, ttlMs, logger });
-  return new RateLimiter({ policy, syncMs: config.RATE_LIMIT_SYNC_MS, store, logger });
 }

@@ -115,4 +115,25 @@ describe('LocalBucket', () => {
     expect(b.isIdle(T0 + 30_000, 60_000)).toBe(false);
     expect(b.isIdle(T0 + 120_000, 60_000)).toBe(true);
   });
+
+  it('peek decides without taking; charge counts an event even past empty (failed authentications)', () => {
+    const b = new LocalBucket(policy, T0);
+    for (let i = 0; i < 10; i++) {
+      expect(b.peek(T0).allowed).toBe(true);
+      b.charge(T0);
+    }
+    expect(b.peek(T0)).toEqual({ allowed: false, retryAfterSeconds: 1 });
+    b.charge(T0);
+    expect(b.unpushed).toBe(11);
+    expect(b.peek(T0 + 200).allowed).toBe(false);
+    expect(b.peek(T0 + 400).allowed).toBe(true);
+  });
+
+  it('reports whole requests left and whole seconds until full (the RateLimit header)', () => {
+    const b = new LocalBucket(policy, T0);
+    expect(b.remaining(T0)).toEqual({ remaining: 10, resetSeconds: 0 });
+    takeMany(b, 10, T0);
+    expect(b.remaining(T0)).toEqual({ remaining: 0, resetSeconds: 2 });
+    expect(b.remaining(T0 + 1100)).toEqual({ remaining: 5, resetSeconds: 1 });
+  });
 });

@@ -74,6 +74,26 @@ export class LocalBucket {
     return { allowed: true, remaining: Math.max(0, Math.floor(this.state.level)) };
   }
 
+  /** Whether a request could be admitted now, without taking a token. */
+  peek(now: number): { allowed: true } | { allowed: false; retryAfterSeconds: number } {
+    const current = refill(this.state, this.policy, now);
+    return current.level < 1 ? { allowed: false, retryAfterSeconds: secondsUntilToken(current.level, this.policy) } : { allowed: true };
+  }
+
+  /** Takes a token whatever the level (down to -burst): counts an event that already happened, such as a failed authentication. */
+  charge(now: number): void {
+    this.lastRequestAt = now;
+    const current = refill(this.state, this.policy, now);
+    this.state = { level: Math.max(-this.policy.burst, current.level - 1), at: current.at };
+    this.unpushed += 1;
+  }
+
+  /** Whole tokens left now (never negative) and whole seconds until the bucket is full again. */
+  remaining(now: number): { remaining: number; resetSeconds: number } {
+    const { level } = refill(this.state, this.policy, now);
+    return { remaining: Math.max(0, Math.floor(level)), resetSeconds: Math.max(0, Math.ceil(((this.policy.burst - level) * 1000) / this.policy.ratePerSecond / 1000)) };
+  }
+
   /**
    * Adopts the shared state written (or read) by a sync that pushed `pushed` tokens; tokens
    * admitted while the sync was in flight stay unpushed and are subtracted from the new view.

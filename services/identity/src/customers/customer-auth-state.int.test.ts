@@ -7,7 +7,7 @@ import { ENTITIES } from '../app.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { CustomerAccount } from './customer-account.js';
 import { consumeToken, CustomerToken } from './customer-token.js';
-import { LoginLockout } from './login-lockout.js';
+import { LoginLockout } from '../passwords/login-lockout.js';
 
 // The lockout counter and the one-time tokens against a real Postgres database of their own,
 // many statements at once on separate connections, as several identity replicas would run them.
@@ -42,32 +42,45 @@ afterAll(async () => {
 const email = () => `${randomBytes(6).toString('hex')}@example.com`;
 
 describe('LoginLockout', () => {
-  const lockout = new LoginLockout({ threshold: 5, lockSeconds: 900 });
+  const lockout = new LoginLockout('customer', { threshold: 5, lockSeconds: 900, maxLockSeconds: 86_400 });
+  const C = '203.0.113.7';
 
   it('counts 20 concurrent failures exactly: the 5th locks, the 15 after it find the lock', async () => {
     const e = email();
-    const results = await Promise.all(Array.from({ length: 20 }, () => lockout.recordFailure(orm.em.fork(), e)));
+    const results = await Promise.all(Array.from({ length: 20 }, () => lockout.recordFailure(orm.em.fork(), e, C)));
     expect(results.filter((s) => s === 0)).toHaveLength(5);
     expect(results.filter((s) => s > 0)).toHaveLength(15);
-    const left = await lockout.secondsLocked(orm.em.fork(), e);
+    const left = await lockout.secondsLocked(orm.em.fork(), e, C);
     expect(left).toBeGreaterThan(890);
     expect(left).toBeLessThanOrEqual(900);
   });
 
   it('is not locked by four failures, and a success clears them', async () => {
     const e = email();
-    for (let i = 0; i < 4; i++) expect(await lockout.recordFailure(orm.em.fork(), e)).toBe(0);
-    expect(await lockout.secondsLocked(orm.em.fork(), e)).toBe(0);
-    expect(await lockout.recordSuccess(orm.em.fork(), e)).toBe(0);
-    for (let i = 0; i < 4; i++) expect(await lockout.recordFailure(orm.em.fork(), e)).toBe(0);
-    expect(await lockout.secondsLocked(orm.em.fork(), e)).toBe(0);
+    for (let i = 0; i < 4; i++) expect(await lockout.recordFailure(orm.em.fork(), e, C)).toBe(0);
+    expect(await lockout.secondsLocked(orm.em.fork(), e, C)).toBe(0);
+    expect(await lockout.recordSuccess(orm.em.fork(), e, C)).toBe(0);
+    for (let i = 0; i < 4; i++) expect(await lockout.recordFailure(orm.em.fork(), e, C)).toBe(0);
+    expect(await lockout.secondsLocked(orm.em.fork(), e, C)).toBe(0);
+  });
+
+  it('locks only the client that failed, and each further lock of that client is twice as long', async () => {
+    const e = email();
+    for (let i = 0; i < 5; i++) await lockout.recordFailure(orm.em.fork(), e, C);
+    expect(await lockout.secondsLocked(orm.em.fork(), e, C)).toBeGreaterThan(890);
+    expect(await lockout.secondsLocked(orm.em.fork(), e, '198.51.100.1')).toBe(0);
+    expect(await lockout.recordSuccess(orm.em.fork(), e, '198.51.100.1')).toBe(0);
+    // Let the first lock run out, then fail five times more: the second lock is 1800 s.
+    await orm.em.fork().execute(`update login_failures set locked_until = now() - interval '1 second' where email = ?`, [e]);
+    for (let i = 0; i < 5; i++) await lockout.recordFailure(orm.em.fork(), e, C);
+    expect(await lockout.secondsLocked(orm.em.fork(), e, C)).toBeGreaterThan(1790);
   });
 
   it('does not let a success clear a running lock', async () => {
     const e = email();
-    for (let i = 0; i < 5; i++) await lockout.recordFailure(orm.em.fork(), e);
-    expect(await lockout.recordSuccess(orm.em.fork(), e)).toBeGreaterThan(0);
-    expect(await lockout.secondsLocked(orm.em.fork(), e)).toBeGreaterThan(0);
+    for (let i = 0; i < 5; i++) await lockout.recordFailure(orm.em.fork(), e, C);
+    expect(await lockout.recordSuccess(orm.em.fork(), e, C)).toBeGreaterThan(0);
+    expect(await lockout.secondsLocked(orm.em.fork(), e, C)).toBeGreaterThan(0);
   });
 });
 

@@ -22,13 +22,15 @@ import type { TokenIssuer } from '../signing-keys/token-issuer.js';
 import { CustomerAccount, OPTIONAL_PROFILE_FIELDS, type OptionalProfileField } from './customer-account.js';
 import { emailVerificationEmail, passwordResetEmail } from './customer-mail.js';
 import { consumeToken, CustomerToken, isTokenUsable, retireTokens } from './customer-token.js';
-import type { LoginLockout } from './login-lockout.js';
+import type { LoginLockout } from '../passwords/login-lockout.js';
+import type { ResetEmailThrottle } from './reset-email-throttle.js';
 
 export interface CustomersDeps {
   orm: MikroORM;
   hasher: PasswordHasher;
   issuer: TokenIssuer;
   lockout: LoginLockout;
+  resetEmails: ResetEmailThrottle;
   channels: DeliveryChannels;
   /** Base of the links in customer emails. */
   publicBaseUrl: string;
@@ -74,7 +76,7 @@ async function findAccount(em: EntityManager, id: string, lock = false): Promise
 }
 
 export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Customers'> {
-  const { orm, hasher, issuer, lockout, channels, publicBaseUrl, logger } = deps;
+  const { orm, hasher, issuer, lockout, resetEmails, channels, publicBaseUrl, logger } = deps;
 
   /** Delivery never fails the request that caused it; a lost email is logged (never its content). */
   const deliver = (what: string, accountId: string, send: () => Promise<void>) =>
@@ -89,6 +91,10 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
     const em = orm.em.fork();
     const account = await em.findOne(CustomerAccount, { email });
     if (!account) return;
+    if (!(await resetEmails.admit(em, email))) {
+      logger.info({ accountId: account.id }, 'password-reset email not sent: hourly limit for this email reached');
+      return;
+    }
     const { token, entity } = CustomerToken.mint(account.id, 'password_reset', PASSWORD_RESET_TTL_SECONDS);
     await em.persistAndFlush(entity);
     await channels.email.send(passwordResetEmail(account.email, token, publicBaseUrl));
@@ -121,24 +127,25 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
       return signIn(account);
     },
 
-    LoginCustomer: async (req: { email: string; password: string }) => {
+    LoginCustomer: async (req) => {
       const input = parseOrThrow(CustomerLoginRequest, req);
+      const client = req.client;
       const email = input.email.toLowerCase();
       const em = orm.em.fork();
       const locked = (seconds: number) =>
         new DomainError('account_locked', `Too many failed sign-ins; try again in ${seconds} second(s).`, { retryAfterSeconds: seconds });
 
-      const lockedFor = await lockout.secondsLocked(em, email);
+      const lockedFor = await lockout.secondsLocked(em, email, client);
       if (lockedFor) throw locked(lockedFor);
       const account = await em.findOne(CustomerAccount, { email });
       // An unknown email and an unclaimed account cost the same time as a wrong password.
       const ok = account?.passwordHash ? await hasher.verify(input.password, account.passwordHash) : await hasher.verifyAgainstNothing(input.password);
       if (!account || !ok) {
-        const nowLocked = await lockout.recordFailure(em, email);
+        const nowLocked = await lockout.recordFailure(em, email, client);
         if (nowLocked) throw locked(nowLocked);
         throw new DomainError('unauthenticated', 'Invalid email or password.');
       }
-      const stillLocked = await lockout.recordSuccess(em, email);
+      const stillLocked = await lockout.recordSuccess(em, email, client);
       if (stillLocked) throw locked(stillLocked);
       if (account.isSuspended()) throw new DomainError('account_suspended', 'This account is suspended.');
       return signIn(account);

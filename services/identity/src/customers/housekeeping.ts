@@ -8,7 +8,8 @@ import type { Logger } from '@billing/service-runtime';
  */
 export async function pruneCustomerAuthState(orm: MikroORM): Promise<void> {
   const em = orm.em.fork();
-  await em.execute(`delete from customer_login_failures where updated_at < now() - interval '1 day' and (locked_until is null or locked_until < now())`);
+  await em.execute(`delete from login_failures where updated_at < now() - interval '1 day' and (locked_until is null or locked_until < now())`);
+  await em.execute(`delete from password_reset_sends where window_started_at < now() - interval '1 hour'`);
   await em.execute(`delete from customer_tokens where expires_at < now() - interval '1 day'`);
 }
 

@@ -2,11 +2,12 @@ import type { ServiceImpl } from '@billing/service-runtime';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateMerchantUserRequest, DomainError, MERCHANT_TOKEN_TTL_SECONDS, MerchantLoginRequest, parseOrThrow, UpdateMerchantUserRequest } from '@billing/contracts';
 import { CredentialChange } from '../credential-changes/credential-change.js';
+import type { LoginLockout } from '../passwords/login-lockout.js';
 import type { PasswordHasher } from '../passwords/password-hasher.js';
 import type { TokenIssuer } from '../signing-keys/token-issuer.js';
 import { MerchantUser } from './merchant-user.js';
 
-export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer: TokenIssuer): ServiceImpl<'identity.v1.MerchantUsers'> {
+export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer: TokenIssuer, lockout: LoginLockout): ServiceImpl<'identity.v1.MerchantUsers'> {
   return {
     CreateMerchantUser: async (req) => {
       const input = parseOrThrow(CreateMerchantUserRequest, req);
@@ -32,12 +33,25 @@ export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer:
       });
     },
 
-    LoginMerchantUser: async (req: { email: string; password: string }) => {
+    LoginMerchantUser: async (req) => {
       const input = parseOrThrow(MerchantLoginRequest, req);
+      const email = input.email.toLowerCase();
       const em = orm.em.fork();
-      const user = await em.findOne(MerchantUser, { email: input.email.toLowerCase() });
+      const locked = (seconds: number) =>
+        new DomainError('account_locked', `Too many failed sign-ins; try again in ${seconds} second(s).`, { retryAfterSeconds: seconds });
+      // Locked like customer login (contract §4): per email and client, even with the right password.
+      const lockedFor = await lockout.secondsLocked(em, email, req.client);
+      if (lockedFor) throw locked(lockedFor);
+      const user = await em.findOne(MerchantUser, { email });
       const ok = user ? await hasher.verify(input.password, user.passwordHash) : await hasher.verifyAgainstNothing(input.password);
-      if (!user || !ok || !user.isActive) throw new DomainError('unauthenticated', 'Invalid email or password.');
+      // An inactive user fails like a wrong password, and counts like one.
+      if (!user || !ok || !user.isActive) {
+        const nowLocked = await lockout.recordFailure(em, email, req.client);
+        if (nowLocked) throw locked(nowLocked);
+        throw new DomainError('unauthenticated', 'Invalid email or password.');
+      }
+      const stillLocked = await lockout.recordSuccess(em, email, req.client);
+      if (stillLocked) throw locked(stillLocked);
       const { token, expiresAt } = await issuer.issue('merchantUser', user.id, { mid: user.merchantId, role: user.role, iat_ms: Date.now() }, MERCHANT_TOKEN_TTL_SECONDS);
       return { token, expiresAt: expiresAt.toISOString(), user: user.toView() };
     },
