@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { GrpcTlsConfig } from './grpc-transport.js';
 
 export const PlatformMode = z.enum(['development', 'test', 'production']);
 export type PlatformMode = z.infer<typeof PlatformMode>;
@@ -7,6 +8,7 @@ export type PlatformMode = z.infer<typeof PlatformMode>;
 export const BaseConfig = z.object({
   PLATFORM_MODE: PlatformMode.default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ...GrpcTlsConfig.shape,
 });
 
 /**

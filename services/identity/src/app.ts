@@ -1,9 +1,10 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, createDeliveryChannels, addGrpcService, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, createDeliveryChannels, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
 import { ApiKeySchema } from './api-keys/api-key.js';
 import { apiKeysGrpc } from './api-keys/api-keys-grpc.js';
 import { webhookSigningGrpc } from './api-keys/webhook-signing-grpc.js';
 import type { IdentityConfig } from './config.js';
+import { IDENTITY_CALLERS } from './grpc-callers.js';
 import { CredentialChangeSchema } from './credential-changes/credential-change.js';
 import { credentialsGrpc } from './credential-changes/credentials-grpc.js';
 import { CustomerAccountSchema } from './customers/customer-account.js';
@@ -33,6 +34,7 @@ export interface IdentityApp {
 /** Composition root of the identity service. */
 export async function startIdentity(config: IdentityConfig): Promise<IdentityApp> {
   const logger = createLogger('identity', config.LOG_LEVEL);
+  configureGrpcTransport(config);
   const orm = await openIdentityDatabase(config);
   await migrate(orm, config.DB_SCHEMA);
 
@@ -41,7 +43,7 @@ export async function startIdentity(config: IdentityConfig): Promise<IdentityApp
   const issuer = new TokenIssuer(box);
   await issuer.load(orm.em.fork());
 
-  const { server } = createGrpcServer();
+  const { server } = createGrpcServer(IDENTITY_CALLERS);
   addGrpcService(server, 'identity.v1.MerchantUsers', logger, merchantUsersGrpc(orm, hasher, issuer));
   addGrpcService(server, 'identity.v1.ApiKeys', logger, apiKeysGrpc(orm, box, { production: config.PLATFORM_MODE === 'production' }));
   const customers = customersGrpc({

@@ -1,0 +1,4 @@
+import type { CallerRules } from '@billing/service-runtime';
+
+/** Who may call checkout, by the service named in the caller's verified certificate. */
+export const CHECKOUT_CALLERS: CallerRules = {};
