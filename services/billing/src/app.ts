@@ -38,7 +38,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   configureGrpcTransport(config);
   const orm = await openBillingDatabase(config);
   await migrate(orm, config.DB_SCHEMA);
-  const box = new SecretBox(config.ENCRYPTION_KEY);
+  const box = new SecretBox(config.BILLING_ENCRYPTION_KEY, 'billing/payment-gateway-credentials');
 
   const { server } = createGrpcServer(BILLING_CALLERS);
   addGrpcService(server, 'billing.v1.Merchants', logger, merchantsGrpc(orm, box));

@@ -38,9 +38,9 @@ export async function startIdentity(config: IdentityConfig): Promise<IdentityApp
   const orm = await openIdentityDatabase(config);
   await migrate(orm, config.DB_SCHEMA);
 
-  const box = new SecretBox(config.ENCRYPTION_KEY);
+  const box = new SecretBox(config.IDENTITY_ENCRYPTION_KEY, 'identity/api-key-signing-secrets');
   const hasher = new PasswordHasher();
-  const issuer = new TokenIssuer(box);
+  const issuer = new TokenIssuer(new SecretBox(config.IDENTITY_ENCRYPTION_KEY, 'identity/token-signing-keys'));
   await issuer.load(orm.em.fork());
 
   const { server } = createGrpcServer(IDENTITY_CALLERS);
