@@ -43,11 +43,18 @@ function readPem(variable: string, file: string): Buffer {
 
 /**
  * Sets the credentials every gRPC server (`listen`) and client (`createClient`) of this process
- * uses, from its parsed config. Call once at start-up, before listening or creating clients.
- * One credentials object is shared by every client, so clients of one target share one
- * connection (grpc-js pools subchannels by target, options and credentials).
+ * uses, from its parsed config. Call once at start-up, before listening or creating clients;
+ * with the address the service will listen on, it throws at once (before any other start-up
+ * work) when production would serve it in plaintext off loopback. One credentials object is
+ * shared by every client, so clients of one target share one connection (grpc-js pools
+ * subchannels by target, options and credentials).
  */
-export function configureGrpcTransport(config: GrpcTlsConfig & { PLATFORM_MODE: PlatformMode }): void {
+export function configureGrpcTransport(config: GrpcTlsConfig & { PLATFORM_MODE: PlatformMode }, listenAddress?: string): void {
+  setTransport(config);
+  if (listenAddress !== undefined) refuseInsecureOutsideLoopback(listenAddress, 'serve gRPC on');
+}
+
+function setTransport(config: GrpcTlsConfig & { PLATFORM_MODE: PlatformMode }): void {
   const { GRPC_TLS_CA: ca, GRPC_TLS_CERT: cert, GRPC_TLS_KEY: key } = config;
   const given = [ca, cert, key].filter(Boolean).length;
   if (given === 0) {

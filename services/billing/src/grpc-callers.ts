@@ -1,12 +1,25 @@
 import type { CallerRules } from '@billing/service-runtime';
 
-/** Who may call billing, by the service named in the caller's verified certificate. */
+/**
+ * Who may call billing, by the service named in the caller's verified certificate: the gateway
+ * everything, checkout (which completes onboarding) only the methods its flow uses.
+ */
 export const BILLING_CALLERS: CallerRules = {
   'billing.v1.Merchants': ['gateway'],
+  'billing.v1.Merchants/GetMerchant': ['gateway', 'checkout'],
   'billing.v1.Products': ['gateway'],
   'billing.v1.Questions': ['gateway'],
+  'billing.v1.Questions/ListQuestions': ['gateway', 'checkout'],
   'billing.v1.Plans': ['gateway'],
+  'billing.v1.Plans/GetPlan': ['gateway', 'checkout'],
+  'billing.v1.Plans/ListPlans': ['gateway', 'checkout'],
   'billing.v1.Members': ['gateway'],
+  'billing.v1.Members/CreateMember': ['gateway', 'checkout'],
   'billing.v1.PaymentMethods': ['gateway'],
+  'billing.v1.PaymentMethods/AddPaymentMethod': ['gateway', 'checkout'],
+  'billing.v1.PaymentMethods/ListPaymentMethods': ['gateway', 'checkout'],
   'billing.v1.Subscriptions': ['gateway'],
+  'billing.v1.Subscriptions/CreateSubscription': ['gateway', 'checkout'],
+  'billing.v1.Subscriptions/GetSubscription': ['gateway', 'checkout'],
+  'billing.v1.Answers': ['gateway', 'checkout'],
 };

@@ -1,4 +1,7 @@
 import type { CallerRules } from '@billing/service-runtime';
 
 /** Who may call checkout, by the service named in the caller's verified certificate. */
-export const CHECKOUT_CALLERS: CallerRules = {};
+export const CHECKOUT_CALLERS: CallerRules = {
+  'checkout.v1.Invitations': ['gateway'],
+  'checkout.v1.Onboarding': ['gateway'],
+};

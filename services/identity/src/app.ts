@@ -34,7 +34,7 @@ export interface IdentityApp {
 /** Composition root of the identity service. */
 export async function startIdentity(config: IdentityConfig): Promise<IdentityApp> {
   const logger = createLogger('identity', config.LOG_LEVEL);
-  configureGrpcTransport(config);
+  configureGrpcTransport(config, config.IDENTITY_GRPC_ADDRESS);
   const orm = await openIdentityDatabase(config);
   await migrate(orm, config.DB_SCHEMA);
 

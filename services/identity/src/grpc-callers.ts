@@ -2,13 +2,16 @@ import type { CallerRules } from '@billing/service-runtime';
 
 /**
  * Who may call identity, by the service named in the caller's verified certificate. Only the
- * gateway creates API keys, mints password-reset tokens and signs people in; only webhooks
- * reads a key's plaintext signing secret.
+ * gateway creates API keys, mints password-reset tokens and signs people in; checkout finds or
+ * creates the customer account of an onboarding; only webhooks reads a key's plaintext
+ * signing secret.
  */
 export const IDENTITY_CALLERS: CallerRules = {
   'identity.v1.MerchantUsers': ['gateway'],
   'identity.v1.ApiKeys': ['gateway'],
   'identity.v1.Customers': ['gateway'],
+  'identity.v1.Customers/EnsureCustomerAccount': ['gateway', 'checkout'],
+  'identity.v1.Customers/GetCustomerAccount': ['gateway', 'checkout'],
   'identity.v1.Credentials': ['gateway'],
   'identity.v1.WebhookSigning': ['webhooks'],
 };

@@ -34,7 +34,7 @@ export interface WebhooksApp {
  */
 export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp> {
   const logger = createLogger('webhooks', config.LOG_LEVEL);
-  configureGrpcTransport(config);
+  configureGrpcTransport(config, config.WEBHOOKS_GRPC_ADDRESS);
   const orm = await openWebhooksDatabase(config);
   await migrate(orm, config.DB_SCHEMA);
 
