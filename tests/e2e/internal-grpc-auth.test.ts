@@ -13,9 +13,9 @@ const certs = inject('grpcCertsDir');
 const pem = (file: string) => readFileSync(join(certs, file));
 const WebhookSigning = serviceDefinition(SERVICE_FILES['identity.v1.WebhookSigning'], 'identity.v1.WebhookSigning');
 
-/** A client presenting `service`'s certificate, or none. */
+/** A client with these credentials, expecting identity's certificate from the server (as the services do). */
 function signingClient(credentials: grpc.ChannelCredentials) {
-  return new WebhookSigning(address, credentials) as grpc.Client & Record<string, Function>;
+  return new WebhookSigning(address, credentials, { 'grpc.ssl_target_name_override': 'identity' }) as grpc.Client & Record<string, Function>;
 }
 const asService = (service: string) => grpc.credentials.createSsl(pem('ca.crt'), pem(`${service}.key`), pem(`${service}.crt`));
 
