@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { DomainError, ERROR_CODES, type ErrorCode } from '@billing/contracts';
 import { SERVICE_FILES, type ServiceDefinitions, type ServiceName } from '@billing/proto-types';
-import { currentTraceId, extractTraceContext, injectTraceHeaders, SpanKind, withSpan } from '@billing/telemetry';
+import { currentTraceId, recordRpcCall } from '@billing/telemetry';
 import { callerOf, clientCredentialsFor, serverCredentialsFor, serverNameOptions, type GrpcPeer } from './grpc-transport.js';
 import type { Logger } from './logger.js';
 
@@ -151,28 +151,35 @@ const callerRules = new WeakMap<grpc.Server, CallerRules>();
 
 /**
  * Adapts async handlers to grpc-js unary handlers: refuses a caller the rules do not list
- * (UNAUTHENTICATED without a verified certificate, PERMISSION_DENIED for another service), runs
- * each in a server span continuing the caller's trace, maps DomainError to status + metadata,
- * and logs anything else with the trace id before answering INTERNAL without internals.
+ * (UNAUTHENTICATED without a verified certificate, PERMISSION_DENIED for another service), maps
+ * DomainError to status + metadata, logs anything else with the trace id before answering
+ * INTERNAL without internals, and records the call's duration and status. (Server spans,
+ * continuing the caller's trace, come from OpenTelemetry's grpc-js instrumentation.)
  */
 function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl, allowedCallers: (method: string) => ReadonlySet<string>): grpc.UntypedServiceImplementation {
   const out: grpc.UntypedServiceImplementation = {};
   for (const [method, fn] of Object.entries(impl)) {
     const allowed = allowedCallers(method);
     out[method] = (call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) => {
+      const started = performance.now();
+      const done = (status: grpc.status) => recordRpcCall(serviceName, method, grpc.status[status] ?? String(status), (performance.now() - started) / 1000);
       const caller = callerOf(call);
       if (!caller || !allowed.has(caller)) {
-        logger.warn({ method: `${serviceName}/${method}`, caller: caller ?? null }, 'refused gRPC call from a caller without the right to it');
-        return callback(toGrpcError(caller ? new DomainError('forbidden', `${caller} may not call ${serviceName}/${method}.`) : new DomainError('unauthenticated', 'A client certificate of this installation is required.')));
+        logger.warn({ rpc: `${serviceName}/${method}`, caller: caller ?? null }, 'refused gRPC call from a caller without the right to it');
+        const refusal = toGrpcError(caller ? new DomainError('forbidden', `${caller} may not call ${serviceName}/${method}.`) : new DomainError('unauthenticated', 'A client certificate of this installation is required.'));
+        done(refusal.code ?? grpc.status.PERMISSION_DENIED);
+        return callback(refusal);
       }
-      const md = call.metadata.getMap();
-      const parent = extractTraceContext({ traceparent: md.traceparent?.toString(), tracestate: md.tracestate?.toString() });
-      withSpan(`${serviceName}/${method}`, { kind: SpanKind.SERVER, parent }, () => fn(call.request, call)).then(
-        (res) => callback(null, res as object),
+      fn(call.request, call).then(
+        (res) => {
+          done(grpc.status.OK);
+          callback(null, res as object);
+        },
         (e: unknown) => {
-          if (e instanceof DomainError) return callback(toGrpcError(e));
-          logger.error({ err: e, method, traceId: currentTraceId() }, 'unhandled error in gRPC handler');
-          callback(toGrpcError(new DomainError('internal')));
+          const error = e instanceof DomainError ? toGrpcError(e) : toGrpcError(new DomainError('internal'));
+          if (!(e instanceof DomainError)) logger.error({ err: e, rpc: `${serviceName}/${method}`, traceId: currentTraceId() }, 'unhandled error in gRPC handler');
+          done(error.code ?? grpc.status.UNKNOWN);
+          callback(error);
         },
       );
     };
@@ -262,8 +269,8 @@ export function createClient<N extends ServiceName>(name: N, address: string, de
   for (const method of Object.keys(Ctor.service)) {
     api[method] = (req: unknown, opts: CallOptions = {}) =>
       new Promise((res, rej) => {
+        // The trace context is added by OpenTelemetry's grpc-js instrumentation.
         const md = new grpc.Metadata();
-        for (const [k, v] of Object.entries(injectTraceHeaders())) md.set(k, v);
         for (const [k, v] of Object.entries(opts.metadata ?? {})) md.set(k, v);
         const deadline = new Date(Date.now() + (opts.deadlineMs ?? defaultDeadlineMs));
         client[method]!(req, md, { deadline }, (err: grpc.ServiceError | null, reply: unknown) =>

@@ -1,60 +1,72 @@
 import { pino, stdSerializers, type Logger } from 'pino';
+import { currentTraceId } from '@billing/telemetry';
 
 export type { Logger };
 
-/** A Postgres error (pg's DatabaseError, or MikroORM's exception copying its fields). */
-function isDatabaseError(e: unknown): e is Error & Record<string, unknown> {
-  const code = e instanceof Error ? (e as { code?: unknown }).code : undefined;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && ('severity' in (e as object) || 'routine' in (e as object));
-}
-
 /**
- * A database error without its message, detail or query: the driver and the ORM put the
- * statement with its bound values (and Postgres the offending value) there, which can be
- * personal data or secrets. The SQLSTATE, constraint and table say what went wrong.
- */
-function serializeDatabaseError(e: Error & Record<string, unknown>) {
-  const frames = e.stack?.split('\n').filter((l) => l.trim().startsWith('at ')).join('\n');
-  return {
-    type: e.name,
-    message: `database error ${String(e.code)} (message withheld: it can hold bound values)`,
-    code: e.code,
-    table: e.table,
-    column: e.column,
-    constraint: e.constraint,
-    routine: e.routine,
-    stack: frames,
-  };
-}
-
-/** Errors as pino serialises them, except that database errors anywhere in the cause chain lose their text. */
-export function serializeError(e: unknown): unknown {
-  if (isDatabaseError(e)) return serializeDatabaseError(e);
-  if (e instanceof Error && e.cause !== undefined) {
-    let cause: unknown = e.cause;
-    for (let depth = 0; cause instanceof Error && depth < 10; depth++) {
-      if (isDatabaseError(cause)) {
-        // pino's serialiser would append the cause's message to this one's.
-        return { type: e.name, message: e.message, stack: e.stack, cause: serializeError(e.cause) };
-      }
-      cause = cause.cause;
-    }
-  }
-  return stdSerializers.err(e as Error);
-}
-
-/**
- * JSON logs on stdout. Fields that could hold secrets are redacted at the source, and database
- * errors are logged without their text (see `serializeError`).
+ * JSON logs on stdout. Every line written inside a trace carries its `traceId` (the id a caller
+ * sees in problem details). Fields that could hold secrets are redacted at the source, and
+ * database errors are logged without their SQL, bound values or row details (see `errorForLog`).
  */
 export function createLogger(service: string, level = process.env.LOG_LEVEL ?? 'info'): Logger {
   return pino({
     name: service,
     level,
-    serializers: { err: serializeError, error: serializeError },
+    mixin: () => {
+      const traceId = currentTraceId();
+      return traceId ? { traceId } : {};
+    },
+    serializers: { err: errorForLog, error: errorForLog },
     redact: {
       paths: ['password', 'newPassword', 'token', 'key', 'signingSecret', 'gatewayPassword', 'gatewayUsername', 'merchantGuid', '*.password', '*.token', 'headers.authorization', 'req.headers.authorization'],
       censor: '[redacted]',
     },
   });
+}
+
+/** A Postgres error (node-postgres, or MikroORM's exception wrapping one). */
+interface DatabaseErrorLike {
+  code?: string;
+  sqlState?: string;
+  severity?: string;
+  routine?: string;
+  constraint?: string;
+  table?: string;
+  column?: string;
+  name?: string;
+}
+
+function isDatabaseError(e: unknown): e is DatabaseErrorLike & Error {
+  if (!(e instanceof Error)) return false;
+  const d = e as DatabaseErrorLike;
+  return typeof d.sqlState === 'string' || (typeof d.severity === 'string' && typeof d.routine === 'string');
+}
+
+/**
+ * pino's error serializer, except for database errors: their message (the statement with its
+ * bound values inlined) and details (`Key (email)=(…)`) can hold personal data, so only the
+ * SQLSTATE and the names of the constraint, table and column are kept.
+ */
+export function errorForLog(e: unknown): unknown {
+  if (!isDatabaseError(e)) {
+    if (!(e instanceof Error)) return e;
+    // pino's serializer appends every cause's message to this one's: not a database error's.
+    for (let cause = e.cause, depth = 0; cause instanceof Error && depth < 10; cause = cause.cause, depth++) {
+      if (isDatabaseError(cause)) return { type: e.name, message: e.message, stack: e.stack, cause: errorForLog(e.cause) };
+    }
+    return stdSerializers.err(e);
+  }
+  const code = e.sqlState ?? e.code;
+  const message = `database error ${code ?? 'unknown'}${e.constraint ? ` (constraint ${e.constraint})` : ''}`;
+  const frames = (e.stack ?? '').split('\n').filter((l) => /^\s+at /.test(l));
+  return {
+    type: e.constructor?.name ?? e.name,
+    message,
+    code,
+    ...(e.constraint ? { constraint: e.constraint } : {}),
+    ...(e.table ? { table: e.table } : {}),
+    ...(e.column ? { column: e.column } : {}),
+    ...(e.routine ? { routine: e.routine } : {}),
+    stack: [`${e.name}: ${message}`, ...frames].join('\n'),
+  };
 }
