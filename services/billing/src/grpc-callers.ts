@@ -2,7 +2,8 @@ import type { CallerRules } from '@billing/service-runtime';
 
 /**
  * Who may call billing, by the service named in the caller's verified certificate: the gateway
- * everything, checkout (which completes onboarding) only the methods its flow uses.
+ * everything but provider tokens, checkout (which completes onboarding and hosted checkout)
+ * only the methods its flows use.
  */
 export const BILLING_CALLERS: CallerRules = {
   'billing.v1.Merchants': ['gateway'],
@@ -18,6 +19,8 @@ export const BILLING_CALLERS: CallerRules = {
   'billing.v1.PaymentMethods': ['gateway'],
   'billing.v1.PaymentMethods/AddPaymentMethod': ['gateway', 'checkout'],
   'billing.v1.PaymentMethods/ListPaymentMethods': ['gateway', 'checkout'],
+  'billing.v1.PaymentMethods/AddPaymentMethodFromToken': ['gateway', 'checkout'],
+  'billing.v1.ProviderTokens': ['checkout'],
   'billing.v1.Subscriptions': ['gateway'],
   'billing.v1.Subscriptions/CreateSubscription': ['gateway', 'checkout'],
   'billing.v1.Subscriptions/GetSubscription': ['gateway', 'checkout'],

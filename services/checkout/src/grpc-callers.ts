@@ -4,4 +4,6 @@ import type { CallerRules } from '@billing/service-runtime';
 export const CHECKOUT_CALLERS: CallerRules = {
   'checkout.v1.Invitations': ['gateway'],
   'checkout.v1.Onboarding': ['gateway'],
+  'checkout.v1.Checkout': ['gateway'],
+  'checkout.v1.Pages': ['gateway'],
 };

@@ -3,14 +3,14 @@ import { DomainError, isUuidText } from '@billing/contracts';
 import type { SecretBox } from '@billing/service-runtime';
 import { ApiKey } from './api-key.js';
 
-/** `identity.v1.WebhookSigning`: the plaintext signing secret of a key (the caller rules admit webhooks only). */
+/** `identity.v1.WebhookSigning`: the plaintext signing secret of a key (the caller rules admit webhooks, which signs deliveries, and checkout, which signs and verifies deep links). */
 export function webhookSigningGrpc(orm: MikroORM, box: SecretBox) {
   return {
     GetSigningSecret: async (req: { apiKeyId: string }) => {
       if (!isUuidText(req.apiKeyId)) throw new DomainError('not_found', 'API key not found.');
       const key = await orm.em.fork().findOne(ApiKey, { id: req.apiKeyId });
       if (!key) throw new DomainError('not_found', 'API key not found.');
-      return { apiKeyId: key.id, merchantId: key.merchantId, signingSecret: box.open(key.signingSecretSealed), revoked: key.revokedAt !== null };
+      return { apiKeyId: key.id, merchantId: key.merchantId, signingSecret: box.open(key.signingSecretSealed), revoked: key.revokedAt !== null, expiresAt: key.expiresAt?.toISOString() };
     },
   };
 }
