@@ -8,6 +8,7 @@ import { SERVICE_FILES, type ServiceDefinitions, type ServiceName } from '@billi
 import { currentTraceId, recordRpcCall } from '@billing/telemetry';
 import { callerOf, clientCredentialsFor, serverCredentialsFor, serverNameOptions, type GrpcPeer } from './grpc-transport.js';
 import type { Logger } from './logger.js';
+import { invalidTextError } from './database.js';
 
 export { grpc };
 
@@ -77,6 +78,7 @@ const GRPC_STATUS: Record<ErrorCode, grpc.status> = {
   service_unavailable: grpc.status.UNAVAILABLE,
   payload_too_large: grpc.status.INVALID_ARGUMENT,
   unsupported_media_type: grpc.status.INVALID_ARGUMENT,
+  header_fields_too_large: grpc.status.INVALID_ARGUMENT,
   internal: grpc.status.INTERNAL,
 };
 
@@ -176,8 +178,10 @@ function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl, a
           callback(null, res as object);
         },
         (e: unknown) => {
-          const error = e instanceof DomainError ? toGrpcError(e) : toGrpcError(new DomainError('internal'));
-          if (!(e instanceof DomainError)) logger.error({ err: e, rpc: `${serviceName}/${method}`, traceId: currentTraceId() }, 'unhandled error in gRPC handler');
+          // Text the database refused is the caller's 400 (a backstop behind the gateway's input policy), not a 500.
+          const known = e instanceof DomainError ? e : invalidTextError(e);
+          const error = toGrpcError(known ?? new DomainError('internal'));
+          if (!known) logger.error({ err: e, rpc: `${serviceName}/${method}`, traceId: currentTraceId() }, 'unhandled error in gRPC handler');
           done(error.code ?? grpc.status.UNKNOWN);
           callback(error);
         },
