@@ -14,5 +14,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('natsUrl', platform.natsUrl);
   project.provide('dataDir', platform.dataDir);
   project.provide('sandboxProviderUrl', platform.processes['sandbox-provider']?.address ?? '');
+  project.provide('metricsUrls', Object.fromEntries(Object.entries(platform.processes).map(([name, p]) => [name, p.metricsUrl ?? ''])));
   return () => platform.stop();
 }

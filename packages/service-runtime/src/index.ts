@@ -12,3 +12,4 @@ export * from './outbox-relay.js';
 export * from './event-stream.js';
 export * from './network-address.js';
 export * from './scope.js';
+export * from './health.js';

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, addGrpcService, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, addGrpcService, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, startOps, postgresDependency, natsDependency, type Logger } from '@billing/service-runtime';
 import { MemberAnswerSchema } from './answers/member-answer.js';
 import { answersGrpc } from './answers/answers-grpc.js';
 import type { BillingConfig } from './config.js';
@@ -40,7 +40,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   await migrate(orm, config.DB_SCHEMA);
   const box = new SecretBox(config.ENCRYPTION_KEY);
 
-  const { server } = createGrpcServer();
+  const { server, setServing } = createGrpcServer();
   addGrpcService(server, 'billing.v1.Merchants', logger, merchantsGrpc(orm, box));
   const providers = new PaymentProviders(new SandboxPaymentProvider(config.PAYMENT_PROVIDER_URL, config.PAYMENT_PROVIDER_TIMEOUT_MS));
   addGrpcService(server, 'billing.v1.Products', logger, productsGrpc(orm));
@@ -52,12 +52,14 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   addGrpcService(server, 'billing.v1.Answers', logger, answersGrpc(orm));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'billing-outbox' });
   const port = await listen(server, config.BILLING_GRPC_ADDRESS);
+  const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, setServing, dependencies: [postgresDependency(orm), natsDependency(config.NATS_URL, 'billing')] });
   logger.info({ port }, 'billing listening');
 
   return {
     port,
     logger,
     close: async () => {
+      await ops.close();
       await shutdownServer(server);
       await relay.stop();
       await orm.close();

@@ -10,6 +10,10 @@ import {
   OutboxMessageSchema,
   shutdownServer,
   startOutboxRelay,
+  startOps,
+  postgresDependency,
+  natsDependency,
+  grpcServiceDependency,
   type Logger,
 } from '@billing/service-runtime';
 import { createCheckoutBackends } from './backends.js';
@@ -39,7 +43,7 @@ export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp
   await migrate(orm, config.DB_SCHEMA);
   const backends = createCheckoutBackends(config);
 
-  const { server } = createGrpcServer();
+  const { server, setServing } = createGrpcServer();
   addGrpcService(
     server,
     'checkout.v1.Invitations',
@@ -56,11 +60,13 @@ export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp
   addGrpcService(server, 'checkout.v1.Onboarding', logger, onboardingGrpc({ orm, backends }));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'checkout-outbox' });
   const port = await listen(server, config.CHECKOUT_GRPC_ADDRESS);
+  const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, setServing, dependencies: [postgresDependency(orm), natsDependency(config.NATS_URL, 'checkout'), grpcServiceDependency('identity', config.IDENTITY_GRPC_URL), grpcServiceDependency('billing', config.BILLING_GRPC_URL)] });
   logger.info({ port }, 'checkout listening');
   return {
     port,
     logger,
     close: async () => {
+      await ops.close();
       await shutdownServer(server);
       await relay.stop();
       backends.close();
