@@ -8,6 +8,7 @@ import { Authenticator } from './auth/authenticator.js';
 import { CredentialFeed } from './auth/credential-feed.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
 import { createBackends, type Backends } from './backends/clients.js';
+import { checkoutRoutes } from './checkout/checkout-routes.js';
 import { customerRoutes } from './customers/customer-routes.js';
 import type { GatewayConfig } from './config.js';
 import type { RouteSpec } from './http/route.js';
@@ -23,12 +24,14 @@ import { memberRoutes } from './members/member-routes.js';
 import { onboardingRoutes } from './onboarding/onboarding-routes.js';
 import { paymentMethodRoutes } from './payment-methods/payment-method-routes.js';
 import { planRoutes } from './plans/plan-routes.js';
+import { registerPages } from './pages/page-routes.js';
 import { productRoutes } from './products/product-routes.js';
 import { questionRoutes } from './questions/question-routes.js';
 import { subscriptionRoutes } from './subscriptions/subscription-routes.js';
 import { webhookDeliveryRoutes } from './webhook-deliveries/webhook-delivery-routes.js';
 import { MIGRATIONS } from './migrations/index.js';
-import { buildOpenApi, DOCS_HTML } from './openapi/openapi.js';
+import { DOCS_HTML, DOCS_SCRIPT_PATH, loadDocsScript } from './openapi/docs-page.js';
+import { buildOpenApi } from './openapi/openapi.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
 
 export const ENTITIES = [IdempotencyRecordSchema];
@@ -57,6 +60,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   const authenticator = new Authenticator(config.BILLING_ADMIN_TOKEN, apiKeys, feed, {
     merchantUser: new JwtVerifier('merchantUser', identityJwks, logger),
     customer: new JwtVerifier('customer', identityJwks, logger),
+    checkout: new JwtVerifier('checkout', identityJwks, logger),
   });
   const access = new MerchantAccess(backends);
 
@@ -67,7 +71,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   });
   const rateLimiter = createRateLimiter(config, logger);
   const pipeline: RequestPipeline = {
-    limitRate: rateLimiter && ((request, principal) => rateLimiter.limit(request, principal)),
+    limitRate: rateLimiter && ((request, principal, reply) => rateLimiter.limit(request, principal, reply)),
     runIdempotent: (_spec, request, principal, run) =>
       idempotency.run(
         { method: request.method, url: request.url, key: request.headers['idempotency-key'], rawBody: request.rawBody, principal, traceId: request.traceId },
@@ -88,6 +92,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     ...paymentMethodRoutes(backends, access),
     ...subscriptionRoutes(backends, access),
     ...webhookDeliveryRoutes(backends, access),
+    ...checkoutRoutes(backends, access),
     ...invitationRoutes(backends, access),
     ...onboardingRoutes(backends),
   ];
@@ -95,7 +100,9 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
 
   const openapi = buildOpenApi(routes, '1.0.0');
   app.get('/openapi.json', async () => openapi);
+  const docsScript = loadDocsScript();
   app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(DOCS_HTML));
+  app.get(DOCS_SCRIPT_PATH, async (_req, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(docsScript));
   app.get('/health', async () => ({ status: 'ok' }));
   // Ready when its database, NATS and every backend are: an unready backend makes the gateway
   // unready too, so a load balancer sends its traffic elsewhere.
@@ -118,6 +125,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     return reply.code(report.status === 'ready' ? 200 : 503).send(report);
   });
   app.get('/.well-known/jwks.json', async () => identityJwks());
+  registerPages(app, backends.checkout.pages, logger);
 
   await feed.start();
   apiKeys.start();

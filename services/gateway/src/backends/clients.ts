@@ -1,4 +1,4 @@
-import { createClient as createTypedClient, type CallOptions } from '@billing/service-runtime';
+import { createClient as createTypedClient, type CallOptions, type ServiceClient as TypedServiceClient } from '@billing/service-runtime';
 import type { ServiceName } from '@billing/proto-types';
 import type { GatewayConfig } from '../config.js';
 
@@ -33,6 +33,8 @@ export interface WebhooksClients {
 export interface CheckoutClients {
   invitations: ServiceClient<'checkout.v1.Invitations'>;
   onboarding: ServiceClient<'checkout.v1.Onboarding'>;
+  checkout: ServiceClient<'checkout.v1.Checkout'>;
+  pages: TypedServiceClient<'checkout.v1.Pages'>;
 }
 
 export interface Backends {
@@ -68,6 +70,8 @@ export function createBackends(config: GatewayConfig): Backends {
   const checkout: CheckoutClients = {
     invitations: createClient('checkout.v1.Invitations', config.CHECKOUT_GRPC_URL, d),
     onboarding: createClient('checkout.v1.Onboarding', config.CHECKOUT_GRPC_URL, d),
+    checkout: createClient('checkout.v1.Checkout', config.CHECKOUT_GRPC_URL, d),
+    pages: createTypedClient('checkout.v1.Pages', config.CHECKOUT_GRPC_URL, d),
   };
   return {
     identity,

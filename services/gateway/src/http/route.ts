@@ -22,6 +22,8 @@ export interface RouteResult {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** Default: JSON below 400, problem details from 400 (set it for results that are not problems). */
+  contentType?: string;
 }
 
 /**
@@ -43,6 +45,12 @@ export interface RouteSpec<PS extends ZodType | undefined = any, QS extends ZodT
   responses: Record<number, ZodType | null>;
   /** Requires an `Idempotency-Key` header and replays outcomes (interface.md idempotency rules). */
   idempotent?: boolean;
+  /** OpenAPI operationId; by default derived from method and path (`operationIdOf`). */
+  operationId?: string;
+  /** Examples shown in the API reference: a request body, and response bodies by status. */
+  examples?: { request?: unknown; responses?: Record<number, unknown> };
+  /** False for routes the rate limiter skips (none today); documents the RateLimit-* headers and 429 otherwise. */
+  rateLimited?: false;
   handler: (ctx: RouteContext<Infer<PS>, Infer<QS>, Infer<BS>>) => Promise<RouteResult>;
 }
 
