@@ -18,7 +18,7 @@ export interface ReadinessReport {
   checks: Record<string, string>;
 }
 
-const PROBE_TIMEOUT_MS = 1500;
+const PROBE_TIMEOUT_MS = 3000;
 
 function withTimeout(p: Promise<void>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout;
@@ -74,18 +74,30 @@ export function postgresDependency(orm: MikroORM): Dependency {
   return { name: 'postgres', probe: async () => void (await orm.em.getConnection().execute('select 1')) };
 }
 
-/** NATS: a round trip on a connection of its own (so a probe never waits behind traffic). */
+/**
+ * NATS: the state of a connection of its own (connected, not reconnecting). No round trip, so
+ * a busy server or event loop does not flap readiness.
+ */
 export function natsDependency(url: string, name: string): Dependency {
   let nc: NatsConnection | undefined;
+  let connected = false;
   const connecting = connect({ servers: url.split(','), name: `${name}-health`, maxReconnectAttempts: -1, reconnectTimeWait: 500, waitOnFirstConnect: true }).then(
-    (c) => (nc = c),
+    (c) => {
+      nc = c;
+      connected = true;
+      void (async () => {
+        for await (const s of c.status()) {
+          if (s.type === 'disconnect') connected = false;
+          else if (s.type === 'reconnect') connected = true;
+        }
+      })().catch(() => undefined);
+    },
     () => undefined,
   );
   return {
     name: 'nats',
     probe: async () => {
-      if (!nc) throw new Error('not connected');
-      await nc.flush();
+      if (!nc || nc.isClosed() || !connected) throw new Error('not connected');
     },
     close: async () => {
       await Promise.race([connecting, new Promise((r) => setTimeout(r, 100))]);
