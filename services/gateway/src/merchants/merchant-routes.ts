@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { CreateMerchantRequest, CurrentMerchant, DomainError, Merchant, Paged, PageQuery, toCurrentMerchant, toPage, UpdateProviderRequest, Uuid } from '@billing/contracts';
+import { CreateMerchantRequest, CurrentMerchant, DomainError, Merchant, Paged, PageQuery, toCurrentMerchant, toPage, UpdateMerchantBillingRequest, UpdateProviderRequest, Uuid } from '@billing/contracts';
+import { toMajorUnits, toMinorUnits } from '@billing/money';
 import type { Backends } from '../backends/clients.js';
 import { merchantOf } from '../auth/principal.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
@@ -7,8 +8,20 @@ import { assertSameId, nullFill } from '../http/views.js';
 
 const MERCHANT_FIELDS = Object.keys(Merchant.shape);
 
+/** Merchant message → REST: the fee terms become decimals (percent, and the fixed part in AUD major units). */
 export function toMerchant(msg: Record<string, unknown>): Merchant {
-  return nullFill<Merchant>(msg, MERCHANT_FIELDS);
+  const m = nullFill<Merchant>(msg, MERCHANT_FIELDS);
+  m.platformFeePercent = Number(msg.platformFeePercent ?? 1.5);
+  m.platformFeeFixed = toMajorUnits(Number(msg.platformFeeFixedMinor ?? 30), 'AUD');
+  return m;
+}
+
+/** Fee terms of a create or update body → the message's exact forms (percent text, fixed minor units). */
+function feeTerms(body: { platformFeePercent?: number | string | null; platformFeeFixed?: number | string | null }) {
+  return {
+    platformFeePercent: body.platformFeePercent == null ? undefined : String(body.platformFeePercent),
+    platformFeeFixedMinor: body.platformFeeFixed == null ? undefined : toMinorUnits(body.platformFeeFixed, 'AUD'),
+  };
 }
 
 const IdParams = z.object({ id: Uuid });
@@ -25,7 +38,8 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       body: CreateMerchantRequest,
       responses: { 201: Merchant, 400: null, 401: null },
       handler: async ({ body }) => {
-        const m = toMerchant(await merchants.CreateMerchant(body));
+        const { platformFeePercent: _p, platformFeeFixed: _f, ...rest } = body;
+        const m = toMerchant(await merchants.CreateMerchant({ ...rest, ...feeTerms(body) }));
         return created(m, `/api/admin/merchants/${m.id}`);
       },
     }),
@@ -51,6 +65,23 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       params: IdParams,
       responses: { 200: Merchant, 404: null },
       handler: async ({ params }) => ok(toMerchant(await merchants.GetMerchant({ id: params.id }))),
+    }),
+    defineRoute({
+      method: 'PATCH',
+      url: '/api/admin/merchants/:id',
+      tag: 'Admin',
+      summary: "Update a merchant's billing terms",
+      description:
+        'Platform fee per settled charge (platformFeePercent, e.g. 1.5 for 1.5 %, at most 4 decimals; platformFeeFixed, e.g. 0.30, in the charge currency\'s major units), billingRetryOffsetsDays, billingTerminalAction (Cancel | Pause), bankSettlementWindowDays. Absent or null fields are unchanged. A new fee applies to charges made afterwards; a charge keeps the fee computed when it was made. The percentage part is rounded half-even to the cent.',
+      auth: { admin: true },
+      params: IdParams,
+      body: UpdateMerchantBillingRequest,
+      responses: { 200: Merchant, 400: null, 404: null },
+      handler: async ({ params, body }) => {
+        const req: Record<string, unknown> = { id: params.id, ...feeTerms(body) };
+        for (const f of ['billingRetryOffsetsDays', 'billingTerminalAction', 'bankSettlementWindowDays'] as const) if (body[f] != null) req[f] = body[f];
+        return ok(toMerchant(await merchants.UpdateBillingTerms(req)));
+      },
     }),
     defineRoute({
       method: 'PUT',
