@@ -25,8 +25,10 @@ export const serviceEnv = {
     BILLING_RUN_CONCURRENCY: String(CONCURRENCY),
     BILLING_RUN_CHUNK_SIZE: String(CHUNK),
     DB_POOL_MAX: String(DB_POOL),
-    // Outbox events are published after the run; the run is what is measured.
-    OUTBOX_POLL_MS: '1000',
+    // Only the measured run: no scheduled run completing (and counting) what it left unconfirmed.
+    BILLING_RUN_INTERVAL_MS: '0',
+    // A loaded machine answers slowly; a timed-out call is left for the next run, not counted.
+    PAYMENT_PROVIDER_TIMEOUT_MS: '15000',
   },
 };
 
@@ -51,7 +53,8 @@ async function seed(databaseUrl) {
        values ($1, $2, $3, 'Monthly', 1995, 'AUD', 'Month', now(), now())`,
       [planId, merchantId, productId],
     );
-    // Bulk SQL: members, one card each, one due subscription each.
+    // Bulk SQL: members, one card each, one subscription each, due within the last 1000 s (the anchor
+    // is the due time, so one charge makes the next period due a month later).
     await db.query(
       `create temporary table seed as select gen_random_uuid() as member_id, gen_random_uuid() as pm_id, gen_random_uuid() as sub_id, g as n from generate_series(1, $1) g`,
       [SUBSCRIPTIONS],
@@ -69,8 +72,8 @@ async function seed(databaseUrl) {
     await db.query(
       `insert into billing.subscriptions (id, merchant_id, member_id, plan_id, payment_method_id, status, current_period_start, current_period_end,
                                           next_billing_at, billing_anchor, created_at, updated_at)
-       select sub_id, $1, member_id, $2, pm_id, 'Active', $3::timestamptz, $3::timestamptz + interval '1 month',
-              $3::timestamptz - (n % 1000) * interval '1 second', $3::timestamptz, now(), now() from seed`,
+       select sub_id, $1, member_id, $2, pm_id, 'Active', due, due + interval '1 month', due, due, now(), now()
+         from (select *, $3::timestamptz - (n % 1000) * interval '1 second' as due from seed) s`,
       [merchantId, planId, AS_OF],
     );
     await db.query('commit');

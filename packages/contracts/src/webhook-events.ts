@@ -16,6 +16,13 @@ export const CheckoutCompletedEvent = z
     /** The subscription the checkout created; receivers store it and create no other. */
     subscriptionId: Uuid,
     planId: Uuid.optional(),
+    /** The customer's email, as entered at checkout. */
+    email: z.string().optional(),
+    /** The customer account ensured for the email (unclaimed when it was new). */
+    customerAccountId: Uuid.optional(),
+    firstName: z.string().nullish(),
+    lastName: z.string().nullish(),
+    completedAt: DateTime.optional(),
   })
   .meta({ id: 'CheckoutCompletedEvent', description: 'What a completed hosted checkout created. `subscriptionId` is the subscription the checkout made; do not create another.' });
 
