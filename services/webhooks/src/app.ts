@@ -1,7 +1,8 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { addGrpcService, createGrpcServer, createLogger, listen, migrate, openDatabase, shutdownServer, startOps, postgresDependency, natsDependency, grpcServiceDependency, type Logger } from '@billing/service-runtime';
+import { addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, shutdownServer, startOps, postgresDependency, natsDependency, grpcServiceDependency, type Logger } from '@billing/service-runtime';
 import { observeGauge } from '@billing/telemetry';
 import type { WebhooksConfig } from './config.js';
+import { WEBHOOKS_CALLERS } from './grpc-callers.js';
 import { AttemptRecorder } from './deliveries/attempt-recorder.js';
 import { deliveriesGrpc } from './deliveries/deliveries-grpc.js';
 import { AttemptSchema, DeliverySchema, ReplaySchema } from './deliveries/delivery.js';
@@ -34,6 +35,7 @@ export interface WebhooksApp {
  */
 export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp> {
   const logger = createLogger('webhooks', config.LOG_LEVEL);
+  configureGrpcTransport(config, config.WEBHOOKS_GRPC_ADDRESS);
   const orm = await openWebhooksDatabase(config);
   await migrate(orm, config.DB_SCHEMA);
 
@@ -60,7 +62,7 @@ export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp
   }, 3600_000);
   pruner.unref();
 
-  const { server, setServing } = createGrpcServer();
+  const { server, setServing } = createGrpcServer(WEBHOOKS_CALLERS);
   addGrpcService(server, 'webhooks.v1.WebhookDeliveries', logger, deliveriesGrpc(orm, scheduler));
   const port = await listen(server, config.WEBHOOKS_GRPC_ADDRESS);
   const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, setServing, dependencies: [postgresDependency(orm), natsDependency(config.NATS_URL, 'webhooks'), grpcServiceDependency('identity', config.IDENTITY_GRPC_URL)] });
