@@ -262,12 +262,19 @@ export interface CallOptions {
  * its proto. Every call carries a deadline and the current trace context; errors come back
  * as DomainError. It uses the process's transport (see `configureGrpcTransport`).
  */
-export function createClient<N extends ServiceName>(name: N, address: string, defaultDeadlineMs = 5000): ServiceClient<N> {
+export function createClient<N extends ServiceName>(
+  name: N,
+  address: string,
+  defaultDeadlineMs = 5000,
+  options: { serverName?: string } = {},
+): ServiceClient<N> {
   const Ctor = serviceDefinition(SERVICE_FILES[name], name);
   const client = new Ctor(address, clientCredentialsFor(address), {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.enable_retries': 0,
-    ...serverNameOptions(name.split('.')[0]!),
+    // The certificate to expect: the service named by the package (`billing.v1.…` → billing),
+    // or, for services every server offers (grpc.health), the one the caller names.
+    ...serverNameOptions(options.serverName ?? name.split('.')[0]!),
   }) as grpc.Client & Record<string, Function>;
   const api: Record<string, unknown> = { close: () => client.close(), raw: client };
   for (const method of Object.keys(Ctor.service)) {

@@ -108,7 +108,7 @@ export function natsDependency(url: string, name: string): Dependency {
 
 /** Another service of the platform, through its gRPC health service (SERVING when it is ready). */
 export function grpcServiceDependency(name: string, address: string): Dependency {
-  const client = createClient('grpc.health.v1.Health', address, PROBE_TIMEOUT_MS);
+  const client = createClient('grpc.health.v1.Health', address, PROBE_TIMEOUT_MS, { serverName: name });
   return {
     name,
     probe: async () => {

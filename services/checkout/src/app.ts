@@ -14,6 +14,7 @@ import {
   startOps,
   postgresDependency,
   natsDependency,
+  grpcServiceDependency,
   type Logger,
 } from '@billing/service-runtime';
 import { createCheckoutBackends } from './backends.js';
@@ -84,7 +85,7 @@ export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp
   addGrpcService(server, 'checkout.v1.Pages', logger, pagesGrpc());
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'checkout-outbox' });
   const port = await listen(server, config.CHECKOUT_GRPC_ADDRESS);
-  const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, setServing, dependencies: [postgresDependency(orm), natsDependency(config.NATS_URL, 'checkout')] });
+  const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, setServing, dependencies: [postgresDependency(orm), natsDependency(config.NATS_URL, 'checkout'), grpcServiceDependency('identity', config.IDENTITY_GRPC_URL), grpcServiceDependency('billing', config.BILLING_GRPC_URL)] });
   logger.info({ port }, 'checkout listening');
   return {
     port,

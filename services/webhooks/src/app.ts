@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, shutdownServer, startOps, postgresDependency, natsDependency, type Logger } from '@billing/service-runtime';
+import { addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, shutdownServer, startOps, postgresDependency, natsDependency, grpcServiceDependency, type Logger } from '@billing/service-runtime';
 import { observeGauge } from '@billing/telemetry';
 import type { WebhooksConfig } from './config.js';
 import { WEBHOOKS_CALLERS } from './grpc-callers.js';
@@ -65,7 +65,7 @@ export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp
   const { server, setServing } = createGrpcServer(WEBHOOKS_CALLERS);
   addGrpcService(server, 'webhooks.v1.WebhookDeliveries', logger, deliveriesGrpc(orm, scheduler));
   const port = await listen(server, config.WEBHOOKS_GRPC_ADDRESS);
-  const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, setServing, dependencies: [postgresDependency(orm), natsDependency(config.NATS_URL, 'webhooks')] });
+  const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, setServing, dependencies: [postgresDependency(orm), natsDependency(config.NATS_URL, 'webhooks'), grpcServiceDependency('identity', config.IDENTITY_GRPC_URL)] });
   logger.info({ port }, 'webhooks listening');
 
   return {
