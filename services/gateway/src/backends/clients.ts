@@ -1,13 +1,6 @@
-import { createClient as createTypedClient, type CallOptions } from '@billing/service-runtime';
+import { createClient, type ServiceClient } from '@billing/service-runtime';
 import type { ServiceName } from '@billing/proto-types';
 import type { GatewayConfig } from '../config.js';
-
-// Transitional: the routes still treat replies as untyped records; they move to
-// ServiceClient<N> (typed from proto/) route file by route file.
-type Rpc = (request: any, options?: CallOptions) => Promise<any>;
-type ServiceClient<_N extends ServiceName> = Record<string, Rpc> & { close(): void };
-const createClient = <N extends ServiceName>(name: N, address: string, deadlineMs: number) =>
-  createTypedClient(name, address, deadlineMs) as unknown as ServiceClient<N>;
 
 export interface IdentityClients {
   merchantUsers: ServiceClient<'identity.v1.MerchantUsers'>;
