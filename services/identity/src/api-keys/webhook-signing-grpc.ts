@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
-import type { grpc, SecretBox } from '@billing/service-runtime';
+import type { SecretBox, ServiceImpl } from '@billing/service-runtime';
 import { ApiKey } from './api-key.js';
 
 /** Metadata entry an internal caller of `identity.v1.WebhookSigning` names itself with. */
@@ -8,9 +8,9 @@ export const INTERNAL_CALLER_KEY = 'x-internal-caller';
 const ALLOWED_CALLERS = new Set(['webhooks']);
 
 /** `identity.v1.WebhookSigning`: the plaintext signing secret of a key, for the webhooks service only. */
-export function webhookSigningGrpc(orm: MikroORM, box: SecretBox) {
+export function webhookSigningGrpc(orm: MikroORM, box: SecretBox): ServiceImpl<'identity.v1.WebhookSigning'> {
   return {
-    GetSigningSecret: async (req: { apiKeyId: string }, call: grpc.ServerUnaryCall<unknown, unknown>) => {
+    GetSigningSecret: async (req, call) => {
       const caller = call.metadata.get(INTERNAL_CALLER_KEY)[0]?.toString();
       if (!caller || !ALLOWED_CALLERS.has(caller)) throw new DomainError('forbidden', 'Internal callers only.');
       if (!isUuidText(req.apiKeyId)) throw new DomainError('not_found', 'API key not found.');
