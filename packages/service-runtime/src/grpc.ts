@@ -116,13 +116,16 @@ type MethodTypes<M> = {
 
 /**
  * The async implementation of a service, typed from its generated definition: each method
- * receives the decoded request and resolves with the reply (or throws a DomainError).
+ * receives the decoded request and resolves with the reply (or throws a DomainError). The reply
+ * is typed as the decoded shape (every field present, int64 as a string, as the caller will see
+ * it), not the loose encode shape whose fields are all optional: a handler that omits or
+ * misnames a field of its reply does not compile.
  */
 export type ServiceImpl<N extends ServiceName> = {
   [K in keyof ServiceDefinitions[N]]: (
     request: MethodTypes<ServiceDefinitions[N][K]>['reqOut'],
     call: grpc.ServerUnaryCall<MethodTypes<ServiceDefinitions[N][K]>['reqOut'], MethodTypes<ServiceDefinitions[N][K]>['res']>,
-  ) => Promise<MethodTypes<ServiceDefinitions[N][K]>['res']>;
+  ) => Promise<MethodTypes<ServiceDefinitions[N][K]>['resOut']>;
 };
 
 /** A promise-returning client of a service, typed from its generated definition. */

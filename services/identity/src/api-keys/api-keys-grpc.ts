@@ -71,7 +71,7 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
 
     AuthenticateApiKey: async (req) => {
       const key = await orm.em.fork().findOne(ApiKey, { keyHash: req.keyHash });
-      if (!key) return { found: false };
+      if (!key) return { found: false, id: '', merchantId: '' };
       return { found: true, id: key.id, merchantId: key.merchantId, expiresAt: key.expiresAt?.toISOString(), revokedAt: key.revokedAt?.toISOString() };
     },
 
