@@ -15,3 +15,5 @@ export * from './subscriptions.js';
 export * from './tokens.js';
 export * from './events.js';
 export * from './webhook-deliveries.js';
+export * from './invitations.js';
+export * from './onboarding.js';

@@ -1,5 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { OutboxMessageSchema, addGrpcService, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
+import { MemberAnswerSchema } from './answers/member-answer.js';
+import { answersGrpc } from './answers/answers-grpc.js';
 import type { BillingConfig } from './config.js';
 import { MerchantSchema } from './merchants/merchant.js';
 import { merchantsGrpc } from './merchants/merchants-grpc.js';
@@ -19,7 +21,7 @@ import { questionsGrpc } from './questions/questions-grpc.js';
 import { SubscriptionSchema } from './subscriptions/subscription.js';
 import { subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
 
-export const ENTITIES = [OutboxMessageSchema, MerchantSchema, ProductSchema, QuestionSchema, PlanSchema, MemberSchema, PaymentMethodSchema, SubscriptionSchema];
+export const ENTITIES = [OutboxMessageSchema, MerchantSchema, ProductSchema, QuestionSchema, PlanSchema, MemberSchema, PaymentMethodSchema, SubscriptionSchema, MemberAnswerSchema];
 
 export async function openBillingDatabase(config: BillingConfig): Promise<MikroORM> {
   return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS, poolMax: config.DB_POOL_MAX });
@@ -47,6 +49,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   addGrpcService(server, 'billing.v1.Members', logger, membersGrpc(orm));
   addGrpcService(server, 'billing.v1.PaymentMethods', logger, paymentMethodsGrpc(orm, providers));
   addGrpcService(server, 'billing.v1.Subscriptions', logger, subscriptionsGrpc(orm));
+  addGrpcService(server, 'billing.v1.Answers', logger, answersGrpc(orm));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'billing-outbox' });
   const port = await listen(server, config.BILLING_GRPC_ADDRESS);
   logger.info({ port }, 'billing listening');

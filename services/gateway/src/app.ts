@@ -16,9 +16,11 @@ import { startExpiryJob } from './idempotency/expiry-job.js';
 import { IdempotencyEngine } from './idempotency/idempotency-engine.js';
 import { IdempotencyRecordSchema } from './idempotency/idempotency-record.js';
 import { IdempotencyStore } from './idempotency/idempotency-store.js';
+import { invitationRoutes } from './invitations/invitation-routes.js';
 import { merchantRoutes } from './merchants/merchant-routes.js';
 import { merchantUserRoutes } from './merchant-users/merchant-user-routes.js';
 import { memberRoutes } from './members/member-routes.js';
+import { onboardingRoutes } from './onboarding/onboarding-routes.js';
 import { paymentMethodRoutes } from './payment-methods/payment-method-routes.js';
 import { planRoutes } from './plans/plan-routes.js';
 import { productRoutes } from './products/product-routes.js';
@@ -86,6 +88,8 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     ...paymentMethodRoutes(backends, access),
     ...subscriptionRoutes(backends, access),
     ...webhookDeliveryRoutes(backends, access),
+    ...invitationRoutes(backends, access),
+    ...onboardingRoutes(backends),
   ];
   for (const r of routes) register(r);
 

@@ -23,9 +23,15 @@ export interface WebhooksClients {
   deliveries: ServiceClient<'webhooks.v1.WebhookDeliveries'>;
 }
 
+export interface CheckoutClients {
+  invitations: ServiceClient<'checkout.v1.Invitations'>;
+  onboarding: ServiceClient<'checkout.v1.Onboarding'>;
+}
+
 export interface Backends {
   identity: IdentityClients;
   billing: BillingClients;
+  checkout: CheckoutClients;
   webhooks: WebhooksClients;
   close(): void;
 }
@@ -52,12 +58,17 @@ export function createBackends(config: GatewayConfig): Backends {
   const webhooks: WebhooksClients = {
     deliveries: createClient('webhooks.v1.WebhookDeliveries', config.WEBHOOKS_GRPC_URL, d),
   };
+  const checkout: CheckoutClients = {
+    invitations: createClient('checkout.v1.Invitations', config.CHECKOUT_GRPC_URL, d),
+    onboarding: createClient('checkout.v1.Onboarding', config.CHECKOUT_GRPC_URL, d),
+  };
   return {
     identity,
     billing,
+    checkout,
     webhooks,
     close() {
-      for (const group of [identity, billing, webhooks]) for (const c of Object.values(group)) c.close();
+      for (const group of [identity, billing, checkout, webhooks]) for (const c of Object.values(group)) c.close();
     },
   };
 }

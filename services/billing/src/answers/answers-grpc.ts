@@ -1,0 +1,46 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { requireScope, type ServiceImpl } from '@billing/service-runtime';
+import { findScoped } from '../merchant-scope.js';
+import { Member } from '../members/member.js';
+import { findProduct } from '../products/products-grpc.js';
+import { compareQuestions, Question } from '../questions/question.js';
+import { MemberAnswer, toMemberAnswers } from './member-answer.js';
+
+function ordered(answers: MemberAnswer[], questions: Question[]) {
+  const position = new Map([...questions].sort(compareQuestions).map((q, i) => [q.id, i]));
+  return answers
+    .sort((a, b) => (position.get(a.questionId) ?? 0) - (position.get(b.questionId) ?? 0))
+    .map((a) => ({ questionId: a.questionId, textValue: a.textValue ?? undefined, optionIds: a.optionIds }));
+}
+
+export function answersGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Answers'> {
+  const merchantOf = (scope: ReturnType<typeof requireScope>) => (scope.kind === 'merchant' ? scope.merchantId : '');
+  return {
+    SaveMemberAnswers: async (req) => {
+      const merchantId = merchantOf(requireScope(req.scope));
+      return orm.em.fork().transactional(async (em) => {
+        // The member row lock serialises concurrent replacements of one member's answers.
+        const member = await findScoped(em, Member, { merchantId, id: req.memberId }, 'Member', { lock: true });
+        const product = await findProduct(em, { merchantId: member.merchantId, id: req.productId });
+        const questions = await em.find(Question, { productId: product.id });
+        const rows = toMemberAnswers(
+          { merchantId: member.merchantId, memberId: member.id, productId: product.id },
+          questions,
+          req.answers.map((a) => ({ questionId: a.questionId, textValue: a.textValue ?? null, optionIds: a.optionIds })),
+        );
+        await em.nativeDelete(MemberAnswer, { memberId: member.id, productId: product.id });
+        em.persist(rows);
+        return { items: ordered(rows, questions) };
+      });
+    },
+
+    ListMemberAnswers: async (req) => {
+      const merchantId = merchantOf(requireScope(req.scope));
+      const em = orm.em.fork();
+      const member = await findScoped(em, Member, { merchantId, id: req.memberId }, 'Member');
+      const answers = await em.find(MemberAnswer, req.productId ? { memberId: member.id, productId: req.productId.toLowerCase() } : { memberId: member.id });
+      const questions = await em.find(Question, { id: { $in: answers.map((a) => a.questionId) } });
+      return { items: ordered(answers, questions) };
+    },
+  };
+}

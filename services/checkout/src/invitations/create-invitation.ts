@@ -1,0 +1,67 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { CreateInvitationRequest, DomainError, parseOrThrow } from '@billing/contracts';
+import type { CallScope, DeliveryChannels, Logger } from '@billing/service-runtime';
+import type { CheckoutBackends } from '../backends.js';
+import { Invitation } from './invitation.js';
+import { invitationEmail, invitationSms, onboardingLink } from './invitation-messages.js';
+
+export interface InvitationDeps {
+  orm: MikroORM;
+  backends: CheckoutBackends;
+  channels: DeliveryChannels;
+  publicBaseUrl: string;
+  defaultExpiryDays: number;
+  logger: Logger;
+}
+
+/** The merchant's name, or merchant_not_found carrying the outcome `MerchantNotFound`. */
+export async function merchantNameOf(backends: CheckoutBackends, merchantId: string): Promise<string> {
+  try {
+    return (await backends.merchants.GetMerchant({ id: merchantId })).name;
+  } catch (e) {
+    if (e instanceof DomainError && (e.code === 'not_found' || e.code === 'merchant_not_found')) {
+      throw new DomainError('merchant_not_found', 'Merchant not found.', { outcome: 'MerchantNotFound' });
+    }
+    throw e;
+  }
+}
+
+/**
+ * Mints an invitation and delivers its link: by email when there is an email (creating an
+ * unclaimed customer account for an email without one), and by SMS when there is a phone and an
+ * SMS channel. Only a phone and no SMS channel is unprocessable (`NoDeliveryChannel`).
+ */
+export async function createInvitation(
+  deps: InvitationDeps,
+  scope: CallScope,
+  req: { merchantId: string; firstName: string; lastName: string; email?: string; phone?: string; expiresInDays?: number },
+): Promise<{ invitation: Invitation; token: string }> {
+  const input = parseOrThrow(CreateInvitationRequest, {
+    merchantId: req.merchantId,
+    firstName: req.firstName,
+    lastName: req.lastName,
+    email: req.email ?? null,
+    phone: req.phone ?? null,
+    expiresInDays: req.expiresInDays ?? null,
+  });
+  const merchantId = input.merchantId.toLowerCase();
+  if (scope.kind === 'merchant' && scope.merchantId !== merchantId) throw new DomainError('forbidden', 'The credential belongs to a different merchant.');
+  const merchantName = await merchantNameOf(deps.backends, merchantId);
+  const email = input.email ?? null;
+  const phone = input.phone ?? null;
+  const sms = phone ? deps.channels.sms : undefined;
+  if (!email && !sms) {
+    throw new DomainError('unprocessable', 'Only a phone was given and no SMS channel is configured; supply an email.', { outcome: 'NoDeliveryChannel' });
+  }
+  if (email) await deps.backends.customers.EnsureCustomerAccount({ email, firstName: input.firstName, lastName: input.lastName, phone: phone ?? undefined });
+
+  const issued = Invitation.issue({ merchantId, firstName: input.firstName, lastName: input.lastName, email, phone, expiresInDays: input.expiresInDays ?? deps.defaultExpiryDays });
+  await deps.orm.em.fork().persistAndFlush(issued.invitation);
+
+  const link = onboardingLink(deps.publicBaseUrl, issued.token);
+  const { invitation } = issued;
+  if (email) await deps.channels.email.send(invitationEmail({ to: email, firstName: invitation.firstName, merchantName, link, expiresAt: invitation.expiresAt }));
+  if (sms && phone) await sms.send(invitationSms({ to: phone, merchantName, link }));
+  deps.logger.info({ invitationId: invitation.id, merchantId, email: Boolean(email), sms: Boolean(sms) }, 'invitation sent');
+  return issued;
+}

@@ -1,0 +1,71 @@
+import { LockMode, type EntityManager, type FilterQuery } from '@mikro-orm/postgresql';
+import { DomainError, INVITATION_STATUSES, isUuidText, pageWindow, type InvitationStatus } from '@billing/contracts';
+import { requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
+import { createInvitation, type InvitationDeps } from './create-invitation.js';
+import { Invitation } from './invitation.js';
+
+/** One invitation the scope may see, optionally row-locked; any other is not_found. */
+export async function findInvitation(em: EntityManager, scope: CallScope, id: string, opts: { lock?: boolean } = {}): Promise<Invitation> {
+  if (!isUuidText(id)) throw new DomainError('not_found', 'Invitation not found.');
+  const where: FilterQuery<Invitation> = scope.kind === 'merchant' ? { id: id.toLowerCase(), merchantId: scope.merchantId } : { id: id.toLowerCase() };
+  const found = await em.findOne(Invitation, where, opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
+  if (!found) throw new DomainError('not_found', 'Invitation not found.');
+  return found;
+}
+
+/** The stored conditions of a status (Expired and Pending/Accepted depend on the clock). */
+function statusFilter(status: InvitationStatus, now: Date): FilterQuery<Invitation> {
+  switch (status) {
+    case 'Completed':
+      return { completedAt: { $ne: null } };
+    case 'Revoked':
+      return { completedAt: null, revokedAt: { $ne: null } };
+    case 'Expired':
+      return { completedAt: null, revokedAt: null, expiresAt: { $lte: now } };
+    case 'Accepted':
+      return { completedAt: null, revokedAt: null, expiresAt: { $gt: now }, acceptedAt: { $ne: null } };
+    case 'Pending':
+      return { completedAt: null, revokedAt: null, expiresAt: { $gt: now }, acceptedAt: null };
+  }
+}
+
+export function invitationsGrpc(deps: InvitationDeps): ServiceImpl<'checkout.v1.Invitations'> {
+  const { orm } = deps;
+  return {
+    CreateInvitation: async (req) => {
+      const { invitation, token } = await createInvitation(deps, requireScope(req.scope), {
+        merchantId: req.merchantId,
+        firstName: req.firstName,
+        lastName: req.lastName,
+        email: req.email,
+        phone: req.phone,
+        expiresInDays: req.expiresInDays,
+      });
+      return { invitation: invitation.toMessage(), token };
+    },
+
+    GetInvitation: async (req) => (await findInvitation(orm.em.fork(), requireScope(req.scope), req.id)).toMessage(),
+
+    ListInvitations: async (req) => {
+      const scope = requireScope(req.scope);
+      const merchantId = req.merchantId.toLowerCase();
+      if (!isUuidText(merchantId)) throw DomainError.field('merchantId', 'Must be a valid UUID.');
+      if (scope.kind === 'merchant' && scope.merchantId !== merchantId) throw new DomainError('forbidden', 'The credential belongs to a different merchant.');
+      if (req.status && !(INVITATION_STATUSES as readonly string[]).includes(req.status)) throw DomainError.field('status', `Must be one of ${INVITATION_STATUSES.join(', ')}.`);
+      const now = new Date();
+      const where: FilterQuery<Invitation> = req.status ? { $and: [{ merchantId }, statusFilter(req.status as InvitationStatus, now)] } : { merchantId };
+      const { limit, offset } = pageWindow(req);
+      const [items, totalCount] = await orm.em.fork().findAndCount(Invitation, where, { orderBy: { createdAt: 'desc', id: 'asc' }, limit, offset });
+      return { items: items.map((i) => i.toMessage(now)), totalCount };
+    },
+
+    RevokeInvitation: async (req) => {
+      const scope = requireScope(req.scope);
+      return orm.em.fork().transactional(async (em) => {
+        const invitation = await findInvitation(em, scope, req.id, { lock: true });
+        invitation.revoke();
+        return invitation.toMessage();
+      });
+    },
+  };
+}

@@ -1,0 +1,97 @@
+import { EntitySchema } from '@mikro-orm/postgresql';
+import type { OnboardingStep } from '@billing/contracts';
+
+export interface OnboardingDetails {
+  firstName: string;
+  lastName: string;
+  phone: string | null;
+  addressLine1: string | null;
+  city: string | null;
+  state: string | null;
+  postCode: string | null;
+  country: string | null;
+}
+
+/** A tokenisation result: never a full card or account number. */
+export interface OnboardingPaymentMethod {
+  type: 'Card' | 'BankAccount';
+  brand: string | null;
+  last4: string;
+  expiryMonth: number | null;
+  expiryYear: number | null;
+  accountName: string | null;
+  bsb: string | null;
+}
+
+export interface OnboardingAnswer {
+  questionId: string;
+  textValue: string | null;
+  optionIds: string[];
+}
+
+/**
+ * The wizard draft of an accepted invitation, and the ids its completion produced in billing.
+ * The step a reload resumes at is derived from what has been saved, never stored apart from it.
+ */
+export class Onboarding {
+  invitationId!: string;
+  accountId!: string;
+  details: OnboardingDetails | null = null;
+  paymentMethod: OnboardingPaymentMethod | null = null;
+  planId: string | null = null;
+  productId: string | null = null;
+  /** null until the questions step is saved (an empty array is a saved, empty answer set). */
+  answers: OnboardingAnswer[] | null = null;
+  /** Set (and committed) before the first billing call of completion; a re-run adopts what it made. */
+  completionStartedAt: Date | null = null;
+  memberId: string | null = null;
+  paymentMethodId: string | null = null;
+  subscriptionId: string | null = null;
+  completedAt: Date | null = null;
+  updatedAt: Date = new Date();
+
+  static start(invitationId: string, accountId: string): Onboarding {
+    return Object.assign(new Onboarding(), { invitationId, accountId });
+  }
+
+  step(): OnboardingStep {
+    if (this.completedAt) return 'Done';
+    if (!this.details) return 'Details';
+    if (!this.paymentMethod) return 'PaymentMethod';
+    if (!this.planId) return 'Plan';
+    if (!this.answers) return 'Questions';
+    return 'Review';
+  }
+
+  /** Choosing a plan of another product drops the answers, which were to that product's questions. */
+  choosePlan(planId: string, productId: string): void {
+    if (this.productId && this.productId !== productId) this.answers = null;
+    this.planId = planId;
+    this.productId = productId;
+    this.touch();
+  }
+
+  touch(now = new Date()): void {
+    this.updatedAt = now;
+  }
+}
+
+export const OnboardingSchema = new EntitySchema<Onboarding>({
+  class: Onboarding,
+  tableName: 'onboardings',
+  properties: {
+    invitationId: { type: 'uuid', primary: true },
+    accountId: { type: 'uuid' },
+    details: { type: 'json', nullable: true },
+    paymentMethod: { type: 'json', nullable: true },
+    planId: { type: 'uuid', nullable: true },
+    productId: { type: 'uuid', nullable: true },
+    answers: { type: 'json', nullable: true },
+    completionStartedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    memberId: { type: 'uuid', nullable: true },
+    paymentMethodId: { type: 'uuid', nullable: true },
+    subscriptionId: { type: 'uuid', nullable: true },
+    completedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    updatedAt: { type: 'Date', columnType: 'timestamptz' },
+  },
+});

@@ -1,0 +1,139 @@
+import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { DomainError, isUuidText } from '@billing/contracts';
+import type { CheckoutBackends } from '../backends.js';
+import { merchantNameOf } from '../invitations/create-invitation.js';
+import { hashInvitationToken, Invitation } from '../invitations/invitation.js';
+import { Onboarding } from './onboarding.js';
+
+export interface WizardDeps {
+  orm: MikroORM;
+  backends: CheckoutBackends;
+}
+
+/** The invitation a link's token names: unknown not_found. */
+export async function findByToken(em: EntityManager, token: string, opts: { lock?: boolean } = {}): Promise<Invitation> {
+  const invitation = await em.findOne(Invitation, { tokenHash: hashInvitationToken(token) }, opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
+  if (!invitation) throw new DomainError('not_found', 'Invitation not found.');
+  return invitation;
+}
+
+/**
+ * The invitation and wizard of `invitationId` when `accountId` accepted it; any other (unknown,
+ * not accepted, accepted by another customer) is not_found, alike.
+ */
+export async function findOwnOnboarding(
+  em: EntityManager,
+  ref: { accountId: string; invitationId: string },
+  opts: { lock?: boolean } = {},
+): Promise<{ invitation: Invitation; onboarding: Onboarding }> {
+  const notFound = () => new DomainError('not_found', 'Onboarding not found.');
+  if (!isUuidText(ref.invitationId)) throw notFound();
+  const invitationId = ref.invitationId.toLowerCase();
+  const lock = opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {};
+  const onboarding = await em.findOne(Onboarding, { invitationId, accountId: ref.accountId.toLowerCase() }, lock);
+  if (!onboarding) throw notFound();
+  const invitation = await em.findOneOrFail(Invitation, { id: invitationId });
+  return { invitation, onboarding };
+}
+
+/** A write to the wizard: the invitation must still be usable (gone otherwise) and not completed (conflict). */
+export async function updateOnboarding(deps: WizardDeps, ref: { accountId: string; invitationId: string }, change: (o: Onboarding, invitation: Invitation) => Promise<void> | void): Promise<void> {
+  await deps.orm.em.fork().transactional(async (em) => {
+    const { invitation, onboarding } = await findOwnOnboarding(em, ref, { lock: true });
+    if (onboarding.completedAt) throw new DomainError('conflict', 'This onboarding is already completed.');
+    invitation.assertUsable();
+    await change(onboarding, invitation);
+    onboarding.touch();
+  });
+}
+
+/** The merchant's active plans, as the wizard offers them. */
+export async function activePlansOf(backends: CheckoutBackends, merchantId: string) {
+  const page = await backends.plans.ListPlans({ merchantId, isActive: true, page: 1, pageSize: 200 });
+  return page.items.map((p) => ({
+    id: p.id,
+    productId: p.productId,
+    name: p.name,
+    amountMinor: p.amountMinor,
+    currency: p.currency,
+    interval: p.interval,
+    intervalCount: p.intervalCount,
+    trialDays: p.trialDays,
+  }));
+}
+
+/** A plan the merchant offers now, or validation_failed naming `planId`. */
+export async function requireActivePlan(backends: CheckoutBackends, merchantId: string, planId: string) {
+  const plan = await backends.plans.GetPlan({ merchantId, id: planId }).catch((e: unknown) => {
+    if (e instanceof DomainError && e.code === 'not_found') return null;
+    throw e;
+  });
+  if (!plan) throw DomainError.field('planId', 'Unknown plan.');
+  if (!plan.isActive) throw DomainError.field('planId', 'This plan is no longer offered.');
+  return plan;
+}
+
+export async function previewInvitation(deps: WizardDeps, token: string) {
+  const invitation = await findByToken(deps.orm.em.fork(), token);
+  if (invitation.status() !== 'Completed') invitation.assertUsable();
+  const merchantName = await merchantNameOf(deps.backends, invitation.merchantId);
+  let accountState = 'None';
+  if (invitation.email) {
+    const account = await deps.backends.customers.EnsureCustomerAccount({ email: invitation.email, firstName: invitation.firstName, lastName: invitation.lastName });
+    accountState = account.claimed ? 'Claimed' : 'Unclaimed';
+  }
+  const m = invitation.toMessage();
+  return { invitationId: m.id, merchantName, firstName: m.firstName, lastName: m.lastName, email: m.email, phone: m.phone, expiresAt: m.expiresAt, accountState, status: m.status };
+}
+
+/** Binds the invitation to the customer (once, for good) and opens its wizard. */
+export async function acceptInvitation(deps: WizardDeps, accountId: string, token: string) {
+  const invitation = await deps.orm.em.fork().transactional(async (em) => {
+    const found = await findByToken(em, token, { lock: true });
+    found.accept(accountId.toLowerCase());
+    if (!(await em.findOne(Onboarding, { invitationId: found.id }))) em.persist(Onboarding.start(found.id, found.accountId!));
+    return found;
+  });
+  const [merchantName, plans] = await Promise.all([merchantNameOf(deps.backends, invitation.merchantId), activePlansOf(deps.backends, invitation.merchantId)]);
+  const m = invitation.toMessage();
+  return { invitationId: m.id, merchantName, firstName: m.firstName, lastName: m.lastName, email: m.email, phone: m.phone, expiresAt: m.expiresAt, plans };
+}
+
+export async function getOnboardingState(deps: WizardDeps, ref: { accountId: string; invitationId: string }) {
+  const { invitation, onboarding } = await findOwnOnboarding(deps.orm.em.fork(), ref);
+  const [merchantName, plans, questions] = await Promise.all([
+    merchantNameOf(deps.backends, invitation.merchantId),
+    activePlansOf(deps.backends, invitation.merchantId),
+    onboarding.productId ? deps.backends.questions.ListQuestions({ merchantId: invitation.merchantId, productId: onboarding.productId }).then((l) => l.items) : Promise.resolve([]),
+  ]);
+  const m = invitation.toMessage();
+  const opt = <T>(v: T | null) => v ?? undefined;
+  const details = onboarding.details;
+  const pm = onboarding.paymentMethod;
+  return {
+    invitationId: m.id,
+    status: m.status,
+    step: onboarding.step(),
+    merchantName,
+    firstName: m.firstName,
+    lastName: m.lastName,
+    email: m.email,
+    phone: m.phone,
+    expiresAt: m.expiresAt,
+    details: details
+      ? { firstName: details.firstName, lastName: details.lastName, phone: opt(details.phone), addressLine1: opt(details.addressLine1), city: opt(details.city), state: opt(details.state), postCode: opt(details.postCode), country: opt(details.country) }
+      : undefined,
+    paymentMethod: pm
+      ? { type: pm.type, brand: opt(pm.brand), last4: pm.last4, expiryMonth: opt(pm.expiryMonth), expiryYear: opt(pm.expiryYear), accountName: opt(pm.accountName), bsb: opt(pm.bsb) }
+      : undefined,
+    planId: opt(onboarding.planId),
+    answersSaved: onboarding.answers !== null,
+    answers: (onboarding.answers ?? []).map((a) => ({ questionId: a.questionId, textValue: opt(a.textValue), optionIds: a.optionIds })),
+    plans,
+    questions: questions.map((q) => ({ id: q.id, text: q.text, kind: q.kind, required: q.required, order: q.order, options: q.options })),
+    memberId: opt(onboarding.memberId),
+    paymentMethodId: opt(onboarding.paymentMethodId),
+    subscriptionId: opt(onboarding.subscriptionId),
+    completedAt: onboarding.completedAt?.toISOString(),
+  };
+}

@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import { CreateInvitationRequest, DomainError, Invitation, InvitationResult, ListInvitationsQuery, Paged, toPage, Uuid } from '@billing/contracts';
+import { scopeOf } from '@billing/service-runtime';
+import type { MerchantAccess } from '../auth/access.js';
+import { merchantOf, type Principal } from '../auth/principal.js';
+import type { Backends } from '../backends/clients.js';
+import { defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
+import { nullFill } from '../http/views.js';
+
+const INVITATION_FIELDS = Object.keys(Invitation.shape);
+const toInvitation = (msg: Record<string, unknown>): Invitation => nullFill<Invitation>(msg, INVITATION_FIELDS);
+
+/** The scope of a merchant credential, or the platform for the admin token. */
+const scopeOfCaller = (principal: Principal) => scopeOf(merchantOf(principal) ?? null);
+
+const IdParams = z.object({ id: Uuid });
+
+export function invitationRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
+  const invitations = backends.checkout.invitations;
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/Invitations',
+      tag: 'Invitations',
+      summary: 'Invite a person to onboard themselves',
+      description:
+        'Mints an onboarding link `{public base}/onboard?token=...` and delivers it by email (when `email` is given) and by SMS (when `phone` is given and an SMS channel is configured). The token is 32 random bytes, returned here exactly once; only its SHA-256 is stored. An email without a customer account gets an unclaimed one, which the invitee claims by signing up. At least one of email and phone (400). Outcomes: Ok 200; MerchantNotFound 404 and NoDeliveryChannel 422 (only a phone and no SMS channel), both problem details with `outcome`. expiresInDays 1..90, default 7.',
+      auth: { merchant: 'Admin' },
+      body: CreateInvitationRequest,
+      responses: { 200: InvitationResult, 400: null, 403: null, 404: null, 422: null },
+      handler: async ({ body, principal }) => {
+        await access.assert(principal, body.merchantId).catch((e: unknown) => {
+          if (e instanceof DomainError && e.code === 'merchant_not_found') throw new DomainError('merchant_not_found', e.message, { outcome: 'MerchantNotFound' });
+          throw e;
+        });
+        const res = await invitations.CreateInvitation({
+          scope: scopeOfCaller(principal),
+          merchantId: body.merchantId.toLowerCase(),
+          firstName: body.firstName,
+          lastName: body.lastName,
+          email: body.email ?? undefined,
+          phone: body.phone ?? undefined,
+          expiresInDays: body.expiresInDays ?? undefined,
+        });
+        const inv = res.invitation;
+        const result: InvitationResult = { outcome: 'Ok', invitationId: inv.id, token: res.token, expiresAt: inv.expiresAt, email: inv.email ?? null, phone: inv.phone ?? null };
+        return ok(result);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/Invitations',
+      tag: 'Invitations',
+      summary: "List a merchant's invitations",
+      description: 'Newest first; optional filter status (Pending | Accepted | Completed | Revoked | Expired). merchantId defaults to the credential\'s merchant (required with the platform admin token).',
+      auth: { merchant: 'Viewer' },
+      query: ListInvitationsQuery,
+      responses: { 200: Paged(Invitation), 400: null, 403: null, 404: null },
+      handler: async ({ query, principal }) => {
+        const merchantId = await access.resolve(principal, query.merchantId);
+        const res = await invitations.ListInvitations({ scope: scopeOfCaller(principal), merchantId, status: query.status, page: query.page, pageSize: query.pageSize });
+        return ok(toPage(res.items.map(toInvitation), res.totalCount, query));
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/Invitations/:id',
+      tag: 'Invitations',
+      summary: 'Read an invitation',
+      description: 'Never returns the token. Another merchant\'s invitation is 404.',
+      auth: { merchant: 'Viewer' },
+      params: IdParams,
+      responses: { 200: Invitation, 404: null },
+      handler: async ({ params, principal }) => ok(toInvitation(await invitations.GetInvitation({ scope: scopeOfCaller(principal), id: params.id }))),
+    }),
+    defineRoute({
+      method: 'DELETE',
+      url: '/api/Invitations/:id',
+      tag: 'Invitations',
+      summary: 'Revoke an invitation',
+      description: 'Idempotent (204). The link then answers 410, and so does its wizard. A completed invitation cannot be revoked (409).',
+      auth: { merchant: 'Admin' },
+      params: IdParams,
+      responses: { 204: null, 404: null, 409: null },
+      handler: async ({ params, principal }) => {
+        await invitations.RevokeInvitation({ scope: scopeOfCaller(principal), id: params.id });
+        return noContent();
+      },
+    }),
+  ];
+}

@@ -1,0 +1,192 @@
+import { z } from 'zod';
+import {
+  AcceptedInvitation,
+  ChooseOnboardingPlanRequest,
+  CompleteOnboardingRequest,
+  DomainError,
+  InvitationPreview,
+  InvitationTokenRequest,
+  OnboardingCompletion,
+  OnboardingState,
+  SaveOnboardingAnswersRequest,
+  SaveOnboardingDetailsRequest,
+  SaveOnboardingPaymentMethodRequest,
+  Uuid,
+  type OnboardingPlan,
+} from '@billing/contracts';
+import { toMajorUnits } from '@billing/money';
+import type { Principal } from '../auth/principal.js';
+import type { Backends } from '../backends/clients.js';
+import { defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
+import { nullFill } from '../http/views.js';
+
+function accountIdOf(principal: Principal): string {
+  if (principal.kind !== 'customer') throw new DomainError('unauthenticated', 'A customer token is required.');
+  return principal.accountId;
+}
+
+/** Plan of the wizard: minor units become a decimal amount, once, here. */
+const toOnboardingPlan = (p: Record<string, any>): OnboardingPlan => ({
+  id: p.id,
+  productId: p.productId,
+  name: p.name,
+  amount: toMajorUnits(Number(p.amountMinor), p.currency),
+  currency: p.currency,
+  interval: p.interval,
+  intervalCount: p.intervalCount,
+  trialDays: p.trialDays,
+});
+
+const PREVIEW_FIELDS = Object.keys(InvitationPreview.shape);
+const DETAILS_FIELDS = ['firstName', 'lastName', 'phone', 'addressLine1', 'city', 'state', 'postCode', 'country'];
+const PAYMENT_METHOD_FIELDS = ['type', 'brand', 'last4', 'expiryMonth', 'expiryYear', 'accountName', 'bsb'];
+
+function toOnboardingState(s: Record<string, any>): OnboardingState {
+  const base = nullFill<OnboardingState>(s, Object.keys(OnboardingState.shape));
+  return {
+    ...base,
+    details: s.details ? nullFill(s.details, DETAILS_FIELDS) : null,
+    paymentMethod: s.paymentMethod ? nullFill(s.paymentMethod, PAYMENT_METHOD_FIELDS) : null,
+    answers: (s.answers ?? []).map((a: any) => ({ questionId: a.questionId, textValue: a.textValue ?? null, optionIds: a.optionIds ?? [] })),
+    answersSaved: Boolean(s.answersSaved),
+    plans: (s.plans ?? []).map(toOnboardingPlan),
+    questions: s.questions ?? [],
+  };
+}
+
+/** Proto has no null: a null optional field is sent as absent. */
+const absentIfNull = <T>(v: T | null | undefined): T | undefined => v ?? undefined;
+
+const WRITE_NOTE = 'Safe to repeat (the wizard re-sends on every Continue). 204 on success; 400 validation; 404 when the invitation was not accepted by this customer; 409 once the onboarding is completed; 410 when the invitation has been revoked or has expired.';
+
+export function onboardingRoutes(backends: Backends): RouteSpec[] {
+  const onboarding = backends.checkout.onboarding;
+  const ref = (principal: Principal, invitationId: string) => ({ accountId: accountIdOf(principal), invitationId });
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/onboard/preview',
+      tag: 'Self-serve onboarding',
+      summary: 'Look at an invitation before signing in (the onboarding page)',
+      description:
+        'Anonymous: the token of the link is the credential. Says whom the invitation is for and whether its email already has an account (`accountState`: None | Unclaimed | Claimed), so the page offers sign-up or sign-in. Unknown token 404; revoked or expired 410.',
+      auth: { anonymous: true },
+      body: InvitationTokenRequest,
+      responses: { 200: InvitationPreview, 400: null, 404: null, 410: null },
+      handler: async ({ body }) => ok(nullFill(await onboarding.PreviewInvitation({ token: body.token }), PREVIEW_FIELDS)),
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/onboard/accept',
+      tag: 'Self-serve onboarding',
+      summary: 'Accept an invitation as the signed-in customer',
+      description:
+        'Binds the invitation to the customer for good and opens its wizard; accepting again by the same customer answers the same. Unknown token 404; revoked or expired 410; accepted by another account 409.',
+      auth: { customer: true },
+      body: InvitationTokenRequest,
+      responses: { 200: AcceptedInvitation, 400: null, 401: null, 404: null, 409: null, 410: null },
+      handler: async ({ body, principal }) => {
+        const res = await onboarding.AcceptInvitation({ accountId: accountIdOf(principal), token: body.token });
+        return ok({ ...nullFill<AcceptedInvitation>(res, Object.keys(AcceptedInvitation.shape)), plans: (res.plans ?? []).map(toOnboardingPlan) });
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/onboard/:invitationId',
+      tag: 'Self-serve onboarding',
+      summary: 'Read the saved wizard state',
+      description:
+        '`step` is where the wizard resumes (Details | PaymentMethod | Plan | Questions | Review | Done), derived from what has been saved. `questions` are those of the chosen plan\'s product, in display order. Another customer\'s invitation is 404.',
+      auth: { customer: true },
+      params: z.object({ invitationId: Uuid }),
+      responses: { 200: OnboardingState, 401: null, 404: null },
+      handler: async ({ params, principal }) => ok(toOnboardingState(await onboarding.GetOnboarding(ref(principal, params.invitationId)))),
+    }),
+    defineRoute({
+      method: 'PATCH',
+      url: '/api/onboard/details',
+      tag: 'Self-serve onboarding',
+      summary: 'Save the personal-details step',
+      description: WRITE_NOTE,
+      auth: { customer: true },
+      body: SaveOnboardingDetailsRequest,
+      responses: { 204: null, 400: null, 401: null, 404: null, 409: null, 410: null },
+      handler: async ({ body, principal }) => {
+        const { invitationId, ...d } = body;
+        await onboarding.SaveDetails({
+          ref: ref(principal, invitationId),
+          details: { firstName: d.firstName, lastName: d.lastName, phone: absentIfNull(d.phone), addressLine1: absentIfNull(d.addressLine1), city: absentIfNull(d.city), state: absentIfNull(d.state), postCode: absentIfNull(d.postCode), country: absentIfNull(d.country) },
+        });
+        return noContent();
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/onboard/payment-method',
+      tag: 'Self-serve onboarding',
+      summary: 'Save the payment method (a tokenisation result)',
+      description: `type Card (brand, last4, expiryMonth, expiryYear) or BankAccount (accountName, bsb, last4). Full card or account numbers are refused (400) and never stored. ${WRITE_NOTE}`,
+      auth: { customer: true },
+      body: SaveOnboardingPaymentMethodRequest,
+      responses: { 204: null, 400: null, 401: null, 404: null, 409: null, 410: null },
+      handler: async ({ body, principal }) => {
+        await onboarding.SavePaymentMethod({
+          ref: ref(principal, body.invitationId),
+          paymentMethod: {
+            type: body.type,
+            brand: absentIfNull(body.brand),
+            last4: body.last4,
+            expiryMonth: absentIfNull(body.expiryMonth),
+            expiryYear: absentIfNull(body.expiryYear),
+            accountName: absentIfNull(body.accountName),
+            bsb: absentIfNull(body.bsb),
+          },
+        });
+        return noContent();
+      },
+    }),
+    defineRoute({
+      method: 'PATCH',
+      url: '/api/onboard/plan',
+      tag: 'Self-serve onboarding',
+      summary: 'Choose the plan',
+      description: `An unknown or inactive plan of the merchant is 400 naming planId. Choosing a plan of another product drops the saved answers. ${WRITE_NOTE}`,
+      auth: { customer: true },
+      body: ChooseOnboardingPlanRequest,
+      responses: { 204: null, 400: null, 401: null, 404: null, 409: null, 410: null },
+      handler: async ({ body, principal }) => {
+        await onboarding.ChoosePlan({ ref: ref(principal, body.invitationId), planId: body.planId });
+        return noContent();
+      },
+    }),
+    defineRoute({
+      method: 'PATCH',
+      url: '/api/onboard/answers',
+      tag: 'Self-serve onboarding',
+      summary: 'Save the answer draft',
+      description: `The full answer set replaces any previous draft (null or [] saves an empty set). Whether required questions are answered and options are valid is checked at completion. ${WRITE_NOTE}`,
+      auth: { customer: true },
+      body: SaveOnboardingAnswersRequest,
+      responses: { 204: null, 400: null, 401: null, 404: null, 409: null, 410: null },
+      handler: async ({ body, principal }) => {
+        await onboarding.SaveAnswers({
+          ref: ref(principal, body.invitationId),
+          answers: (body.answers ?? []).map((a) => ({ questionId: a.questionId, textValue: absentIfNull(a.textValue), optionIds: a.optionIds ?? [] })),
+        });
+        return noContent();
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      url: '/api/onboard/complete',
+      tag: 'Self-serve onboarding',
+      summary: 'Complete the onboarding',
+      description:
+        'Final validation, 400 with `errors` naming each gap: `details`, `paymentMethod`, `planId` (missing, unknown or no longer active), and `answers.<questionId>` (a required question unanswered, a SingleChoice without exactly one option, an option not of its question). Then creates the member, payment method and subscription in billing, stores the answers beside the member and emits `onboarding.completed` once. Repeating it answers the same ids; a run interrupted half way converges on what it made. Another customer\'s invitation 404; revoked or expired 410; the member already subscribed to the plan 409.',
+      auth: { customer: true },
+      body: CompleteOnboardingRequest,
+      responses: { 200: OnboardingCompletion, 400: null, 401: null, 404: null, 409: null, 410: null },
+      handler: async ({ body, principal }) => ok(await onboarding.CompleteOnboarding(ref(principal, body.invitationId))),
+    }),
+  ];
+}

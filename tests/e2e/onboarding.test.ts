@@ -1,0 +1,239 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { CARD, idempotent } from '../support/billing-fixtures.js';
+import { apiClient, eventually, unique } from '../support/fixtures.js';
+import { emailedToken, fillWizard, invite, setUpOnboardingMerchant, signUpCustomer, type OnboardingMerchant } from '../support/onboarding-fixtures.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { webhookFixtures } from '../support/webhook-fixtures.js';
+
+const api = apiClient(inject('gatewayUrl'));
+const admin = inject('adminToken');
+const dataDir = inject('dataDir');
+const db = new pg.Client({ connectionString: inject('databaseUrl') });
+
+let m: OnboardingMerchant;
+let receiver: WebhookReceiver;
+beforeAll(async () => {
+  await db.connect();
+  receiver = await startWebhookReceiver();
+  m = await setUpOnboardingMerchant(api, admin);
+});
+afterAll(async () => {
+  await receiver.close();
+  await db.end();
+});
+
+/** An invitation accepted by a fresh customer who signed up with the invited email. */
+async function accepted(merchant: OnboardingMerchant = m) {
+  const inv = await invite(api, merchant);
+  const customer = await signUpCustomer(api, inv.email);
+  const res = await api.post('/api/onboard/accept', { token: await emailedToken(dataDir, inv.email) }, { token: customer.token });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return { ...inv, customer, invitationId: inv.invitationId, accept: res.body };
+}
+
+describe('POST /api/onboard/accept', () => {
+  it('binds the invitation to the customer and answers the invitation with the merchant\'s active plans', async () => {
+    const { accept, invitationId, email } = await accepted();
+    expect(Object.keys(accept).sort()).toEqual(['email', 'expiresAt', 'firstName', 'invitationId', 'lastName', 'merchantName', 'phone', 'plans']);
+    expect(accept).toMatchObject({ invitationId, firstName: 'Ada', lastName: 'Lovelace', email, phone: null });
+    expect(accept.plans).toEqual([{ id: m.planId, productId: m.productId, name: 'Monthly', amount: 19.95, currency: 'AUD', interval: 'Month', intervalCount: 1, trialDays: 0 }]);
+    expect((await api.get(`/api/Invitations/${invitationId}`, { token: m.key })).body.status).toBe('Accepted');
+  });
+
+  it('answers the same to the same customer again, and 409 to another account', async () => {
+    const { token, customer, invitationId } = await accepted();
+    const again = await api.post('/api/onboard/accept', { token }, { token: customer.token });
+    expect(again.status).toBe(200);
+    expect(again.body.invitationId).toBe(invitationId);
+    const other = await signUpCustomer(api);
+    expect((await api.post('/api/onboard/accept', { token }, { token: other.token })).status).toBe(409);
+  });
+
+  it('answers 404 for an unknown token, 410 for an expired invitation, and 401 without a customer token', async () => {
+    const customer = await signUpCustomer(api);
+    expect((await api.post('/api/onboard/accept', { token: 'x'.repeat(43) }, { token: customer.token })).status).toBe(404);
+    const { token, invitationId } = await invite(api, m);
+    expect((await api.post('/api/onboard/accept', { token }, { token: m.key })).status).toBe(401);
+    await db.query(`update checkout.invitations set expires_at = now() - interval '1 minute' where id = $1`, [invitationId]);
+    expect((await api.post('/api/onboard/accept', { token }, { token: customer.token })).status).toBe(410);
+    expect((await api.post('/api/onboard/preview', { token })).status).toBe(410);
+    expect((await api.get(`/api/Invitations/${invitationId}`, { token: m.key })).body.status).toBe('Expired');
+  });
+});
+
+describe('the wizard writes and GET /api/onboard/{invitationId}', () => {
+  it('saves each step (204, safe to repeat) and the state resumes at the next step', async () => {
+    const { customer, invitationId } = await accepted();
+    const token = customer.token;
+    const step = async () => (await api.get(`/api/onboard/${invitationId}`, { token })).body.step;
+    expect(await step()).toBe('Details');
+    for (let i = 0; i < 2; i++) expect((await api.patch('/api/onboard/details', { invitationId, firstName: 'Ada', lastName: 'King' }, { token })).status).toBe(204);
+    expect(await step()).toBe('PaymentMethod');
+    for (let i = 0; i < 2; i++) expect((await api.post('/api/onboard/payment-method', { invitationId, ...CARD }, { token })).status).toBe(204);
+    expect(await step()).toBe('Plan');
+    expect((await api.patch('/api/onboard/plan', { invitationId, planId: m.planId }, { token })).status).toBe(204);
+    expect(await step()).toBe('Questions');
+    const first = [{ questionId: m.questions.text.id, textValue: 'a' }, { questionId: m.questions.multi.id, optionIds: [m.questions.multi.options[0]!.id] }];
+    expect((await api.patch('/api/onboard/answers', { invitationId, answers: first }, { token })).status).toBe(204);
+    expect((await api.patch('/api/onboard/answers', { invitationId, answers: [{ questionId: m.questions.text.id, textValue: 'b' }] }, { token })).status).toBe(204);
+
+    const state = await api.get(`/api/onboard/${invitationId}`, { token });
+    expect(state.status).toBe(200);
+    expect(state.body).toMatchObject({
+      invitationId,
+      status: 'Accepted',
+      step: 'Review',
+      details: { firstName: 'Ada', lastName: 'King', phone: null },
+      paymentMethod: { type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2099, accountName: null, bsb: null },
+      planId: m.planId,
+      answersSaved: true,
+      answers: [{ questionId: m.questions.text.id, textValue: 'b', optionIds: [] }],
+      memberId: null,
+      completedAt: null,
+    });
+    expect(state.body.questions.map((q: any) => q.id)).toEqual([m.questions.text.id, m.questions.single.id, m.questions.multi.id]);
+    expect(state.body.questions[1]).toMatchObject({ kind: 'SingleChoice', required: true, options: m.questions.single.options });
+  });
+
+  it('validates each step with 400 naming the field, and refuses full card numbers', async () => {
+    const { customer, invitationId } = await accepted();
+    const token = customer.token;
+    const details = await api.patch('/api/onboard/details', { invitationId, firstName: ' ', lastName: 'K' }, { token });
+    expect(details.status).toBe(400);
+    expect(details.body.errors.firstName).toBeDefined();
+    const pan = await api.post('/api/onboard/payment-method', { invitationId, ...CARD, cardNumber: '4242424242424242' }, { token });
+    expect(pan.status).toBe(400);
+    expect(pan.body.errors.cardNumber).toBeDefined();
+    const bank = await api.post('/api/onboard/payment-method', { invitationId, type: 'BankAccount', last4: '1234' }, { token });
+    expect(bank.status).toBe(400);
+    expect(Object.keys(bank.body.errors).sort()).toEqual(['accountName', 'bsb']);
+    const unknown = await api.patch('/api/onboard/plan', { invitationId, planId: '00000000-0000-4000-8000-000000000002' }, { token });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.errors.planId).toBeDefined();
+    const inactive = await api.post('/api/Plans', { merchantId: m.id, productId: m.productId, name: 'Old', amount: 5, interval: 'Week', isActive: false }, { token: m.key });
+    const refused = await api.patch('/api/onboard/plan', { invitationId, planId: inactive.body.id }, { token });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors.planId).toBeDefined();
+  });
+
+  it("answers 404 for another customer's invitation on every wizard endpoint", async () => {
+    const { invitationId } = await accepted();
+    const other = await signUpCustomer(api);
+    const token = other.token;
+    expect((await api.get(`/api/onboard/${invitationId}`, { token })).status).toBe(404);
+    expect((await api.patch('/api/onboard/details', { invitationId, firstName: 'A', lastName: 'B' }, { token })).status).toBe(404);
+    expect((await api.post('/api/onboard/payment-method', { invitationId, ...CARD }, { token })).status).toBe(404);
+    expect((await api.patch('/api/onboard/plan', { invitationId, planId: m.planId }, { token })).status).toBe(404);
+    expect((await api.patch('/api/onboard/answers', { invitationId, answers: [] }, { token })).status).toBe(404);
+    expect((await api.post('/api/onboard/complete', { invitationId }, { token })).status).toBe(404);
+    expect((await api.get(`/api/onboard/${invitationId}`, { token: m.key })).status).toBe(401);
+  });
+
+  it('answers 410 to wizard writes once the invitation is revoked', async () => {
+    const { customer, invitationId } = await accepted();
+    expect((await api.del(`/api/Invitations/${invitationId}`, { token: m.key })).status).toBe(204);
+    expect((await api.patch('/api/onboard/details', { invitationId, firstName: 'A', lastName: 'B' }, { token: customer.token })).status).toBe(410);
+    expect((await api.post('/api/onboard/complete', { invitationId }, { token: customer.token })).status).toBe(410);
+  });
+});
+
+describe('POST /api/onboard/complete', () => {
+  it('names what is missing in errors', async () => {
+    const { customer, invitationId } = await accepted();
+    const token = customer.token;
+    const empty = await api.post('/api/onboard/complete', { invitationId }, { token });
+    expect(empty.status).toBe(400);
+    expect(Object.keys(empty.body.errors).sort()).toEqual(['details', 'paymentMethod', 'planId']);
+
+    await fillWizard(api, token, invitationId, m);
+    await api.patch('/api/onboard/answers', { invitationId, answers: [{ questionId: m.questions.single.id, optionIds: m.questions.single.options.map((o) => o.id) }] }, { token });
+    const answers = await api.post('/api/onboard/complete', { invitationId }, { token });
+    expect(answers.status).toBe(400);
+    expect(Object.keys(answers.body.errors).sort()).toEqual([`answers.${m.questions.single.id}`, `answers.${m.questions.text.id}`].sort());
+    await api.patch('/api/onboard/answers', { invitationId, answers: [{ questionId: m.questions.text.id, textValue: 'x' }, { questionId: m.questions.single.id, optionIds: [m.questions.multi.options[0]!.id] }] }, { token });
+    const foreign = await api.post('/api/onboard/complete', { invitationId }, { token });
+    expect(Object.keys(foreign.body.errors)).toEqual([`answers.${m.questions.single.id}`]);
+  });
+
+  it('answers 400 naming planId when the chosen plan became inactive', async () => {
+    const { customer, invitationId } = await accepted();
+    await fillWizard(api, customer.token, invitationId, m);
+    const plan = await api.post('/api/Plans', { merchantId: m.id, productId: m.productId, name: 'Soon gone', amount: 9, interval: 'Month' }, { token: m.key });
+    expect((await api.patch('/api/onboard/plan', { invitationId, planId: plan.body.id }, { token: customer.token })).status).toBe(204);
+    expect((await api.patch(`/api/Plans/${plan.body.id}`, { isActive: false }, { token: m.key })).status).toBe(200);
+    const res = await api.post('/api/onboard/complete', { invitationId }, { token: customer.token });
+    expect(res.status).toBe(400);
+    expect(Object.keys(res.body.errors)).toEqual(['planId']);
+  });
+
+  it('creates the member, payment method, subscription and answers, emits onboarding.completed once, and answers the same ids again', async () => {
+    const merchant = await setUpOnboardingMerchant(api, admin);
+    const hooks = webhookFixtures(api, receiver, admin);
+    const key = await hooks.createKey(merchant.id);
+    const path = `/onboarding/${unique()}`;
+    await hooks.configure(merchant.id, key, path);
+    await hooks.settle(merchant.id, await hooks.createKey(merchant.id));
+
+    const { customer, invitationId, email } = await accepted(merchant);
+    await fillWizard(api, customer.token, invitationId, merchant);
+    const done = await api.post('/api/onboard/complete', { invitationId }, { token: customer.token });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    expect(Object.keys(done.body).sort()).toEqual(['memberId', 'paymentMethodId', 'subscriptionId']);
+    const again = await api.post('/api/onboard/complete', { invitationId }, { token: customer.token });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(done.body);
+
+    const member = await api.get(`/api/Members/${done.body.memberId}`, { token: merchant.key });
+    expect(member.body).toMatchObject({ email, firstName: 'Ada', lastName: 'Lovelace', phone: '+61 400 000 000' });
+    const sub = await api.get(`/api/Subscriptions/${done.body.subscriptionId}`, { token: merchant.key });
+    expect(sub.body).toMatchObject({ memberId: done.body.memberId, planId: merchant.planId, status: 'Active', paymentMethodId: done.body.paymentMethodId });
+    const methods = await api.get(`/api/members/${done.body.memberId}/payment-methods`, { token: merchant.key });
+    expect(methods.body).toMatchObject([{ id: done.body.paymentMethodId, type: 'Card', last4: '4242' }]);
+    const stored = await db.query('select question_id, text_value, option_ids from billing.member_answers where member_id = $1 order by question_id', [done.body.memberId]);
+    expect(stored.rows).toHaveLength(3);
+    expect(stored.rows.find((r) => r.question_id === merchant.questions.text.id)).toMatchObject({ text_value: 'Fitness' });
+
+    const state = await api.get(`/api/onboard/${invitationId}`, { token: customer.token });
+    expect(state.body).toMatchObject({ step: 'Done', status: 'Completed', ...done.body });
+    expect((await api.get(`/api/Invitations/${invitationId}`, { token: merchant.key })).body).toMatchObject({ status: 'Completed', memberId: done.body.memberId, subscriptionId: done.body.subscriptionId });
+    expect((await api.patch('/api/onboard/details', { invitationId, firstName: 'A', lastName: 'B' }, { token: customer.token })).status).toBe(409);
+    expect((await api.del(`/api/Invitations/${invitationId}`, { token: merchant.key })).status).toBe(409);
+
+    const [hook] = await receiver.waitFor(path, (reqs) => reqs.some((r) => r.payload?.type === 'onboarding.completed'));
+    const event = receiver.received(path).filter((r) => r.payload?.type === 'onboarding.completed');
+    expect(event).toHaveLength(1);
+    expect(hook && event[0]!.verified).toBe(true);
+    expect(event[0]!.payload).toMatchObject({ merchantId: merchant.id, data: { invitationId, ...done.body, planId: merchant.planId, customerAccountId: customer.accountId, email } });
+    const outbox = await db.query(`select count(*)::int as n from checkout.outbox where type = 'onboarding.completed' and data->>'invitationId' = $1`, [invitationId]);
+    expect(outbox.rows[0].n).toBe(1);
+  });
+
+  it('converges on what an interrupted completion already made in billing', async () => {
+    const { customer, invitationId, email } = await accepted();
+    await fillWizard(api, customer.token, invitationId, m);
+    // An earlier run got as far as the subscription, then died before recording anything.
+    await db.query(`update checkout.onboardings set completion_started_at = now() - interval '1 minute' where invitation_id = $1`, [invitationId]);
+    const member = await api.post('/api/Members', { merchantId: m.id, email, firstName: 'Ada', lastName: 'Lovelace' }, { token: m.key });
+    const pm = await api.post(`/api/members/${member.body.id}/payment-methods`, { merchantId: m.id, ...CARD }, { token: m.key, headers: idempotent() });
+    const sub = await api.post('/api/Subscriptions', { merchantId: m.id, memberId: member.body.id, planId: m.planId, paymentMethodId: pm.body.id }, { token: m.key, headers: idempotent() });
+    expect(sub.status).toBe(201);
+
+    const done = await api.post('/api/onboard/complete', { invitationId }, { token: customer.token });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    expect(done.body).toEqual({ memberId: member.body.id, paymentMethodId: pm.body.id, subscriptionId: sub.body.id });
+    expect((await api.get(`/api/members/${member.body.id}/payment-methods`, { token: m.key })).body).toHaveLength(1);
+    const outbox = await eventually(async () => (await db.query(`select count(*)::int as n from checkout.outbox where data->>'invitationId' = $1`, [invitationId])).rows[0].n);
+    expect(outbox).toBe(1);
+  });
+
+  it('refuses (409) when the member already had a live subscription to the plan before onboarding', async () => {
+    const { customer, invitationId, email } = await accepted();
+    const member = await api.post('/api/Members', { merchantId: m.id, email, firstName: 'Ada', lastName: 'Lovelace' }, { token: m.key });
+    const pm = await api.post(`/api/members/${member.body.id}/payment-methods`, { merchantId: m.id, type: 'Card', brand: 'Visa', last4: '1111', expiryMonth: 1, expiryYear: 2098 }, { token: m.key, headers: idempotent() });
+    await api.post('/api/Subscriptions', { merchantId: m.id, memberId: member.body.id, planId: m.planId, paymentMethodId: pm.body.id }, { token: m.key, headers: idempotent() });
+    await fillWizard(api, customer.token, invitationId, m);
+    const res = await api.post('/api/onboard/complete', { invitationId }, { token: customer.token });
+    expect(res.status).toBe(409);
+  });
+});
