@@ -32,6 +32,11 @@ export function createLogPrinter(opts) {
       return;
     }
     const [label, levelColor] = LEVELS[Number(entry.level)] ?? ['     ', 37];
+    // Access-log lines read as `POST /api/Members 201 12.5 ms traceId=…`.
+    if (entry.component === 'access' && entry.route) {
+      entry.msg = `${entry.method} ${entry.route} ${entry.status} ${entry.durationMs} ms`;
+      for (const k of ['component', 'method', 'route', 'status', 'durationMs']) delete entry[k];
+    }
     const fields = Object.entries(entry)
       .filter(([k]) => !HIDDEN.has(k) && k !== 'err')
       .map(([k, v]) => `${paint(90, `${k}=`)}${typeof v === 'string' ? v : JSON.stringify(v)}`);

@@ -7,6 +7,16 @@ export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
 export const ATTEMPT_TRIGGERS = ['Scheduled', 'Manual'] as const;
 
+/**
+ * Why an attempt failed, as a category (never the raw error text, which would make attempts an
+ * internal port scanner): `timeout` (no 2xx in time), `connection_refused` (the connection could
+ * not be made or was dropped), `tls_error`, `dns_error` (the host does not resolve),
+ * `address_refused` (the egress policy refused the address; nothing was sent) and `http_status`
+ * (a response that was not 2xx, redirects included).
+ */
+export const ATTEMPT_ERRORS = ['timeout', 'connection_refused', 'tls_error', 'dns_error', 'address_refused', 'http_status'] as const;
+export type AttemptError = (typeof ATTEMPT_ERRORS)[number];
+
 /** One HTTP POST of a delivery. `statusCode` is null when no response arrived (see `error`). */
 export const WebhookAttempt = z
   .object({
@@ -15,7 +25,8 @@ export const WebhookAttempt = z
     trigger: z.enum(ATTEMPT_TRIGGERS),
     statusCode: z.number().int().nullable(),
     durationMs: z.number().int(),
-    error: z.string().nullable(),
+    /** Null on success. */
+    error: z.enum(ATTEMPT_ERRORS).nullable(),
     /** The first 1 KiB of the response body. */
     responseBody: z.string().nullable(),
   })

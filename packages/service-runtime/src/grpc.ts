@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { DomainError, ERROR_CODES, type ErrorCode } from '@billing/contracts';
 import { SERVICE_FILES, type ServiceDefinitions, type ServiceName } from '@billing/proto-types';
-import { currentTraceId, extractTraceContext, injectTraceHeaders, SpanKind, withSpan } from '@billing/telemetry';
+import { currentTraceId, recordRpcCall } from '@billing/telemetry';
 import type { Logger } from './logger.js';
 
 export { grpc };
@@ -139,22 +139,27 @@ export type ServiceClient<N extends ServiceName> = {
 type UntypedImpl = Record<string, (request: any, call: grpc.ServerUnaryCall<any, any>) => Promise<unknown>>;
 
 /**
- * Adapts async handlers to grpc-js unary handlers: runs each in a server span continuing the
- * caller's trace, maps DomainError to status + metadata, and logs anything else with the trace
- * id before answering INTERNAL without internals.
+ * Adapts async handlers to grpc-js unary handlers: maps DomainError to status + metadata, logs
+ * anything else with the trace id before answering INTERNAL without internals, and records the
+ * call's duration and status. (Server spans, continuing the caller's trace, come from
+ * OpenTelemetry's grpc-js instrumentation.)
  */
 function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl): grpc.UntypedServiceImplementation {
   const out: grpc.UntypedServiceImplementation = {};
   for (const [method, fn] of Object.entries(impl)) {
     out[method] = (call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) => {
-      const md = call.metadata.getMap();
-      const parent = extractTraceContext({ traceparent: md.traceparent?.toString(), tracestate: md.tracestate?.toString() });
-      withSpan(`${serviceName}/${method}`, { kind: SpanKind.SERVER, parent }, () => fn(call.request, call)).then(
-        (res) => callback(null, res as object),
+      const started = performance.now();
+      const done = (status: grpc.status) => recordRpcCall(serviceName, method, grpc.status[status] ?? String(status), (performance.now() - started) / 1000);
+      fn(call.request, call).then(
+        (res) => {
+          done(grpc.status.OK);
+          callback(null, res as object);
+        },
         (e: unknown) => {
-          if (e instanceof DomainError) return callback(toGrpcError(e));
-          logger.error({ err: e, method, traceId: currentTraceId() }, 'unhandled error in gRPC handler');
-          callback(toGrpcError(new DomainError('internal')));
+          const error = e instanceof DomainError ? toGrpcError(e) : toGrpcError(new DomainError('internal'));
+          if (!(e instanceof DomainError)) logger.error({ err: e, rpc: `${serviceName}/${method}`, traceId: currentTraceId() }, 'unhandled error in gRPC handler');
+          done(error.code ?? grpc.status.UNKNOWN);
+          callback(error);
         },
       );
     };
@@ -224,8 +229,8 @@ export function createClient<N extends ServiceName>(name: N, address: string, de
   for (const method of Object.keys(Ctor.service)) {
     api[method] = (req: unknown, opts: CallOptions = {}) =>
       new Promise((res, rej) => {
+        // The trace context is added by OpenTelemetry's grpc-js instrumentation.
         const md = new grpc.Metadata();
-        for (const [k, v] of Object.entries(injectTraceHeaders())) md.set(k, v);
         for (const [k, v] of Object.entries(opts.metadata ?? {})) md.set(k, v);
         const deadline = new Date(Date.now() + (opts.deadlineMs ?? defaultDeadlineMs));
         client[method]!(req, md, { deadline }, (err: grpc.ServiceError | null, reply: unknown) =>

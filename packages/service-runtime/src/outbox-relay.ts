@@ -4,6 +4,7 @@ import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jets
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { eventSubject, type EventEnvelope } from '@billing/contracts';
+import { publishMessage } from '@billing/telemetry';
 import { queryRows } from './database.js';
 import { ensureEventsStream } from './event-stream.js';
 import type { Logger } from './logger.js';
@@ -103,7 +104,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * Each round claims the oldest unpublished rows with `FOR UPDATE SKIP LOCKED` (so replicas of
  * the service split the work instead of publishing the same rows), publishes them pipelined on
  * one connection (the stream receives them in claim order) with `Nats-Msg-Id` = outbox id and
- * the row's trace context as headers, and marks a row published only after its publish was
+ * the trace context of a `publish` span continuing the row's trace as headers, and marks a row published only after its publish was
  * acknowledged, in the same transaction that holds the claim. A crash anywhere leaves the row
  * unpublished, so it is published again later: JetStream drops the repeat within the stream's
  * duplicate window and consumers de-duplicate on the event id beyond it.
@@ -251,6 +252,7 @@ export class OutboxRelay {
     });
   }
 
+  /** Publishes one row in a producer span continuing the trace of the transaction that wrote it. */
   private publish(js: JetStreamClient, row: OutboxRow) {
     const envelope: EventEnvelope = {
       id: row.id,
@@ -259,9 +261,12 @@ export class OutboxRelay {
       merchantId: row.merchant_id,
       data: row.data,
     };
-    const h = headers();
-    for (const [k, v] of Object.entries(row.trace_context ?? {})) if (k === 'traceparent' || k === 'tracestate') h.set(k, v);
-    return js.publish(eventSubject(row.type), JSON.stringify(envelope), { msgID: row.id, headers: h, timeout: this.publishTimeoutMs });
+    const subject = eventSubject(row.type);
+    return publishMessage(subject, row.id, row.trace_context, (traceHeaders) => {
+      const h = headers();
+      for (const [k, v] of Object.entries(traceHeaders)) h.set(k, v);
+      return js.publish(subject, JSON.stringify(envelope), { msgID: row.id, headers: h, timeout: this.publishTimeoutMs });
+    });
   }
 
   private crashIfAsked(): void {

@@ -1,9 +1,12 @@
 import { startTelemetry, stopTelemetry } from '@billing/telemetry';
-import { closeOnSignals, migrate } from '@billing/service-runtime';
-import { buildGateway, openGatewayDatabase } from './app.js';
-import { loadConfig } from './config.js';
 
-startTelemetry('gateway');
+// First, and awaited: OpenTelemetry patches grpc-js, pg and fastify as they load, so
+// everything else is imported after it.
+await startTelemetry('gateway');
+const { closeOnSignals, migrate } = await import('@billing/service-runtime');
+const { buildGateway, openGatewayDatabase } = await import('./app.js');
+const { loadConfig } = await import('./config.js');
+
 const config = loadConfig();
 if (process.argv[2] === 'migrate') {
   const orm = await openGatewayDatabase(config);

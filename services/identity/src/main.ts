@@ -1,9 +1,12 @@
 import { startTelemetry, stopTelemetry } from '@billing/telemetry';
-import { closeOnSignals, migrate } from '@billing/service-runtime';
-import { openIdentityDatabase, startIdentity } from './app.js';
-import { loadConfig } from './config.js';
 
-startTelemetry('identity');
+// First, and awaited: OpenTelemetry patches grpc-js, pg and fastify as they load, so
+// everything else is imported after it.
+await startTelemetry('identity');
+const { closeOnSignals, migrate } = await import('@billing/service-runtime');
+const { openIdentityDatabase, startIdentity } = await import('./app.js');
+const { loadConfig } = await import('./config.js');
+
 const config = loadConfig();
 if (process.argv[2] === 'migrate') {
   const orm = await openIdentityDatabase(config);

@@ -1,6 +1,10 @@
-import { closeOnSignals } from '@billing/service-runtime';
-import { buildSandbox } from './app.js';
-import { loadConfig } from './config.js';
+import { startTelemetry, stopTelemetry } from '@billing/telemetry';
+
+// First, and awaited: OpenTelemetry patches fastify as it loads, so everything else is imported after it.
+await startTelemetry('sandbox-provider');
+const { closeOnSignals } = await import('@billing/service-runtime');
+const { buildSandbox } = await import('./app.js');
+const { loadConfig } = await import('./config.js');
 
 const config = loadConfig();
 // No database: nothing to migrate.
@@ -8,5 +12,8 @@ if (process.argv[2] !== 'migrate') {
   const { app, logger } = buildSandbox(config);
   await app.listen({ host: config.SANDBOX_PROVIDER_HOST, port: config.SANDBOX_PROVIDER_PORT });
   logger.info({ port: config.SANDBOX_PROVIDER_PORT }, 'sandbox payment provider listening');
-  closeOnSignals(logger, () => app.close());
+  closeOnSignals(logger, async () => {
+    await app.close();
+    await stopTelemetry();
+  });
 }

@@ -1,5 +1,6 @@
 import { DomainError } from '@billing/contracts';
 import { sha256Hex, type Logger } from '@billing/service-runtime';
+import { untraced } from '@billing/telemetry';
 import type { IdentityClients } from '../backends/clients.js';
 import type { CredentialFeed } from './credential-feed.js';
 
@@ -36,7 +37,8 @@ export class ApiKeyCache {
   ) {}
 
   start(): void {
-    this.flushTimer = setInterval(() => void this.flushUsage(), this.flushMs);
+    // Not traced: a timer, not a request.
+    this.flushTimer = setInterval(() => void untraced(() => this.flushUsage()), this.flushMs);
     this.flushTimer.unref();
   }
 

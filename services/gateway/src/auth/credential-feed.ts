@@ -1,4 +1,5 @@
 import type { Logger } from '@billing/service-runtime';
+import { untraced } from '@billing/telemetry';
 import type { IdentityClients } from '../backends/clients.js';
 
 interface Change {
@@ -69,7 +70,12 @@ export class CredentialFeed {
     for (const l of this.listeners) l(change.kind, change.subjectId);
   }
 
-  private async poll(): Promise<void> {
+  /** Polling is not traced: it would start a trace several times a second. */
+  private poll(): Promise<void> {
+    return untraced(() => this.pollChanges());
+  }
+
+  private async pollChanges(): Promise<void> {
     for (;;) {
       const res = await this.identity.credentials.ListCredentialChanges({ afterCursor: this.cursor }, { deadlineMs: 2000 });
       for (const c of res.changes) this.apply(c);

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { DomainError, fieldErrorsOf } from '@billing/contracts';
-import { extractTraceContext, SpanKind, withSpan } from '@billing/telemetry';
+import { currentTraceId, recordHttpRequest } from '@billing/telemetry';
 import type { Logger } from '@billing/service-runtime';
 import { authorize } from '../auth/access.js';
 import type { Authenticator } from '../auth/authenticator.js';
@@ -70,6 +70,7 @@ function domainErrorOf(err: unknown): DomainError | undefined {
 export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance; register(spec: RouteSpec): void } {
   const { logger, authenticator, pipeline = {} } = opts;
   const httpLog = logger.child({ component: 'http' });
+  const accessLog = logger.child({ component: 'access' });
   const app: FastifyInstance = Fastify({
     // No per-request child logger: fastify would build one for every request (a measurable
     // share of the hot path); errors are logged below with the request's trace id instead.
@@ -94,10 +95,24 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     }
   });
 
+  // The request's span is the HTTP server span of OpenTelemetry's http instrumentation (named
+  // for the route by its fastify instrumentation), continuing any `traceparent`.
+  app.addHook('onRequest', async (request) => {
+    request.traceId = currentTraceId();
+  });
+  // One access-log line per request. The route template, never the URL: paths and query strings
+  // can carry personal data.
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? '(no route)';
+    const durationMs = Math.round(reply.elapsedTime * 10) / 10;
+    recordHttpRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+    accessLog.info({ method: request.method, route, status: reply.statusCode, durationMs, traceId: request.traceId }, 'request');
+  });
+
   app.setErrorHandler((err, request, reply) => {
     const domain = domainErrorOf(err);
     if (domain) return sendProblem(reply, request, domain);
-    httpLog.error({ err, method: request.method, url: request.url, traceId: request.traceId }, 'unhandled error');
+    httpLog.error({ err, method: request.method, route: request.routeOptions.url, traceId: request.traceId }, 'unhandled error');
     return sendProblem(reply, request, new DomainError('internal'));
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, request, new DomainError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)));
@@ -107,37 +122,32 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
       method: spec.method,
       url: spec.url,
       handler: async (request, reply) => {
-        const traceParent = extractTraceContext({ traceparent: request.headers.traceparent as string | undefined, tracestate: request.headers.tracestate as string | undefined });
-        return withSpan(`${spec.method} ${spec.url}`, { kind: SpanKind.SERVER, parent: traceParent, attributes: { 'http.request.method': spec.method, 'http.route': spec.url } }, async (span) => {
-          request.traceId = span.spanContext().traceId;
-          let principal: Principal | undefined;
-          if (!('anonymous' in spec.auth)) {
-            const token = parseBearer(request.headers.authorization);
-            if (!token) throw new DomainError('unauthenticated', 'Send "Authorization: Bearer <credential>".');
-            principal = await authenticator.authenticate(token);
-            request.principal = principal;
-          }
-          await pipeline.limitRate?.(request, principal, reply);
-          authorize(principal, spec.auth);
+        let principal: Principal | undefined;
+        if (!('anonymous' in spec.auth)) {
+          const token = parseBearer(request.headers.authorization);
+          if (!token) throw new DomainError('unauthenticated', 'Send "Authorization: Bearer <credential>".');
+          principal = await authenticator.authenticate(token);
+          request.principal = principal;
+        }
+        await pipeline.limitRate?.(request, principal, reply);
+        authorize(principal, spec.auth);
 
-          const run = async () => {
-            const ctx: RouteContext<any, any, any> = {
-              params: parse(spec.params, request.params),
-              query: parse(spec.query, request.query),
-              body: spec.body ? parse(spec.body, request.body ?? {}) : undefined,
-              principal: principal!,
-              request,
-              reply,
-            };
-            return spec.handler(ctx);
+        const run = async () => {
+          const ctx: RouteContext<any, any, any> = {
+            params: parse(spec.params, request.params),
+            query: parse(spec.query, request.query),
+            body: spec.body ? parse(spec.body, request.body ?? {}) : undefined,
+            principal: principal!,
+            request,
+            reply,
           };
-          const result = spec.idempotent && pipeline.runIdempotent ? await pipeline.runIdempotent(spec, request, principal, run) : await run();
-          span.setAttribute('http.response.status_code', result.status);
-          if (result.headers) reply.headers(result.headers);
-          reply.code(result.status);
-          if (result.body === undefined || result.status === 204) return reply.send();
-          return reply.type(result.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8').send(JSON.stringify(result.body));
-        });
+          return spec.handler(ctx);
+        };
+        const result = spec.idempotent && pipeline.runIdempotent ? await pipeline.runIdempotent(spec, request, principal, run) : await run();
+        if (result.headers) reply.headers(result.headers);
+        reply.code(result.status);
+        if (result.body === undefined || result.status === 204) return reply.send();
+        return reply.type(result.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8').send(JSON.stringify(result.body));
       },
     });
   };

@@ -1,26 +1,25 @@
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
 import { DomainError } from '@billing/contracts';
-import { isNonPublicAddress } from '@billing/service-runtime';
+import { bareHost, judgeHost, type HostResolver } from '@billing/service-runtime';
 
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '::1']);
 
 /**
  * Webhook URLs must be absolute https. Plain http is allowed only to loopback hosts outside
- * production. In production, a host that resolves to a non-public address is refused.
+ * production. In production the host goes through the egress address policy the webhooks
+ * service applies again at every connection (service-runtime's `judgeHost`): a literal or any
+ * resolver answer that is not global unicast is refused, wrapped IPv4 forms included.
  */
-export async function assertWebhookUrlAllowed(raw: string, production: boolean): Promise<void> {
+export async function assertWebhookUrlAllowed(raw: string, production: boolean, resolve?: HostResolver): Promise<void> {
   const url = new URL(raw);
-  const host = url.hostname.toLowerCase();
   if (url.username || url.password) throw DomainError.field('webhookUrl', 'Must not contain credentials.');
   if (url.protocol === 'http:') {
-    if (production || !LOOPBACK_HOSTS.has(host)) throw DomainError.field('webhookUrl', 'Must be an https URL (http is allowed only to loopback outside production).');
+    if (production || !LOOPBACK_HOSTS.has(bareHost(url.hostname))) throw DomainError.field('webhookUrl', 'Must be an https URL (http is allowed only to loopback outside production).');
     return;
   }
   if (url.protocol !== 'https:') throw DomainError.field('webhookUrl', 'Must be an https URL.');
   if (!production) return;
-  const bare = host.replace(/^\[|\]$/g, '');
-  const addresses = isIP(bare) ? [bare] : await lookup(bare, { all: true }).then((r) => r.map((a) => a.address), () => null);
-  if (!addresses) throw DomainError.field('webhookUrl', 'Host does not resolve.');
-  if (addresses.some(isNonPublicAddress)) throw DomainError.field('webhookUrl', 'Must not resolve to a loopback, private or link-local address.');
+  const verdict = await judgeHost(url.hostname, resolve);
+  if (verdict.allowed) return;
+  if (verdict.reason === 'dns_error') throw DomainError.field('webhookUrl', 'Host does not resolve.');
+  throw DomainError.field('webhookUrl', 'Must resolve only to public (global unicast) addresses; loopback, private, link-local, CGNAT, multicast, reserved and documentation ranges are refused, also inside IPv4-mapped, NAT64 and 6to4 forms.');
 }

@@ -15,4 +15,6 @@ export interface DeliveryJob {
   /** Scheduled attempts made before this one. */
   scheduledAttempts: number;
   leaseUntil: number;
+  /** `traceparent`/`tracestate` of the event's processing, which the attempt continues; absent for scheduled retries and replays. */
+  traceContext?: Record<string, string>;
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EntitySchema } from '@mikro-orm/postgresql';
-import type { DeliveryStatus } from '@billing/contracts';
+import type { AttemptError, DeliveryStatus } from '@billing/contracts';
 import type { RetryPolicy } from './retry-policy.js';
 
 export type AttemptTrigger = 'Scheduled' | 'Manual';
@@ -35,7 +35,7 @@ export class Attempt {
   trigger!: AttemptTrigger;
   statusCode: number | null = null;
   durationMs!: number;
-  error: string | null = null;
+  error: AttemptError | null = null;
   responseBody: string | null = null;
 }
 
@@ -45,8 +45,9 @@ export interface AttemptOutcome {
   ok: boolean;
   statusCode: number | null;
   durationMs: number;
-  error: string | null;
-  /** The first 1 KiB of the response body. */
+  /** Why it failed, as a category; null on success. */
+  error: AttemptError | null;
+  /** The first 1 KiB of the response body (null when no response arrived). */
   responseBody: string | null;
   /** From `Retry-After` on a 429 or 503. */
   retryAfterMs?: number;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@billing/service-runtime';
+import { extractTraceContext, recordWebhookAttempt, ROOT_CONTEXT, untraced, withSpan } from '@billing/telemetry';
 import { signatureHeaders } from '../signing/signature.js';
 import type { AttemptRecorder } from './attempt-recorder.js';
 import type { DeliveryJob } from './delivery-job.js';
@@ -146,7 +147,17 @@ export class Dispatcher {
     if (this.active === 0) for (const done of this.idleWaiters.splice(0)) done();
   }
 
-  private async attempt(job: DeliveryJob): Promise<void> {
+  /**
+   * An attempt made as its event is processed continues that trace (the POST carries its
+   * `traceparent`); retries and replays come from the scheduler's polling and are not traced.
+   */
+  private attempt(job: DeliveryJob): Promise<void> {
+    if (!job.traceContext) return untraced(() => this.deliver(job));
+    const parent = extractTraceContext(job.traceContext, ROOT_CONTEXT);
+    return withSpan(`deliver ${job.eventType}`, { parent, attributes: { 'webhook.delivery.id': job.deliveryId, 'webhook.event.id': job.eventId } }, () => this.deliver(job));
+  }
+
+  private async deliver(job: DeliveryJob): Promise<void> {
     // Too close to the end of our lease: another replica may take it any moment.
     if (Date.now() > job.leaseUntil - this.limits.timeoutMs - 1000) return;
     let key: Buffer;
@@ -160,6 +171,7 @@ export class Dispatcher {
     const attemptedAt = new Date();
     const headers = signatureHeaders(key, job.eventId, Math.floor(attemptedAt.getTime() / 1000), job.body);
     const outcome = await this.deps.sender.send(job.url, headers, job.body);
+    recordWebhookAttempt(outcome.ok ? 'succeeded' : outcome.statusCode ? 'http_error' : 'failed', outcome.statusCode, outcome.durationMs / 1000, job.eventType);
     this.deps.recorder.record({ job, attemptId: job.replayId ?? randomUUID(), attemptedAt, outcome });
   }
 }

@@ -46,34 +46,49 @@ describe('HttpSender', () => {
   it('does not follow redirects', async () => {
     const before = seen.filter((s) => s.path === '/ok').length;
     const out = await sender.send(`${base}/redirect`, headers, '{}');
-    expect(out).toMatchObject({ ok: false, statusCode: 302, error: 'Redirects are not followed.' });
+    expect(out).toMatchObject({ ok: false, statusCode: 302, error: 'http_status' });
     expect(seen.filter((s) => s.path === '/ok').length).toBe(before);
   });
 
   it('reads Retry-After on a 429 and keeps the first 1 KiB of a body', async () => {
-    expect(await sender.send(`${base}/busy`, headers, '{}')).toMatchObject({ ok: false, statusCode: 429, retryAfterMs: 7000, responseBody: 'slow down' });
+    expect(await sender.send(`${base}/busy`, headers, '{}')).toMatchObject({ ok: false, statusCode: 429, error: 'http_status', retryAfterMs: 7000, responseBody: 'slow down' });
     const big = await sender.send(`${base}/big`, headers, '{}');
     expect(big.responseBody).toHaveLength(1024);
   });
 
   it('fails an attempt with no 2xx within the timeout', async () => {
     const out = await sender.send(`${base}/slow`, headers, '{}');
-    expect(out).toMatchObject({ ok: false, statusCode: null, error: 'No 2xx response within 300 ms.' });
+    expect(out).toMatchObject({ ok: false, statusCode: null, error: 'timeout', responseBody: null });
   });
 
-  it('reports a refused connection as an error', async () => {
-    const out = await sender.send('http://127.0.0.1:1/x', headers, '{}');
-    expect(out.ok).toBe(false);
-    expect(out.error).toMatch(/ECONNREFUSED/);
+  it('records a refused connection, a bad certificate and an unknown host as categories, not error text', async () => {
+    expect(await sender.send('http://127.0.0.1:1/x', headers, '{}')).toMatchObject({ ok: false, statusCode: null, error: 'connection_refused', responseBody: null });
+    expect(await sender.send('http://nowhere.invalid/x', headers, '{}')).toMatchObject({ ok: false, error: 'dns_error' });
+    // A plain-http server answering a TLS handshake.
+    expect(await sender.send(`${base.replace('http:', 'https:')}/ok`, headers, '{}')).toMatchObject({ ok: false, error: 'tls_error' });
   });
 
-  it('in production, refuses plain http and hosts resolving to loopback or private addresses', async () => {
+  it('in production, refuses plain http and every loopback or private form, literal or resolved, without connecting', async () => {
     const prod = new HttpSender({ timeoutMs: 300, production: true });
-    const count = seen.length;
-    expect(await prod.send(`${base}/ok`, headers, '{}')).toMatchObject({ ok: false, statusCode: null, error: 'Only https URLs are delivered to in production.' });
-    expect(await prod.send('https://127.0.0.1/ok', headers, '{}')).toMatchObject({ ok: false, error: 'The URL resolves to a loopback, private or link-local address.' });
-    expect(await prod.send('https://[::1]/ok', headers, '{}')).toMatchObject({ ok: false, error: 'The URL resolves to a loopback, private or link-local address.' });
-    expect(await prod.send('https://localhost/ok', headers, '{}')).toMatchObject({ ok: false, error: 'The URL resolves to a loopback, private or link-local address.' });
-    expect(seen.length).toBe(count);
+    let connections = 0;
+    const count = () => connections++;
+    server.on('connection', count);
+    const port = new URL(base).port;
+    const refused = [
+      `${base}/ok`,
+      `https://127.0.0.1:${port}/ok`,
+      `https://[::1]:${port}/ok`,
+      `https://[::ffff:127.0.0.1]:${port}/ok`,
+      `https://[::ffff:7f00:1]:${port}/ok`,
+      `https://[::127.0.0.1]:${port}/ok`,
+      `https://[64:ff9b::7f00:1]:${port}/ok`,
+      `https://[2002:7f00:1::]:${port}/ok`,
+      `https://0x7f000001:${port}/ok`,
+      `https://localhost:${port}/ok`,
+      `https://localhost.:${port}/ok`,
+    ];
+    for (const url of refused) expect(await prod.send(url, headers, '{}'), url).toMatchObject({ ok: false, statusCode: null, error: 'address_refused', responseBody: null });
+    server.off('connection', count);
+    expect(connections).toBe(0);
   });
 });

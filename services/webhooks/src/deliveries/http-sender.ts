@@ -2,7 +2,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { isNonPublicAddress, publicOnlyLookup } from '@billing/service-runtime';
+import type { AttemptError } from '@billing/contracts';
+import { bareHost, isLoopbackName, judgeAddress, publicOnlyLookup } from '@billing/service-runtime';
 import type { AttemptOutcome } from './delivery.js';
 import { parseRetryAfter } from './retry-policy.js';
 
@@ -14,21 +15,23 @@ const RESPONSE_READ_LIMIT = 64 * 1024;
 export interface HttpSenderOptions {
   /** A 2xx must arrive, body included, within this many milliseconds. */
   timeoutMs: number;
-  /** Refuse URLs that are not https or that resolve to loopback, private or link-local addresses. */
+  /** Apply the egress address policy (service-runtime's `judgeAddress`) and refuse plain http. */
   production: boolean;
   userAgent?: string;
 }
 
 /**
  * POSTs webhook bodies. Redirects are not followed (a 3xx is a failed attempt). In production,
- * every connection's address is checked as it is resolved, so DNS rebinding cannot reach an
- * internal address between a check and the connect. Keep-alive agents reuse connections per
- * endpoint.
+ * the egress address policy judges every address a connection is made to: a literal host before
+ * connecting, a name's resolver answers in the `lookup` hook the socket connects with (so DNS
+ * rebinding cannot reach an internal address between a check and the connect). A refused
+ * address is never contacted. Failures are recorded as categories, never as error text.
+ * Keep-alive agents reuse connections per endpoint.
  */
 export class HttpSender {
   private readonly agents: { http: http.Agent; https: https.Agent };
   private readonly userAgent: string;
-  private readonly targets = new Map<string, { secure: boolean; options: http.RequestOptions } | string>();
+  private readonly targets = new Map<string, { secure: boolean; options: http.RequestOptions } | AttemptError>();
 
   constructor(private readonly opts: HttpSenderOptions) {
     const agentOpts = { keepAlive: true, keepAliveMsecs: 10_000, maxFreeSockets: 64, scheduling: 'lifo' as const };
@@ -83,7 +86,7 @@ export class HttpSender {
             finish({
               ok,
               statusCode: status,
-              error: status >= 300 && status < 400 ? 'Redirects are not followed.' : null,
+              error: ok ? null : 'http_status',
               responseBody: cleanText(Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8')),
               ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
             });
@@ -94,16 +97,16 @@ export class HttpSender {
         },
       );
       const timer = setTimeout(() => {
-        finish({ ok: false, statusCode: null, error: `No 2xx response within ${this.opts.timeoutMs} ms.`, responseBody: null });
+        finish({ ok: false, statusCode: null, error: 'timeout', responseBody: null });
         req.destroy();
       }, this.opts.timeoutMs);
-      req.on('error', (e: NodeJS.ErrnoException) => finish({ ok: false, statusCode: null, error: describeError(e), responseBody: null }));
+      req.on('error', (e: NodeJS.ErrnoException) => finish({ ok: false, statusCode: null, error: errorCategory(e), responseBody: null }));
       req.end(payload);
     });
   }
 
   /** Request options of a URL (parsed once per URL; endpoints are few), or why it is refused. */
-  private target(rawUrl: string): { secure: boolean; options: http.RequestOptions } | string {
+  private target(rawUrl: string): { secure: boolean; options: http.RequestOptions } | AttemptError {
     let hit = this.targets.get(rawUrl);
     if (hit === undefined) {
       hit = this.parseTarget(rawUrl);
@@ -113,19 +116,21 @@ export class HttpSender {
     return hit;
   }
 
-  private parseTarget(rawUrl: string): { secure: boolean; options: http.RequestOptions } | string {
+  /** Identity validates URLs when they are configured; a URL refused here never reached a socket. */
+  private parseTarget(rawUrl: string): { secure: boolean; options: http.RequestOptions } | AttemptError {
     let url: URL;
     try {
       url = new URL(rawUrl);
     } catch {
-      return 'Invalid URL.';
+      return 'address_refused';
     }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'Only http and https URLs are delivered to.';
-    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'address_refused';
+    const host = bareHost(url.hostname);
     if (this.opts.production) {
-      if (url.protocol !== 'https:') return 'Only https URLs are delivered to in production.';
-      // Literal addresses skip the resolver, so they are checked here.
-      if (isIP(host) && isNonPublicAddress(host)) return 'The URL resolves to a loopback, private or link-local address.';
+      if (url.protocol !== 'https:') return 'address_refused';
+      // Node never calls the lookup hook for a literal, so literals are judged here by the same rule.
+      if (isIP(host) && !judgeAddress(host).allowed) return 'address_refused';
+      if (isLoopbackName(host)) return 'address_refused';
     }
     const secure = url.protocol === 'https:';
     return { secure, options: { protocol: url.protocol, hostname: host, port: url.port || (secure ? 443 : 80), path: `${url.pathname}${url.search}` } };
@@ -137,9 +142,17 @@ export class HttpSender {
   }
 }
 
-function describeError(e: NodeJS.ErrnoException): string {
-  if (e.code === 'ENONPUBLIC') return 'The URL resolves to a loopback, private or link-local address.';
-  return cleanText(e.code ? `${e.code}: ${e.message}` : e.message).slice(0, 500);
+const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME', 'ENODATA', 'ESERVFAIL']);
+const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT', 'ECONNABORTED']);
+
+/** The category of a connection-level failure (see `ATTEMPT_ERRORS`). */
+export function errorCategory(e: NodeJS.ErrnoException): AttemptError {
+  const code = e.code ?? '';
+  if (code === 'ENONPUBLIC') return 'address_refused';
+  if (DNS_CODES.has(code)) return 'dns_error';
+  if (TIMEOUT_CODES.has(code)) return 'timeout';
+  if (/^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|HOSTNAME_MISMATCH|ERR_OSSL)/.test(code) || /\b(ssl|tls)\b|certificate/i.test(e.message)) return 'tls_error';
+  return 'connection_refused';
 }
 
 /** Postgres text cannot hold NUL characters. */

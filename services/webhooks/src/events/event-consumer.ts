@@ -3,6 +3,7 @@ import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiCode
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { EVENT_SUBJECT_PREFIX, EVENTS_STREAM, EventEnvelope } from '@billing/contracts';
 import { ensureEventsStream, type Logger } from '@billing/service-runtime';
+import { context, SpanStatusCode, startProcessSpan, trace, traceHeadersOf, type Span } from '@billing/telemetry';
 import type { Dispatcher } from '../deliveries/dispatcher.js';
 import { ingestEvents } from './ingest.js';
 
@@ -137,25 +138,37 @@ export class EventConsumer {
       }
     }
     if (!valid.length) return;
+    // Each message is processed in a consumer span continuing its publisher's trace. The batch is
+    // one transaction: its queries are traced when it holds a single message (under load they
+    // belong to no single trace).
+    const spans = valid.map((v) => startProcessSpan(v.msg.subject, v.event.id, { traceparent: v.msg.headers?.get('traceparent'), tracestate: v.msg.headers?.get('tracestate') }, WEBHOOKS_CONSUMER));
+    const traceOf = new Map(valid.map((v, i) => [v.event.id, spans[i]!]));
     const planned = new Map<string, number>();
     try {
-      const result = await ingestEvents(
-        this.orm,
-        valid.map((v) => v.event),
-        {
-          leaseMs: this.opts.leaseMs,
-          startNow: (apiKeyId) => {
-            const n = planned.get(apiKeyId) ?? 0;
-            if (!this.dispatcher.hasRoomFor(apiKeyId, n)) return false;
-            planned.set(apiKeyId, n + 1);
-            return true;
+      const ingest = () =>
+        ingestEvents(
+          this.orm,
+          valid.map((v) => v.event),
+          {
+            leaseMs: this.opts.leaseMs,
+            startNow: (apiKeyId) => {
+              const n = planned.get(apiKeyId) ?? 0;
+              if (!this.dispatcher.hasRoomFor(apiKeyId, n)) return false;
+              planned.set(apiKeyId, n + 1);
+              return true;
+            },
           },
-        },
-      );
+        );
+      const result = spans.length === 1 ? await context.with(trace.setSpan(context.active(), spans[0]!), ingest) : await ingest();
       for (const v of valid) v.msg.ack();
       this.ingested += result.fresh;
-      for (const job of result.jobs) this.dispatcher.submit(job);
+      endAll(spans);
+      for (const job of result.jobs) {
+        const span = traceOf.get(job.eventId);
+        this.dispatcher.submit(span ? { ...job, traceContext: traceHeadersOf(span) } : job);
+      }
     } catch (e) {
+      endAll(spans, e);
       this.warn(e, 'ingesting events failed; they will be redelivered');
       for (const v of valid) v.msg.nak(1000);
       await sleep(500);
@@ -168,6 +181,16 @@ export class EventConsumer {
     if (now - this.lastWarnAt < 10_000) return;
     this.lastWarnAt = now;
     this.logger.warn({ err }, msg);
+  }
+}
+
+function endAll(spans: Span[], error?: unknown): void {
+  for (const span of spans) {
+    if (error) {
+      span.recordException(error as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    span.end();
   }
 }
 

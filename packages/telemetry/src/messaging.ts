@@ -1,0 +1,62 @@
+import { ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
+import { extractTraceContext, injectTraceHeaders, tracer, withSpan, type Span } from './tracing.js';
+
+/** Attributes of a NATS message span (OpenTelemetry semantic conventions for messaging). */
+function natsAttributes(operation: 'publish' | 'process', subject: string, messageId: string, consumerGroup?: string) {
+  return {
+    'messaging.system': 'nats',
+    'messaging.operation.name': operation,
+    'messaging.operation.type': operation === 'publish' ? 'send' : 'process',
+    'messaging.destination.name': subject,
+    'messaging.message.id': messageId,
+    ...(consumerGroup ? { 'messaging.consumer.group.name': consumerGroup } : {}),
+  };
+}
+
+/**
+ * Publishes one message in a PRODUCER span `publish <subject>` that continues the trace in
+ * `stored` (the `traceparent`/`tracestate` recorded with the message, e.g. on its outbox row).
+ * `send` receives the headers to publish with: the producer span's trace context.
+ */
+export function publishMessage<T>(subject: string, messageId: string, stored: Record<string, string> | null | undefined, send: (traceHeaders: Record<string, string>) => Promise<T>): Promise<T> {
+  return withSpan(
+    `publish ${subject}`,
+    { kind: SpanKind.PRODUCER, parent: extractTraceContext(stored ?? {}, ROOT_CONTEXT), attributes: natsAttributes('publish', subject, messageId) },
+    () => send(injectTraceHeaders()),
+  );
+}
+
+/**
+ * Handles one received message in a CONSUMER span `process <subject>` whose parent is the
+ * producer span named by the message's `traceparent` header.
+ */
+export function processMessage<T>(
+  subject: string,
+  messageId: string,
+  headers: Record<string, string | undefined>,
+  consumerGroup: string,
+  handle: (span: Span) => Promise<T>,
+): Promise<T> {
+  return withSpan(
+    `process ${subject}`,
+    { kind: SpanKind.CONSUMER, parent: extractTraceContext(headers, ROOT_CONTEXT), attributes: natsAttributes('process', subject, messageId, consumerGroup) },
+    handle,
+  );
+}
+
+/**
+ * Starts (and returns, for the caller to end) the CONSUMER span of one message handled as part
+ * of a batch, parented to the producer span named by its `traceparent` header.
+ */
+export function startProcessSpan(subject: string, messageId: string, headers: Record<string, string | undefined>, consumerGroup: string): Span {
+  return tracer().startSpan(
+    `process ${subject}`,
+    { kind: SpanKind.CONSUMER, attributes: natsAttributes('process', subject, messageId, consumerGroup) },
+    extractTraceContext(headers, ROOT_CONTEXT),
+  );
+}
+
+/** The `traceparent`/`tracestate` naming `span`, to carry its trace on to later work. */
+export function traceHeadersOf(span: Span): Record<string, string> {
+  return injectTraceHeaders({}, trace.setSpan(ROOT_CONTEXT, span));
+}

@@ -1,0 +1,123 @@
+import { randomBytes } from 'node:crypto';
+import { createRequire, register } from 'node:module';
+import { context, propagation, ROOT_CONTEXT, trace, SpanKind, SpanStatusCode, TraceFlags, type Context, type Span } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { registerInstrumentations } from '@opentelemetry/instrumentation';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { AlwaysOffSampler, BatchSpanProcessor, ConsoleSpanExporter, ParentBasedSampler, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { createAddHookMessageChannel } from 'import-in-the-middle';
+import { createInstrumentations } from './instrumentations.js';
+import { startMetrics, stopMetrics } from './metrics.js';
+
+export { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace };
+export type { Context, Span };
+
+let provider: NodeTracerProvider | undefined;
+let started = false;
+
+/**
+ * Starts tracing and metrics for one process, and patches grpc-js, pg, fastify, http and undici
+ * with OpenTelemetry's instrumentations. Must run, and be awaited, before any of those modules
+ * is imported: a service's `main.ts` imports only this package statically and everything else
+ * after it, with `await import(...)`.
+ *
+ * Spans are exported over OTLP/HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+ * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, printed when `OTEL_TRACES_EXPORTER=console`, and
+ * otherwise only created (so trace ids still flow through headers and logs).
+ */
+export async function startTelemetry(serviceName: string): Promise<void> {
+  if (started || process.env.OTEL_SDK_DISABLED === 'true') return;
+  started = true;
+  // ES modules are patched through a loader hook; only the modules an instrumentation asked
+  // for are wrapped (the message channel tells the hook which).
+  const { registerOptions, waitForAllMessagesAcknowledged } = createAddHookMessageChannel();
+  // Except http and https: every importer gets their one CommonJS exports object, patched below
+  // through require (patching it again through the hook would wrap `request` twice).
+  registerOptions.data.exclude = ['http', 'https'];
+  register('import-in-the-middle/hook.mjs', import.meta.url, registerOptions);
+
+  const spanProcessors: SpanProcessor[] = [];
+  if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
+  if (process.env.OTEL_TRACES_EXPORTER === 'console') spanProcessors.push(new BatchSpanProcessor(new ConsoleSpanExporter()));
+  provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }),
+    spanProcessors,
+    // With nowhere to export, spans need not record (which costs on every request); trace ids
+    // are still minted and propagated, so logs and problem details stay correlated. An explicit
+    // OTEL_TRACES_SAMPLER wins.
+    ...(spanProcessors.length === 0 && !process.env.OTEL_TRACES_SAMPLER ? { sampler: new ParentBasedSampler({ root: new AlwaysOffSampler() }) } : {}),
+  });
+  provider.register({ propagator: new W3CTraceContextPropagator() });
+  registerInstrumentations({ tracerProvider: provider, instrumentations: createInstrumentations() });
+  const require = createRequire(import.meta.url);
+  require('node:http');
+  require('node:https');
+  startMetrics(serviceName);
+  await waitForAllMessagesAcknowledged();
+}
+
+export async function stopTelemetry(): Promise<void> {
+  await provider?.shutdown().catch(() => undefined);
+  await stopMetrics();
+  provider = undefined;
+}
+
+export function tracer(name = 'billing-platform') {
+  return trace.getTracer(name);
+}
+
+/** Writes `traceparent`/`tracestate` of the active (or given) context into a header carrier. */
+export function injectTraceHeaders(carrier: Record<string, string> = {}, ctx: Context = context.active()): Record<string, string> {
+  propagation.inject(ctx, carrier);
+  return carrier;
+}
+
+/** The context described by `traceparent`/`tracestate` headers, on top of the active (or given) one. */
+export function extractTraceContext(carrier: Record<string, string | undefined>, base: Context = context.active()): Context {
+  return propagation.extract(base, carrier);
+}
+
+export function currentTraceId(): string | undefined {
+  const id = trace.getActiveSpan()?.spanContext().traceId;
+  return id && id !== '00000000000000000000000000000000' ? id : undefined;
+}
+
+/**
+ * Runs `fn` outside any trace: in a fresh context whose (never exported) parent is marked not
+ * sampled, so nothing `fn` does records spans, here or in the services it calls (the
+ * `traceparent` it propagates says "not sampled"). For background polling, which would
+ * otherwise start a trace several times a second.
+ */
+export function untraced<T>(fn: () => T): T {
+  const parent = trace.setSpanContext(ROOT_CONTEXT, {
+    traceId: randomBytes(16).toString('hex'),
+    spanId: randomBytes(8).toString('hex'),
+    traceFlags: TraceFlags.NONE,
+    isRemote: false,
+  });
+  return context.with(parent, fn);
+}
+
+/** Runs `fn` inside a span, recording an exception and error status when it throws. */
+export async function withSpan<T>(
+  name: string,
+  opts: { kind?: SpanKind; parent?: Context; attributes?: Record<string, string | number | boolean>; links?: { context: ReturnType<Span['spanContext']> }[] },
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  const parent = opts.parent ?? context.active();
+  const span = tracer().startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes, links: opts.links }, parent);
+  return context.with(trace.setSpan(parent, span), async () => {
+    try {
+      return await fn(span);
+    } catch (e) {
+      span.recordException(e as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw e;
+    } finally {
+      span.end();
+    }
+  });
+}
