@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ATTEMPT_TRIGGERS, DELIVERY_STATUSES, ListWebhookDeliveriesQuery, Paged, ReplayAccepted, toPage, Uuid, WebhookAttempt, WebhookDelivery } from '@billing/contracts';
+import { ATTEMPT_ERRORS, ATTEMPT_TRIGGERS, DELIVERY_STATUSES, ListWebhookDeliveriesQuery, Paged, ReplayAccepted, toPage, Uuid, WebhookAttempt, WebhookDelivery } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { merchantScope } from '../auth/merchant-scope.js';
 import type { Backends } from '../backends/clients.js';
@@ -15,7 +15,7 @@ function toWebhookAttempt(a: Attempt__Output): WebhookAttempt {
     trigger: oneOf(ATTEMPT_TRIGGERS, a.trigger, 'trigger'),
     statusCode: orNull(a.statusCode),
     durationMs: a.durationMs,
-    error: orNull(a.error),
+    error: a.error === undefined ? null : oneOf(ATTEMPT_ERRORS, a.error, 'error'),
     responseBody: orNull(a.responseBody),
   };
 }
