@@ -17,3 +17,4 @@ export * from './events.js';
 export * from './webhook-deliveries.js';
 export * from './invitations.js';
 export * from './onboarding.js';
+export * from './webhook-events.js';

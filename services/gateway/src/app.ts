@@ -28,7 +28,8 @@ import { questionRoutes } from './questions/question-routes.js';
 import { subscriptionRoutes } from './subscriptions/subscription-routes.js';
 import { webhookDeliveryRoutes } from './webhook-deliveries/webhook-delivery-routes.js';
 import { MIGRATIONS } from './migrations/index.js';
-import { buildOpenApi, DOCS_HTML } from './openapi/openapi.js';
+import { DOCS_HTML, DOCS_SCRIPT_PATH, loadDocsScript } from './openapi/docs-page.js';
+import { buildOpenApi } from './openapi/openapi.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
 
 export const ENTITIES = [IdempotencyRecordSchema];
@@ -67,7 +68,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   });
   const rateLimiter = createRateLimiter(config, logger);
   const pipeline: RequestPipeline = {
-    limitRate: rateLimiter && ((request, principal) => rateLimiter.limit(request, principal)),
+    limitRate: rateLimiter && ((request, principal, reply) => rateLimiter.limit(request, principal, reply)),
     runIdempotent: (_spec, request, principal, run) =>
       idempotency.run(
         { method: request.method, url: request.url, key: request.headers['idempotency-key'], rawBody: request.rawBody, principal, traceId: request.traceId },
@@ -95,7 +96,9 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
 
   const openapi = buildOpenApi(routes, '1.0.0');
   app.get('/openapi.json', async () => openapi);
+  const docsScript = loadDocsScript();
   app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(DOCS_HTML));
+  app.get(DOCS_SCRIPT_PATH, async (_req, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(docsScript));
   app.get('/health', async () => ({ status: 'ok' }));
   app.get('/.well-known/jwks.json', async () => identityJwks());
 

@@ -43,6 +43,12 @@ export interface RouteSpec<PS extends ZodType | undefined = any, QS extends ZodT
   responses: Record<number, ZodType | null>;
   /** Requires an `Idempotency-Key` header and replays outcomes (interface.md idempotency rules). */
   idempotent?: boolean;
+  /** OpenAPI operationId; by default derived from method and path (`operationIdOf`). */
+  operationId?: string;
+  /** Examples shown in the API reference: a request body, and response bodies by status. */
+  examples?: { request?: unknown; responses?: Record<number, unknown> };
+  /** False for routes the rate limiter skips (none today); documents the RateLimit-* headers and 429 otherwise. */
+  rateLimited?: false;
   handler: (ctx: RouteContext<Infer<PS>, Infer<QS>, Infer<BS>>) => Promise<RouteResult>;
 }
 

@@ -1,10 +1,11 @@
 /**
- * The project's API reference for what interface.md and contract.md leave open. Served as the
- * OpenAPI document's description; every decision the implementation makes is written here.
+ * The rules the implementation decides, each attached to what it governs in the OpenAPI
+ * document: a section's bullets become the description of its tag (Members, Plans, …), of the
+ * bearer security scheme (Authentication), of ProblemDetails (Errors), of the Idempotency-Key
+ * parameter (Idempotency), of every 429 response (Rate limits) and of the webhook events.
+ * Nothing here points outside the document.
  */
-export const API_DECISIONS = `Decisions beyond interface.md and contract.md:
-
-Authentication
+const SECTIONS_TEXT = `Authentication
 - Authorization must be exactly "Bearer <credential>" (capital B, one space, no further whitespace); anything else is 401.
 - Credential kinds: platform admin token, API key (sk_...), merchant-user JWT, customer JWT, checkout-session JWT. Each JWT kind has its own "aud" and header "typ"; ES256 only; a token of the wrong kind for an endpoint is 401.
 - API keys act with the reach of an Admin merchant user. The platform admin token may name any existing merchant.
@@ -142,3 +143,64 @@ Invitations and self-serve onboarding
 Event backbone
 - Every integration event is written to the emitting service's outbox table in the transaction of the change, published by the service's outbox relay to the JetStream stream EVENTS (subjects events.<type>, file storage, 2-minute duplicate window, 7-day retention) with Nats-Msg-Id = event id and the W3C trace context in the message headers, and marked published only after JetStream acknowledged it. The relay wakes on a Postgres NOTIFY at commit (and polls every OUTBOX_POLL_MS as a fallback), keeps retrying while NATS or Postgres is down, and prunes published rows after OUTBOX_RETENTION_HOURS (default 168).
 `;
+
+/** Section heading → its bullets (markdown list). */
+const SECTIONS: Record<string, string> = (() => {
+  const out: Record<string, string[]> = {};
+  let current = '';
+  for (const line of SECTIONS_TEXT.split('\n')) {
+    if (!line.trim()) continue;
+    if (line.startsWith('- ')) (out[current] ??= []).push(line);
+    else current = line.trim();
+  }
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, v.join('\n')]));
+})();
+
+/** The bullets of one section (empty when there is none). */
+export function decisionsFor(section: string): string {
+  return SECTIONS[section] ?? '';
+}
+
+/** Catalogue bullets go to the tag they are about. */
+function catalogueFor(tag: 'Products' | 'Questions' | 'Plans'): string {
+  return decisionsFor('Catalogue (products, questions, plans)')
+    .split('\n')
+    .filter((b) => {
+      const about = /^- (Question|Questions)/.test(b) ? 'Questions' : /^- (Plan|Billing periods)/.test(b) ? 'Plans' : 'Products';
+      return about === tag || b.startsWith('- Writes need');
+    })
+    .join('\n');
+}
+
+const join = (...parts: string[]) => parts.filter(Boolean).join('\n\n');
+
+/** Tag → the rules of its operations, shown with the tag in the reference. */
+export const DECISION_TAGS: Record<string, string> = {
+  Admin: join('Platform administration with the platform admin token.', decisionsFor('Merchants')),
+  'API keys': join(decisionsFor('API keys and webhooks'), '**Webhook URLs**', decisionsFor('Webhooks').split('\n').filter((b) => /production mode|signing secret/.test(b)).join('\n')),
+  Products: join(catalogueFor('Products'), '**Paged collections**', decisionsFor('Collections')),
+  Questions: catalogueFor('Questions'),
+  Plans: join(catalogueFor('Plans'), '**Money**', decisionsFor('Money')),
+  Members: decisionsFor('Members'),
+  'Payment methods': join(decisionsFor('Payment methods'), '**Test payment provider (sandbox)**', decisionsFor('Payment provider (sandbox)')),
+  Subscriptions: join(decisionsFor('Subscriptions'), '**Events**', decisionsFor('Events (billing)')),
+  'Customer accounts': decisionsFor('Customer accounts'),
+  'Webhook deliveries': join(decisionsFor('Webhooks'), '**Event backbone**', decisionsFor('Event backbone')),
+  Invitations: decisionsFor('Invitations and self-serve onboarding').split('\n').filter((b) => !/\/api\/onboard/.test(b)).join('\n'),
+  'Self-serve onboarding': decisionsFor('Invitations and self-serve onboarding').split('\n').filter((b) => /\/api\/onboard|[Ww]izard/.test(b)).join('\n'),
+};
+
+/** Sections placed above; any other (a section added later) is kept in the introduction, never dropped. */
+const PLACED = new Set([
+  'Authentication', 'Errors', 'Idempotency', 'Rate limits', 'Merchants', 'API keys and webhooks', 'Collections', 'Money', 'Catalogue (products, questions, plans)', 'Members',
+  'Payment methods', 'Payment provider (sandbox)', 'Subscriptions', 'Events (billing)', 'Customer accounts', 'Webhooks', 'Event backbone', 'Invitations and self-serve onboarding',
+]);
+const UNPLACED = Object.keys(SECTIONS).filter((k) => !PLACED.has(k));
+
+/** The document's introduction: what the API is and where its rules are. */
+export const INTRODUCTION = [
+  'The REST API of the subscription billing platform: merchants, API keys and webhooks, catalogue (products, questions, plans), members, payment methods, subscriptions, webhook deliveries, customer accounts, invitations and onboarding. All bodies are JSON; amounts are decimals in major units with an ISO 4217 currency.',
+  '',
+  '**Authentication**: `Authorization: Bearer <credential>`; see the *bearer* security scheme for the credential kinds. **Errors** are `application/problem+json` (see the *ProblemDetails* schema). **Idempotency**: operations that take an `Idempotency-Key` header describe its rules on that parameter. **Rate limits**: described on every 429 response. **Webhooks**: every event type and its payload is under *Webhook events*; delivery rules are with the *Webhook deliveries* operations.',
+  ...UNPLACED.flatMap((k) => ['', `**${k}**`, '', SECTIONS[k]!]),
+].join('\n');

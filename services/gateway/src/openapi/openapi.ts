@@ -1,23 +1,88 @@
 import { z, type ZodType } from 'zod';
-import { ProblemDetails } from '@billing/contracts';
+import { EVENT_TYPES, WEBHOOK_EVENT_DATA, WEBHOOK_EVENT_SUMMARIES } from '@billing/contracts';
 import type { RouteSpec } from '../http/route.js';
-import { API_DECISIONS } from './decisions.js';
+import { decisionsFor, DECISION_TAGS, INTRODUCTION } from './decisions.js';
+import { EXAMPLES } from './examples.js';
 
 const REF_BASE = '#/components/schemas/';
+/** Marks references made in input mode until it is known whether an input variant is needed. */
+const INPUT_MARK = '~input';
+
+type Json = Record<string, unknown>;
+
+/** Drops zod's `$id`/`$schema` (they leak as bogus identifiers into OpenAPI components). */
+function clean<T>(value: T): T {
+  return JSON.parse(
+    JSON.stringify(value, (k, v) => {
+      if (k === '$id' || k === '$schema') return undefined;
+      // zod writes "any value" as {}; say it plainly.
+      if (k === 'additionalProperties' && v && typeof v === 'object' && Object.keys(v).length === 0) return true;
+      return v;
+    }),
+  );
+}
+
+/**
+ * The registered (named) zod schemas as components, in both modes: responses use output mode
+ * (what the API sends), request bodies input mode (what a client may send: fields with defaults
+ * optional, preprocessed fields typed by what they accept). A schema whose two modes agree is one
+ * component; one that differs also gets `<Name>Input`.
+ */
+function registryComponents(): { schemas: Record<string, Json>; inputRef: (id: string) => string } {
+  const out = clean((z.toJSONSchema(z.globalRegistry, { unrepresentable: 'any', io: 'output', uri: (id) => REF_BASE + id }) as { schemas: Record<string, Json> }).schemas);
+  const inp = clean((z.toJSONSchema(z.globalRegistry, { unrepresentable: 'any', io: 'input', uri: (id) => REF_BASE + id + INPUT_MARK }) as { schemas: Record<string, Json> }).schemas);
+  const refsOf = (s: Json) => [...JSON.stringify(s).matchAll(new RegExp(`"${REF_BASE}([^"~]+)${INPUT_MARK}"`, 'g'))].map((m) => m[1]!);
+  const differs = new Set(Object.keys(inp).filter((id) => JSON.stringify(inp[id]).replaceAll(INPUT_MARK, '') !== JSON.stringify(out[id])));
+  // A schema referring to one with an input variant needs an input variant too.
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const id of Object.keys(inp)) if (!differs.has(id) && refsOf(inp[id]!).some((r) => differs.has(r))) grew = differs.add(id) !== undefined;
+  }
+  const inputRef = (id: string) => (differs.has(id) ? `${id}Input` : id);
+  const resolve = (s: Json): Json => JSON.parse(JSON.stringify(s).replace(new RegExp(`"${REF_BASE}([^"~]+)${INPUT_MARK}"`, 'g'), (_m, id: string) => `"${REF_BASE}${inputRef(id)}"`));
+  const schemas: Record<string, Json> = { ...out };
+  for (const id of differs) schemas[`${id}Input`] = resolve(inp[id]!);
+  return { schemas, inputRef };
+}
 
 /** JSON Schema of one zod schema, with named (registered) schemas as component references. */
-function schemaOf(schema: ZodType, io: 'input' | 'output'): unknown {
+function schemaOf(schema: ZodType, io: 'input' | 'output', inputRef: (id: string) => string): Json {
+  const name = (id: string) => (io === 'input' ? inputRef(id) : id);
   const id = z.globalRegistry.get(schema)?.id;
-  if (id) return { $ref: REF_BASE + id };
-  const { $schema: _s, $defs: _d, ...json } = z.toJSONSchema(schema, { unrepresentable: 'any', io }) as Record<string, unknown>;
-  return JSON.parse(JSON.stringify(json).replaceAll('"#/$defs/', `"${REF_BASE}`));
+  if (id) return { $ref: REF_BASE + name(id) };
+  const { $defs: _d, ...json } = clean(z.toJSONSchema(schema, { unrepresentable: 'any', io })) as Json;
+  return JSON.parse(JSON.stringify(json).replace(/"#\/\$defs\/([^"]+)"/g, (_m, def: string) => `"${REF_BASE}${name(def)}"`));
 }
 
 /** Query or path parameters of an object schema. */
-function parametersOf(schema: ZodType | undefined, where: 'path' | 'query'): unknown[] {
+function parametersOf(schema: ZodType | undefined, where: 'path' | 'query'): Json[] {
   if (!schema) return [];
-  const json = z.toJSONSchema(schema, { unrepresentable: 'any', io: 'input' }) as { properties?: Record<string, unknown>; required?: string[] };
-  return Object.entries(json.properties ?? {}).map(([name, s]) => ({ name, in: where, required: where === 'path' || (json.required ?? []).includes(name), schema: s }));
+  const json = clean(z.toJSONSchema(schema, { unrepresentable: 'any', io: 'input' })) as { properties?: Record<string, Json>; required?: string[] };
+  return Object.entries(json.properties ?? {}).map(([name, s]) => {
+    const { description, ...rest } = s;
+    return { name, in: where, required: where === 'path' || (json.required ?? []).includes(name), ...(description ? { description } : {}), schema: rest };
+  });
+}
+
+/**
+ * A stable operationId from method and path, so every route (also ones added later) has one:
+ * `GET /api/Members/{id}` → `getMembersById`, `POST /api/Subscriptions/{id}/pause` →
+ * `postSubscriptionsByIdPause`. A route may name its own with `operationId`.
+ */
+export function operationIdOf(method: string, url: string): string {
+  const words = url
+    .split('/')
+    .filter((s) => s && s !== 'api')
+    .map((s) => {
+      const param = /^[:{](\w+)}?$/.exec(s);
+      const word = param ? `By-${param[1]}` : s;
+      return word
+        .split(/[^A-Za-z0-9]+/)
+        .filter(Boolean)
+        .map((w) => w[0]!.toUpperCase() + w.slice(1))
+        .join('');
+    });
+  return method.toLowerCase() + words.join('');
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -25,66 +90,150 @@ const STATUS_TEXT: Record<number, string> = {
   409: 'Conflict', 410: 'Gone', 413: 'Payload too large', 415: 'Unsupported media type', 422: 'Unprocessable', 429: 'Too many requests', 500: 'Internal error', 502: 'Payment provider unavailable', 503: 'Service unavailable',
 };
 
+const HEADERS: Record<string, Json> = {
+  Location: { description: 'The URL of the created resource (also reproduced on an idempotent replay).', schema: { type: 'string' } },
+  RetryAfter: { description: 'Whole seconds (at least 1) to wait before trying again.', schema: { type: 'integer', minimum: 1 } },
+  IdempotentReplayed: {
+    description: '`true` when this response is the stored outcome of an earlier request with the same Idempotency-Key (status, body and Location reproduced).',
+    schema: { type: 'string', enum: ['true'] },
+  },
+  RateLimitLimit: { description: 'The burst size of the caller\'s token bucket (RATE_LIMIT_BURST).', schema: { type: 'integer' } },
+  RateLimitRemaining: { description: 'Requests the caller may still make at once before being limited (as this gateway replica sees the bucket).', schema: { type: 'integer', minimum: 0 } },
+};
+const header = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
+
 /** The OpenAPI 3.1 document, generated from the same zod schemas the gateway validates with. */
-export function buildOpenApi(routes: RouteSpec[], version: string): Record<string, unknown> {
-  const { schemas } = z.toJSONSchema(z.globalRegistry, { unrepresentable: 'any', uri: (id) => REF_BASE + id }) as { schemas: Record<string, Record<string, unknown>> };
-  for (const s of Object.values(schemas)) delete s.$schema;
+export function buildOpenApi(routes: RouteSpec[], version: string): Json {
+  const { schemas, inputRef } = registryComponents();
+  schemas.ProblemDetails = { ...schemas.ProblemDetails, description: decisionsFor('Errors') };
   const paths: Record<string, Record<string, unknown>> = {};
+  const tags = new Set<string>();
   for (const r of routes) {
     const path = r.url.replace(/:(\w+)/g, '{$1}');
+    tags.add(r.tag);
+    const limited = r.rateLimited !== false;
+    const examples = r.examples ?? EXAMPLES[`${r.method} ${path}`];
     const responses: Record<string, unknown> = {};
-    const statuses = new Set([...Object.keys(r.responses).map(Number), ...('anonymous' in r.auth ? [] : [401]), 400, 429, 500, 503]);
+    const statuses = new Set([...Object.keys(r.responses).map(Number), ...('anonymous' in r.auth ? [] : [401]), 400, ...(limited ? [429] : []), 500, 503]);
     for (const status of [...statuses].sort()) {
       const schema = r.responses[status];
-      const description = STATUS_TEXT[status] ?? String(status);
-      if (status >= 400) responses[status] = { description, content: { 'application/problem+json': { schema: { $ref: `${REF_BASE}ProblemDetails` } } } };
-      else if (schema) responses[status] = { description, content: { 'application/json': { schema: schemaOf(schema, 'output') } } };
-      else responses[status] = { description };
+      const description = status === 429 ? decisionsFor('Rate limits') : (STATUS_TEXT[status] ?? String(status));
+      const headers: Record<string, unknown> = {};
+      if (status === 201) headers.Location = header('Location');
+      if (status === 429 || status === 503 || (status === 409 && r.idempotent)) headers['Retry-After'] = header('RetryAfter');
+      if (r.idempotent && status !== 429) headers['Idempotent-Replayed'] = header('IdempotentReplayed');
+      if (limited) Object.assign(headers, { 'RateLimit-Limit': header('RateLimitLimit'), 'RateLimit-Remaining': header('RateLimitRemaining') });
+      const base = { description, ...(Object.keys(headers).length ? { headers } : {}) };
+      const example = examples?.responses?.[status];
+      if (status >= 400) responses[status] = { ...base, content: { 'application/problem+json': { schema: { $ref: `${REF_BASE}ProblemDetails` } } } };
+      else if (schema) responses[status] = { ...base, content: { 'application/json': { schema: schemaOf(schema, 'output', inputRef), ...(example !== undefined ? { example } : {}) } } };
+      else responses[status] = base;
     }
-    const parameters = [...parametersOf(r.params, 'path'), ...parametersOf(r.query, 'query')];
-    if (r.idempotent) parameters.push({ name: 'Idempotency-Key', in: 'header', required: true, schema: { type: 'string', minLength: 1, maxLength: 255 } });
+    const parameters: unknown[] = [...parametersOf(r.params, 'path'), ...parametersOf(r.query, 'query')];
+    if (r.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
+    const bodyExample = examples?.request;
     (paths[path] ??= {})[r.method.toLowerCase()] = {
+      operationId: r.operationId ?? operationIdOf(r.method, path),
       tags: [r.tag],
       summary: r.summary,
       description: r.description,
       security: 'anonymous' in r.auth ? [] : [{ bearer: [] }],
       'x-auth': r.auth,
       parameters: parameters.length ? parameters : undefined,
-      requestBody: r.body ? { required: true, content: { 'application/json': { schema: schemaOf(r.body, 'input') } } } : undefined,
+      requestBody: r.body
+        ? { required: true, content: { 'application/json': { schema: schemaOf(r.body, 'input', inputRef), ...(bodyExample !== undefined ? { example: bodyExample } : {}) } } }
+        : undefined,
       responses,
     };
   }
-  void ProblemDetails;
+  const tagList = [...tags].map((name) => ({ name, ...(DECISION_TAGS[name] ? { description: DECISION_TAGS[name] } : {}) }));
+  const webhooks = webhooksSection(schemas, inputRef);
+  tagList.push({
+    name: 'Webhook events',
+    description: decisionsFor('Webhooks')
+      .split('\n')
+      .filter((b) => /^- (Body|Signature|Delivered types|Who receives)/.test(b))
+      .join('\n'),
+  });
+  const used: Json = { paths, webhooks };
+  pruneUnused(schemas, used);
   return {
     openapi: '3.1.0',
-    info: { title: 'Subscription Billing Platform API', version, description: API_DECISIONS },
-    servers: [{ url: '/' }],
-    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } }, schemas },
-    paths,
+    info: { title: 'Subscription Billing Platform API', version, description: INTRODUCTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
+    servers: [{ url: '/', description: 'This gateway' }],
+    tags: tagList,
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: decisionsFor('Authentication') } },
+      parameters: {
+        IdempotencyKey: { name: 'Idempotency-Key', in: 'header', required: true, description: decisionsFor('Idempotency'), schema: { type: 'string', minLength: 1, maxLength: 255 } },
+      },
+      headers: HEADERS,
+      schemas,
+    },
+    paths: used.paths,
+    webhooks: used.webhooks,
   };
 }
 
-/** A self-contained reference page rendering the OpenAPI document (no external assets). */
-export const DOCS_HTML = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Billing Platform API</title>
-<style>body{font:14px/1.5 system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}
-code,pre{background:#f4f4f4;border-radius:4px}pre{padding:.6em;overflow:auto;font-size:12px}
-.op{border:1px solid #ddd;border-radius:6px;margin:.6em 0;padding:.3em .8em}.m{font-weight:700;display:inline-block;width:5em}
-summary{cursor:pointer}h2{border-bottom:1px solid #ddd}</style></head><body>
-<h1>Subscription Billing Platform API</h1><p>Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI 3.1).</p>
-<div id="intro"></div><div id="ops">Loading…</div>
-<script>
-fetch('/openapi.json').then(r=>r.json()).then(doc=>{
-  const esc=s=>String(s??'').replace(/[&<>]/g,c=>({'&':'&amp;','<':'&lt;','>':'&gt;'}[c]));
-  document.getElementById('intro').innerHTML='<pre style="white-space:pre-wrap;background:none">'+esc(doc.info.description)+'</pre>';
-  const byTag={};
-  for(const [p,ops] of Object.entries(doc.paths))for(const [m,op] of Object.entries(ops))(byTag[op.tags[0]]??=[]).push({p,m,op});
-  let html='';
-  for(const [tag,ops] of Object.entries(byTag)){html+='<h2>'+esc(tag)+'</h2>';
-    for(const {p,m,op} of ops){html+='<details class="op"><summary><span class="m">'+m.toUpperCase()+'</span><code>'+esc(p)+'</code> — '+esc(op.summary)+'</summary>'
-      +(op.description?'<p>'+esc(op.description)+'</p>':'')+'<p>Auth: <code>'+esc(JSON.stringify(op['x-auth']))+'</code></p>'
-      +(op.parameters?'<p>Parameters</p><pre>'+esc(JSON.stringify(op.parameters,null,2))+'</pre>':'')
-      +(op.requestBody?'<p>Body</p><pre>'+esc(JSON.stringify(op.requestBody.content['application/json'].schema,null,2))+'</pre>':'')
-      +'<p>Responses: '+Object.keys(op.responses).join(', ')+'</p></details>';}}
-  html+='<h2>Schemas</h2><pre>'+esc(JSON.stringify(doc.components.schemas,null,2))+'</pre>';
-  document.getElementById('ops').innerHTML=html;});
-</script></body></html>`;
+/**
+ * Drops components nothing refers to (a request schema's output form, input forms of response
+ * schemas), then gives an input form whose output form is gone the plain name.
+ */
+function pruneUnused(schemas: Record<string, Json>, users: Json): void {
+  for (let removed = true; removed; ) {
+    removed = false;
+    const text = JSON.stringify([users, schemas]);
+    for (const name of Object.keys(schemas)) {
+      if (!text.includes(`"${REF_BASE}${name}"`)) {
+        delete schemas[name];
+        removed = true;
+      }
+    }
+  }
+  const renames = Object.keys(schemas).filter((n) => n.endsWith('Input') && !schemas[n.slice(0, -5)]);
+  if (!renames.length) return;
+  const rename = (text: string) => renames.reduce((t, n) => t.replaceAll(`"${REF_BASE}${n}"`, `"${REF_BASE}${n.slice(0, -5)}"`), text);
+  for (const n of renames) {
+    schemas[n.slice(0, -5)] = schemas[n]!;
+    delete schemas[n];
+  }
+  for (const [k, v] of Object.entries(JSON.parse(rename(JSON.stringify(schemas))))) schemas[k] = v as Json;
+  for (const [k, v] of Object.entries(JSON.parse(rename(JSON.stringify(users))))) users[k] = v;
+}
+
+/** One OpenAPI 3.1 webhook per event type: the signed POST the platform sends, with its `data` schema. */
+function webhooksSection(schemas: Record<string, Json>, inputRef: (id: string) => string): Record<string, unknown> {
+  const signature = [
+    { name: 'webhook-id', in: 'header', required: true, description: 'The event id: the same on every attempt and replay; de-duplicate on it.', schema: { type: 'string', format: 'uuid' } },
+    { name: 'webhook-timestamp', in: 'header', required: true, description: 'Unix seconds of this attempt.', schema: { type: 'string', pattern: '^[0-9]+$' } },
+    {
+      name: 'webhook-signature',
+      in: 'header',
+      required: true,
+      description: '`v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` keyed with the key\'s signing secret (Standard Webhooks).',
+      schema: { type: 'string', pattern: '^v1,' },
+    },
+  ];
+  const out: Record<string, unknown> = {};
+  for (const type of EVENT_TYPES) {
+    const data = schemaOf(WEBHOOK_EVENT_DATA[type], 'output', inputRef);
+    const name = `${type.replace(/(^|[._])(\w)/g, (_m, _s, c: string) => c.toUpperCase())}Webhook`;
+    schemas[name] = {
+      description: `The body of a \`${type}\` webhook.`,
+      allOf: [{ $ref: `${REF_BASE}WebhookPayload` }, { type: 'object', properties: { type: { const: type }, data } }],
+    };
+    out[type] = {
+      post: {
+        operationId: `webhook${name.replace(/Webhook$/, '')}`,
+        tags: ['Webhook events'],
+        summary: WEBHOOK_EVENT_SUMMARIES[type],
+        description: `Sent to every enabled, subscribed API key of the merchant when ${WEBHOOK_EVENT_SUMMARIES[type].toLowerCase()}. Answer 2xx within 15 s; anything else is retried.`,
+        parameters: signature,
+        requestBody: { required: true, content: { 'application/json': { schema: { $ref: `${REF_BASE}${name}` } } } },
+        responses: { '200': { description: 'Received. Any 2xx counts as delivered.' }, '429': { description: 'The next attempt waits at least Retry-After.' } },
+        security: [],
+      },
+    };
+  }
+  return out;
+}

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '@billing/contracts';
 import type { Logger } from '@billing/service-runtime';
 import { credentialId, type Principal } from '../auth/principal.js';
@@ -62,7 +62,7 @@ export class RateLimiter {
   }
 
   /** Admits one request for `key` or says how many whole seconds (at least 1) to wait. */
-  check(key: string, now = Date.now()): { allowed: true } | { allowed: false; retryAfterSeconds: number } {
+  check(key: string, now = Date.now()): { allowed: true; remaining: number } | { allowed: false; retryAfterSeconds: number } {
     let bucket = this.buckets.get(key);
     if (!bucket) {
       if (this.buckets.size >= this.maxBuckets) this.buckets.delete(this.buckets.keys().next().value!);
@@ -78,9 +78,13 @@ export class RateLimiter {
   }
 
   /** The `RequestPipeline.limitRate` step: throws `rate_limited` (429 with Retry-After) when over the limit. */
-  limit(request: FastifyRequest, principal: Principal | undefined): void {
+  limit(request: FastifyRequest, principal: Principal | undefined, reply?: FastifyReply): void {
     const key = principal ? credentialId(principal) : `ip:${request.ip}`;
     const decision = this.check(key);
+    if (reply) {
+      reply.header('ratelimit-limit', String(this.opts.policy.burst));
+      reply.header('ratelimit-remaining', String(decision.allowed ? decision.remaining : 0));
+    }
     if (!decision.allowed) {
       const seconds = decision.retryAfterSeconds;
       throw new DomainError('rate_limited', `Rate limit exceeded; retry in ${seconds} second(s).`, { retryAfterSeconds: seconds });

@@ -62,7 +62,7 @@ export class LocalBucket {
   }
 
   /** Admits a request (taking a token) or says how long to wait. */
-  tryTake(now: number): { allowed: true } | { allowed: false; retryAfterSeconds: number } {
+  tryTake(now: number): { allowed: true; remaining: number } | { allowed: false; retryAfterSeconds: number } {
     this.lastRequestAt = now;
     const current = refill(this.state, this.policy, now);
     if (current.level < 1) {
@@ -71,7 +71,7 @@ export class LocalBucket {
     }
     this.state = { level: current.level - 1, at: current.at };
     this.unpushed += 1;
-    return { allowed: true };
+    return { allowed: true, remaining: Math.max(0, Math.floor(this.state.level)) };
   }
 
   /**

@@ -1,0 +1,93 @@
+import { z } from 'zod';
+import { DateTime, Uuid } from './common.js';
+import type { EventType } from './event-types.js';
+import { MemberCreatedEvent } from './members.js';
+import { OnboardingCompletedEvent } from './onboarding.js';
+import { PaymentMethodAddedEvent } from './payment-methods.js';
+import { SubscriptionEvent } from './subscriptions.js';
+
+/** `data` of `checkout.completed`: what a completed hosted checkout created. */
+export const CheckoutCompletedEvent = z
+  .object({
+    /** The checkout session (or invitation) that was completed. */
+    sessionId: Uuid.optional(),
+    memberId: Uuid,
+    paymentMethodId: Uuid,
+    /** The subscription the checkout created; receivers store it and create no other. */
+    subscriptionId: Uuid,
+    planId: Uuid.optional(),
+  })
+  .meta({ id: 'CheckoutCompletedEvent', description: 'What a completed hosted checkout created. `subscriptionId` is the subscription the checkout made; do not create another.' });
+
+/** `data` of `transaction.*`: the transaction as `GET /api/Transactions/{id}` shows it after the change. */
+export const TransactionEvent = z
+  .object({
+    id: Uuid,
+    merchantId: Uuid,
+    memberId: Uuid,
+    subscriptionId: Uuid.nullable(),
+    paymentMethodId: Uuid.nullable(),
+    kind: z.enum(['Charge', 'Refund']),
+    /** Decimal in major units. */
+    amount: z.number(),
+    currency: z.string(),
+    status: z.enum(['Processing', 'Settled', 'Failed']),
+    failureReason: z.string().nullable(),
+    attempt: z.number().int(),
+    originalTransactionId: Uuid.nullable(),
+    occurredAt: DateTime,
+    settledAt: DateTime.nullable(),
+  })
+  .meta({ id: 'TransactionEvent', description: 'The transaction after the change (decimal amounts in major units).' });
+
+/** `data` of `fee_statement.*`: the statement after the change. */
+export const FeeStatementEvent = z
+  .object({
+    id: Uuid,
+    merchantId: Uuid,
+    periodStart: DateTime,
+    periodEnd: DateTime,
+    status: z.enum(['Draft', 'Finalised', 'Paid']),
+    currency: z.string(),
+    totalFees: z.number(),
+    totalNet: z.number(),
+    transactionCount: z.number().int(),
+  })
+  .meta({ id: 'FeeStatementEvent', description: 'The fee statement after the change (decimal amounts in major units).' });
+
+/**
+ * The schema of `data` for every webhook event type: one entry per type, so a new type without a
+ * payload schema does not compile. The webhook body is `WebhookPayload` with this as `data`.
+ */
+export const WEBHOOK_EVENT_DATA: Record<EventType, z.ZodType> = {
+  'checkout.completed': CheckoutCompletedEvent,
+  'member.created': MemberCreatedEvent,
+  'payment_method.added': PaymentMethodAddedEvent,
+  'subscription.created': SubscriptionEvent,
+  'subscription.paused': SubscriptionEvent,
+  'subscription.resumed': SubscriptionEvent,
+  'subscription.cancelled': SubscriptionEvent,
+  'transaction.succeeded': TransactionEvent,
+  'transaction.failed': TransactionEvent,
+  'transaction.refunded': TransactionEvent,
+  'onboarding.completed': OnboardingCompletedEvent,
+  'fee_statement.finalised': FeeStatementEvent,
+  'fee_statement.paid': FeeStatementEvent,
+};
+
+/** What each webhook event type means, for the API reference. */
+export const WEBHOOK_EVENT_SUMMARIES: Record<EventType, string> = {
+  'checkout.completed': 'A hosted checkout session was completed',
+  'member.created': 'A member was created',
+  'payment_method.added': 'A payment method was added to a member',
+  'subscription.created': 'A subscription was created',
+  'subscription.paused': 'A subscription was paused',
+  'subscription.resumed': 'A subscription was resumed',
+  'subscription.cancelled': 'A subscription was cancelled',
+  'transaction.succeeded': 'A charge or refund settled',
+  'transaction.failed': 'A charge failed',
+  'transaction.refunded': 'A charge was refunded',
+  'onboarding.completed': 'An invited customer completed onboarding',
+  'fee_statement.finalised': 'A fee statement was finalised',
+  'fee_statement.paid': 'A fee statement was paid',
+};

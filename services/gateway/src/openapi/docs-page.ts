@@ -1,0 +1,45 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+/**
+ * The `/docs` API reference: Scalar's standalone bundle, served by the gateway from the npm
+ * package (no CDN, no fonts or proxies from elsewhere), rendering `/openapi.json` with
+ * navigation, search, request examples in several languages and a "try it" client that calls
+ * this gateway directly.
+ */
+export const DOCS_SCRIPT_PATH = '/docs/api-reference.js';
+
+/** The bundle's bytes, read once at start-up. */
+export function loadDocsScript(): Buffer {
+  return readFileSync(createRequire(import.meta.url).resolve('@scalar/api-reference/browser/standalone.js'));
+}
+
+const CONFIG = {
+  url: '/openapi.json',
+  withDefaultFonts: false,
+  hideClientButton: true,
+  showDeveloperTools: 'never',
+  agent: { disabled: true },
+  mcp: { disabled: true },
+  telemetry: false,
+  defaultOpenAllTags: false,
+  hideModels: false,
+  documentDownloadType: 'json',
+  // "Powered by" links lead outside the repository; the reference stands on its own.
+  customCss: 'a[href*="scalar.com"]{display:none!important}',
+};
+
+export const DOCS_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Subscription Billing Platform API reference</title>
+</head>
+<body>
+<noscript>The API reference needs JavaScript; the machine-readable document is at <a href="/openapi.json">/openapi.json</a>.</noscript>
+<div id="app"></div>
+<script src="${DOCS_SCRIPT_PATH}"></script>
+<script>Scalar.createApiReference('#app', ${JSON.stringify(CONFIG)});</script>
+</body>
+</html>`;
