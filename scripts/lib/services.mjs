@@ -56,7 +56,7 @@ export const SERVICES = [
     protocol: 'grpc',
     defaultPort: 50053,
     listen: { CHECKOUT_GRPC_ADDRESS: '{host}:{port}' },
-    connectsTo: { PAYMENT_PROVIDER_URL: 'sandbox-provider', IDENTITY_GRPC_URL: 'identity', BILLING_GRPC_URL: 'billing' },
+    connectsTo: { IDENTITY_GRPC_URL: 'identity', BILLING_GRPC_URL: 'billing' },
     env: (ctx) => ({ PUBLIC_BASE_URL: ctx.addressOf('gateway') }),
   },
   {

@@ -15,6 +15,7 @@ export * from './subscriptions.js';
 export * from './tokens.js';
 export * from './events.js';
 export * from './webhook-deliveries.js';
+export * from './checkout.js';
 export * from './invitations.js';
 export * from './onboarding.js';
 export * from './webhook-events.js';

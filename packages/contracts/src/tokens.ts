@@ -17,3 +17,6 @@ export const MERCHANT_TOKEN_TTL_SECONDS = 3600;
 
 /** Plaintext API keys: `sk_` + 43 base64url characters (32 random bytes). */
 export const API_KEY_PATTERN = /^sk_[A-Za-z0-9_-]{43}$/;
+
+/** Checkout-session tokens (from deep-link resolve) live 30 minutes. */
+export const CHECKOUT_SESSION_TTL_SECONDS = 1800;

@@ -11,6 +11,7 @@ import { membersGrpc } from './members/members-grpc.js';
 import { PaymentMethodSchema } from './payment-methods/payment-method.js';
 import { paymentMethodsGrpc } from './payment-methods/payment-methods-grpc.js';
 import { PaymentProviders } from './payment-provider/payment-providers.js';
+import { providerTokensGrpc } from './payment-provider/provider-tokens-grpc.js';
 import { SandboxPaymentProvider } from './payment-provider/sandbox-payment-provider.js';
 import { PlanSchema } from './plans/plan.js';
 import { plansGrpc } from './plans/plans-grpc.js';
@@ -48,6 +49,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   addGrpcService(server, 'billing.v1.Plans', logger, plansGrpc(orm));
   addGrpcService(server, 'billing.v1.Members', logger, membersGrpc(orm));
   addGrpcService(server, 'billing.v1.PaymentMethods', logger, paymentMethodsGrpc(orm, providers));
+  addGrpcService(server, 'billing.v1.ProviderTokens', logger, providerTokensGrpc(orm, providers));
   addGrpcService(server, 'billing.v1.Subscriptions', logger, subscriptionsGrpc(orm));
   addGrpcService(server, 'billing.v1.Answers', logger, answersGrpc(orm));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'billing-outbox' });

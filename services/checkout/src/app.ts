@@ -13,14 +13,22 @@ import {
   type Logger,
 } from '@billing/service-runtime';
 import { createCheckoutBackends } from './backends.js';
+import { checkoutGrpc } from './checkout-grpc.js';
+import { SessionCompletion } from './completion/complete-session.js';
 import type { CheckoutConfig } from './config.js';
 import { InvitationSchema } from './invitations/invitation.js';
 import { invitationsGrpc } from './invitations/invitations-grpc.js';
+import { LinkSchema } from './links/link.js';
+import { Links } from './links/links.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { OnboardingSchema } from './onboarding/onboarding.js';
 import { onboardingGrpc } from './onboarding/onboarding-grpc.js';
+import { pagesGrpc } from './pages/pages-grpc.js';
+import { BankTokenSchema } from './sessions/bank-token.js';
+import { CheckoutSessionSchema } from './sessions/session.js';
+import { Sessions } from './sessions/sessions.js';
 
-export const ENTITIES = [OutboxMessageSchema, InvitationSchema, OnboardingSchema];
+export const ENTITIES = [OutboxMessageSchema, InvitationSchema, OnboardingSchema, LinkSchema, CheckoutSessionSchema, BankTokenSchema];
 
 export async function openCheckoutDatabase(config: CheckoutConfig): Promise<MikroORM> {
   return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS });
@@ -32,12 +40,24 @@ export interface CheckoutApp {
   close(): Promise<void>;
 }
 
-/** Composition root of the checkout service: acquisition flows (invitations and onboarding). */
+/**
+ * Composition root of the checkout service: the acquisition flows (invitations and onboarding,
+ * hosted checkout links, sessions and completion) and the browser pages.
+ */
 export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp> {
   const logger = createLogger('checkout', config.LOG_LEVEL);
   const orm = await openCheckoutDatabase(config);
   await migrate(orm, config.DB_SCHEMA);
   const backends = createCheckoutBackends(config);
+  const production = config.PLATFORM_MODE === 'production';
+
+  const links = new Links(orm, backends, { publicBaseUrl: config.PUBLIC_BASE_URL, production });
+  const sessions = new Sessions(orm, backends);
+  const completion = new SessionCompletion(orm, backends, {
+    leaseSeconds: config.CHECKOUT_COMPLETION_LEASE_SECONDS,
+    faultFile: production ? undefined : config.CHECKOUT_FAULT_FILE,
+    logger,
+  });
 
   const { server } = createGrpcServer();
   addGrpcService(
@@ -54,6 +74,8 @@ export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp
     }),
   );
   addGrpcService(server, 'checkout.v1.Onboarding', logger, onboardingGrpc({ orm, backends }));
+  addGrpcService(server, 'checkout.v1.Checkout', logger, checkoutGrpc(links, sessions, completion));
+  addGrpcService(server, 'checkout.v1.Pages', logger, pagesGrpc());
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'checkout-outbox' });
   const port = await listen(server, config.CHECKOUT_GRPC_ADDRESS);
   logger.info({ port }, 'checkout listening');

@@ -1,9 +1,18 @@
-import { createClient, type ServiceClient } from '@billing/service-runtime';
+import { createClient, type CallOptions, type ServiceClient } from '@billing/service-runtime';
 import type { CheckoutConfig } from './config.js';
 
-/** gRPC clients of the services checkout's flows drive: identity (customer accounts) and billing. */
+/**
+ * How the checkout service names itself to identity's internal-only services (signing secrets,
+ * checkout tokens). Declared once here so the caller identity can move to transport
+ * credentials without touching the call sites.
+ */
+export const AS_CHECKOUT: CallOptions = { metadata: { 'x-internal-caller': 'checkout' } };
+
+/** gRPC clients of the services checkout's flows drive: identity (customer accounts, link keys, session tokens) and billing. */
 export interface CheckoutBackends {
   customers: ServiceClient<'identity.v1.Customers'>;
+  signing: ServiceClient<'identity.v1.WebhookSigning'>;
+  tokens: ServiceClient<'identity.v1.CheckoutTokens'>;
   merchants: ServiceClient<'billing.v1.Merchants'>;
   plans: ServiceClient<'billing.v1.Plans'>;
   questions: ServiceClient<'billing.v1.Questions'>;
@@ -11,14 +20,18 @@ export interface CheckoutBackends {
   paymentMethods: ServiceClient<'billing.v1.PaymentMethods'>;
   subscriptions: ServiceClient<'billing.v1.Subscriptions'>;
   answers: ServiceClient<'billing.v1.Answers'>;
+  providerTokens: ServiceClient<'billing.v1.ProviderTokens'>;
   close(): void;
 }
 
 export function createCheckoutBackends(config: CheckoutConfig): CheckoutBackends {
   const d = config.GRPC_DEADLINE_MS;
+  const i = config.IDENTITY_GRPC_URL;
   const b = config.BILLING_GRPC_URL;
   const clients = {
-    customers: createClient('identity.v1.Customers', config.IDENTITY_GRPC_URL, d),
+    customers: createClient('identity.v1.Customers', i, d),
+    signing: createClient('identity.v1.WebhookSigning', i, d),
+    tokens: createClient('identity.v1.CheckoutTokens', i, d),
     merchants: createClient('billing.v1.Merchants', b, d),
     plans: createClient('billing.v1.Plans', b, d),
     questions: createClient('billing.v1.Questions', b, d),
@@ -26,6 +39,7 @@ export function createCheckoutBackends(config: CheckoutConfig): CheckoutBackends
     paymentMethods: createClient('billing.v1.PaymentMethods', b, d),
     subscriptions: createClient('billing.v1.Subscriptions', b, d),
     answers: createClient('billing.v1.Answers', b, d),
+    providerTokens: createClient('billing.v1.ProviderTokens', b, d),
   };
   return {
     ...clients,

@@ -13,10 +13,22 @@ export const CheckoutConfig = BaseConfig.extend({
   GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(10_000),
   /** Email (`<DATA_DIR>/mail/`) and SMS (`SMS_PROVIDER`) channels invitations are delivered through. */
   ...MessagingConfig.shape,
-  /** Base URL of the links in invitations (`<PUBLIC_BASE_URL>/onboard?token=...`). */
+  /** Base URL of the browser pages (the gateway's public address): invitation links `<base>/onboard?token=...`, checkout links `<base>/checkout?d=&s=`. */
   PUBLIC_BASE_URL: z.url().default('http://localhost:8080'),
   /** Lifetime of an invitation when the merchant gives no `expiresInDays`. */
   INVITATION_DEFAULT_EXPIRY_DAYS: z.coerce.number().int().min(1).max(90).default(DEFAULT_INVITATION_EXPIRY_DAYS),
+  /**
+   * How long one completion attempt holds its session. Other attempts meanwhile answer Pending;
+   * after it (the attempt's process died half way) the next attempt re-runs the steps, which
+   * converge on what the dead one created.
+   */
+  CHECKOUT_COMPLETION_LEASE_SECONDS: z.coerce.number().int().min(1).default(30),
+  /**
+   * Test only (ignored in production mode): a file naming a completion step
+   * (`after-customer`, `after-member`, `after-payment-method`, `after-subscription`); the next
+   * completion deletes it and kills its own process right after that step.
+   */
+  CHECKOUT_FAULT_FILE: z.string().optional(),
 });
 export type CheckoutConfig = z.infer<typeof CheckoutConfig>;
 

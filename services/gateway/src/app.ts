@@ -8,6 +8,7 @@ import { Authenticator } from './auth/authenticator.js';
 import { CredentialFeed } from './auth/credential-feed.js';
 import { JwtVerifier } from './auth/jwt-verifier.js';
 import { createBackends, type Backends } from './backends/clients.js';
+import { checkoutRoutes } from './checkout/checkout-routes.js';
 import { customerRoutes } from './customers/customer-routes.js';
 import type { GatewayConfig } from './config.js';
 import type { RouteSpec } from './http/route.js';
@@ -23,6 +24,7 @@ import { memberRoutes } from './members/member-routes.js';
 import { onboardingRoutes } from './onboarding/onboarding-routes.js';
 import { paymentMethodRoutes } from './payment-methods/payment-method-routes.js';
 import { planRoutes } from './plans/plan-routes.js';
+import { registerPages } from './pages/page-routes.js';
 import { productRoutes } from './products/product-routes.js';
 import { questionRoutes } from './questions/question-routes.js';
 import { subscriptionRoutes } from './subscriptions/subscription-routes.js';
@@ -58,6 +60,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   const authenticator = new Authenticator(config.BILLING_ADMIN_TOKEN, apiKeys, feed, {
     merchantUser: new JwtVerifier('merchantUser', identityJwks, logger),
     customer: new JwtVerifier('customer', identityJwks, logger),
+    checkout: new JwtVerifier('checkout', identityJwks, logger),
   });
   const access = new MerchantAccess(backends);
 
@@ -89,6 +92,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     ...paymentMethodRoutes(backends, access),
     ...subscriptionRoutes(backends, access),
     ...webhookDeliveryRoutes(backends, access),
+    ...checkoutRoutes(backends, access),
     ...invitationRoutes(backends, access),
     ...onboardingRoutes(backends),
   ];
@@ -101,6 +105,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   app.get(DOCS_SCRIPT_PATH, async (_req, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(docsScript));
   app.get('/health', async () => ({ status: 'ok' }));
   app.get('/.well-known/jwks.json', async () => identityJwks());
+  registerPages(app, backends.checkout.pages, logger);
 
   await feed.start();
   apiKeys.start();

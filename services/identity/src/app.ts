@@ -3,6 +3,7 @@ import { OutboxMessageSchema, createDeliveryChannels, addGrpcService, createGrpc
 import { ApiKeySchema } from './api-keys/api-key.js';
 import { apiKeysGrpc } from './api-keys/api-keys-grpc.js';
 import { webhookSigningGrpc } from './api-keys/webhook-signing-grpc.js';
+import { checkoutTokensGrpc } from './checkout-tokens/checkout-tokens-grpc.js';
 import type { IdentityConfig } from './config.js';
 import { CredentialChangeSchema } from './credential-changes/credential-change.js';
 import { credentialsGrpc } from './credential-changes/credentials-grpc.js';
@@ -57,6 +58,7 @@ export async function startIdentity(config: IdentityConfig): Promise<IdentityApp
   const stopCustomerHousekeeping = startCustomerHousekeeping(orm, logger);
   addGrpcService(server, 'identity.v1.Credentials', logger, credentialsGrpc(orm, issuer));
   addGrpcService(server, 'identity.v1.WebhookSigning', logger, webhookSigningGrpc(orm, box));
+  addGrpcService(server, 'identity.v1.CheckoutTokens', logger, checkoutTokensGrpc(issuer));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'identity-outbox' });
   const port = await listen(server, config.IDENTITY_GRPC_ADDRESS);
   logger.info({ port }, 'identity listening');

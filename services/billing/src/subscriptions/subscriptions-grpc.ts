@@ -32,6 +32,18 @@ function alreadyExists(existing: Subscription): DomainError {
   return new DomainError('subscription_exists', `The member already has a live (${existing.status}) subscription to this plan.`, { existingSubscriptionId: existing.id });
 }
 
+/**
+ * The subscription an earlier create with the same caller-chosen id made, or null. The same id
+ * naming another merchant's, member's or plan's subscription is a conflict, never a match.
+ */
+async function repeatedCreate(em: EntityManager, req: { merchantId: string; memberId: string; planId: string; id: string }): Promise<Subscription | null> {
+  const existing = await em.findOne(Subscription, { id: req.id.toLowerCase() });
+  if (!existing) return null;
+  const same = existing.merchantId === req.merchantId.toLowerCase() && existing.memberId === req.memberId.toLowerCase() && existing.planId === req.planId.toLowerCase();
+  if (!same) throw new DomainError('conflict', 'A different subscription already has this id.');
+  return existing;
+}
+
 export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscriptions'> {
   const store = new SubscriptionStore(orm);
   /** Loads, changes and saves one subscription with its events, under a row lock. */
@@ -52,6 +64,11 @@ export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscr
     CreateSubscription: async (req) => {
       if (!req.merchantId) throw DomainError.field('merchantId', 'Required.');
       const startDate = parseInstant('startDate', req.startDate);
+      if (req.id !== undefined) {
+        if (!isUuidText(req.id)) throw DomainError.field('id', 'Must be a uuid.');
+        const repeat = await repeatedCreate(orm.em.fork(), { ...req, id: req.id });
+        if (repeat) return repeat.toMessage();
+      }
       for (const [field, id] of [['memberId', req.memberId], ['planId', req.planId], ['paymentMethodId', req.paymentMethodId]] as const) {
         if (id !== undefined && !isUuidText(id)) throw new DomainError('not_found', `${field === 'memberId' ? 'Member' : field === 'planId' ? 'Plan' : 'Payment method'} not found.`);
       }
@@ -64,6 +81,7 @@ export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscr
       }
       if (!plan.isActive) throw new DomainError('unprocessable', 'The plan is not active; members cannot be enrolled in it.');
       const sub = Subscription.start({ merchantId: member.merchantId, memberId: member.id, planId: plan.id, paymentMethodId: paymentMethod?.id ?? null, startDate, plan });
+      if (req.id) sub.id = req.id.toLowerCase();
       const events = sub.pullEvents().map((type) => ({ type, data: sub.toView() }));
       const outcome = await store.insertLiveSubscription(sub, events);
       if (outcome === 'inserted') return sub.toMessage();

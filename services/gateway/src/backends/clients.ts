@@ -26,6 +26,8 @@ export interface WebhooksClients {
 export interface CheckoutClients {
   invitations: ServiceClient<'checkout.v1.Invitations'>;
   onboarding: ServiceClient<'checkout.v1.Onboarding'>;
+  checkout: ServiceClient<'checkout.v1.Checkout'>;
+  pages: ServiceClient<'checkout.v1.Pages'>;
 }
 
 export interface Backends {
@@ -61,6 +63,8 @@ export function createBackends(config: GatewayConfig): Backends {
   const checkout: CheckoutClients = {
     invitations: createClient('checkout.v1.Invitations', config.CHECKOUT_GRPC_URL, d),
     onboarding: createClient('checkout.v1.Onboarding', config.CHECKOUT_GRPC_URL, d),
+    checkout: createClient('checkout.v1.Checkout', config.CHECKOUT_GRPC_URL, d),
+    pages: createClient('checkout.v1.Pages', config.CHECKOUT_GRPC_URL, d),
   };
   return {
     identity,

@@ -22,6 +22,8 @@ export interface RouteResult {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** Default: JSON below 400, problem details from 400 (set it for results that are not problems). */
+  contentType?: string;
 }
 
 /**

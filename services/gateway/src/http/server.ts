@@ -147,7 +147,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
         if (result.headers) reply.headers(result.headers);
         reply.code(result.status);
         if (result.body === undefined || result.status === 204) return reply.send();
-        return reply.type(result.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8').send(JSON.stringify(result.body));
+        return reply.type(result.contentType ?? (result.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8')).send(JSON.stringify(result.body));
       },
     });
   };

@@ -5,9 +5,10 @@ import { ApiKey } from './api-key.js';
 
 /** Metadata entry an internal caller of `identity.v1.WebhookSigning` names itself with. */
 export const INTERNAL_CALLER_KEY = 'x-internal-caller';
-const ALLOWED_CALLERS = new Set(['webhooks']);
+/** Who may read signing secrets: webhooks signs deliveries, checkout signs and verifies deep links. */
+const ALLOWED_CALLERS = new Set(['webhooks', 'checkout']);
 
-/** `identity.v1.WebhookSigning`: the plaintext signing secret of a key, for the webhooks service only. */
+/** `identity.v1.WebhookSigning`: the plaintext signing secret of a key, for the webhooks and checkout services only. */
 export function webhookSigningGrpc(orm: MikroORM, box: SecretBox): ServiceImpl<'identity.v1.WebhookSigning'> {
   return {
     GetSigningSecret: async (req, call) => {
@@ -16,7 +17,7 @@ export function webhookSigningGrpc(orm: MikroORM, box: SecretBox): ServiceImpl<'
       if (!isUuidText(req.apiKeyId)) throw new DomainError('not_found', 'API key not found.');
       const key = await orm.em.fork().findOne(ApiKey, { id: req.apiKeyId });
       if (!key) throw new DomainError('not_found', 'API key not found.');
-      return { apiKeyId: key.id, merchantId: key.merchantId, signingSecret: box.open(key.signingSecretSealed), revoked: key.revokedAt !== null };
+      return { apiKeyId: key.id, merchantId: key.merchantId, signingSecret: box.open(key.signingSecretSealed), revoked: key.revokedAt !== null, expiresAt: key.expiresAt?.toISOString() };
     },
   };
 }

@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { DateTime, Email, Uuid } from './common.js';
+
+/** Outcomes of resolving a checkout deep link, in the order they are checked (contract §6). */
+export const CHECKOUT_LINK_OUTCOMES = ['Ok', 'InvalidSignature', 'ApiKeyNotFound', 'MerchantMismatch', 'LinkExpired', 'NonceAlreadyUsed', 'PlanNotFound'] as const;
+export type CheckoutLinkOutcome = (typeof CHECKOUT_LINK_OUTCOMES)[number];
+
+const nonBlank = (max: number) =>
+  z
+    .string('Must be a string.')
+    .min(1, 'Required.')
+    .max(max, `Must be at most ${max} characters.`)
+    .refine((s) => s.trim().length > 0, 'Required.');
+
+export const CheckoutCustomer = z
+  .object({
+    email: z.string().max(256).nullish(),
+    firstName: z.string().max(100).nullish(),
+    lastName: z.string().max(100).nullish(),
+    phone: z.string().max(50).nullish(),
+  })
+  .meta({ id: 'CheckoutCustomer' });
+
+export const CreateCheckoutLinkRequest = z
+  .object({
+    merchantId: Uuid,
+    planId: Uuid,
+    returnUrl: z.string().min(1, 'Required.').max(2048),
+    customer: CheckoutCustomer.nullish(),
+    expiresInMinutes: z.number().int().min(1).max(10_080).nullish(),
+    /** The key whose signing secret signs the link: required for a merchant user or the platform admin; an API key signs with itself. */
+    apiKeyId: Uuid.nullish(),
+  })
+  .meta({ id: 'CreateCheckoutLinkRequest' });
+export type CreateCheckoutLinkRequest = z.infer<typeof CreateCheckoutLinkRequest>;
+
+export const CheckoutLink = z
+  .object({ url: z.string(), d: z.string(), s: z.string(), expiresAt: DateTime })
+  .meta({ id: 'CheckoutLink' });
+
+export const ResolveCheckoutLinkRequest = z
+  .object({ d: z.string('Required.').min(1, 'Required.'), s: z.string('Required.').min(1, 'Required.') })
+  .meta({ id: 'ResolveCheckoutLinkRequest' });
+
+/** Checkout deep-link result (interface.md). */
+export const CheckoutDeepLinkResult = z
+  .object({
+    outcome: z.enum(CHECKOUT_LINK_OUTCOMES),
+    sessionId: Uuid.nullable(),
+    sessionToken: z.string().nullable(),
+    expiresAt: DateTime.nullable(),
+  })
+  .meta({ id: 'CheckoutDeepLinkResult' });
+
+export const CheckoutSessionView = z
+  .object({
+    sessionId: Uuid,
+    merchantName: z.string(),
+    plan: z.object({ name: z.string(), amount: z.number(), currency: z.string(), interval: z.string(), intervalCount: z.number().int() }),
+    customer: z.object({ email: z.string().nullable(), firstName: z.string().nullable(), lastName: z.string().nullable(), phone: z.string().nullable() }),
+    status: z.enum(['Open', 'Completed']),
+    returnUrl: z.string(),
+  })
+  .meta({ id: 'CheckoutSession' });
+
+export const UpdateCheckoutCustomerRequest = z
+  .object({
+    email: z.string('Required.').pipe(Email),
+    firstName: nonBlank(100),
+    lastName: nonBlank(100),
+    phone: z.string().max(50, 'Must be at most 50 characters.').nullish(),
+  })
+  .meta({ id: 'UpdateCheckoutCustomerRequest' });
+
+/** Bank details: accountNumber is never stored, logged or echoed, not even in error messages. */
+export const CaptureBankRequest = z
+  .object({
+    sessionId: Uuid,
+    accountName: nonBlank(200),
+    bsb: z.string('Required.').min(1, 'Required.').max(10, 'Must be at most 10 characters.').regex(/^\d{3}-?\d{3}$/, 'Must be 6 digits, e.g. 062-000.'),
+    accountNumber: z.string('Required.').min(1, 'Required.').max(20, 'Must be at most 20 characters.').regex(/^\d{5,9}$/, 'Must be 5 to 9 digits.'),
+  })
+  .meta({ id: 'CaptureBankRequest' });
+
+/** Bank capture result (interface.md). */
+export const BankCaptureResult = z.object({ providerToken: z.string().nullable() }).meta({ id: 'BankCaptureResult' });
+
+export const CompleteCheckoutRequest = z
+  .object({ sessionId: Uuid, providerToken: z.string('Required.').min(1, 'Required.').max(128) })
+  .meta({ id: 'CompleteCheckoutRequest' });
+
+/** Checkout completion result (interface.md): 200 Completed, 400 or 409 Failed, 409 Pending. */
+export const CheckoutCompletionResult = z
+  .object({ status: z.enum(['Completed', 'Failed', 'Pending']), returnUrl: z.string().nullable(), failureReason: z.string().nullable() })
+  .meta({ id: 'CheckoutCompletionResult' });

@@ -1,0 +1,67 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+
+/**
+ * The payload of a checkout deep link (contract §6): `d` is base64url (no padding) of this
+ * object as UTF-8 JSON, `s` is base64url (no padding) of HMAC-SHA256 over the ASCII bytes of
+ * `d`, keyed with the decoded signing secret of API key `kid`. Merchants may sign links
+ * themselves with exactly this recipe.
+ */
+export const LinkPayload = z.object({
+  v: z.literal(1),
+  kid: z.uuid(),
+  mid: z.uuid(),
+  pid: z.uuid(),
+  nonce: z.string().min(8).max(128),
+  /** Unix seconds. */
+  exp: z.number().int().positive(),
+  returnUrl: z.url().max(2048),
+  customer: z
+    .object({
+      email: z.string().max(256).nullish(),
+      firstName: z.string().max(100).nullish(),
+      lastName: z.string().max(100).nullish(),
+      phone: z.string().max(50).nullish(),
+    })
+    .nullish(),
+});
+export type LinkPayload = z.infer<typeof LinkPayload>;
+
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+
+/** The key bytes of a `whsec_<base64>` signing secret. */
+export function signingKeyOf(secret: string): Buffer {
+  return Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+}
+
+/** `d` for a payload: base64url (no padding) of its UTF-8 JSON. */
+export function encodeLink(payload: LinkPayload): string {
+  return Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
+}
+
+/** `s` for `d`: base64url (no padding) of HMAC-SHA256 over the ASCII bytes of `d`. */
+export function signLink(d: string, secret: string): string {
+  return createHmac('sha256', signingKeyOf(secret)).update(d, 'ascii').digest('base64url');
+}
+
+/** The payload of `d`, or undefined when `d` is not base64url of the JSON above. */
+export function decodeLink(d: string): LinkPayload | undefined {
+  if (!BASE64URL.test(d)) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(d, 'base64url').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const parsed = LinkPayload.safeParse(json);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** Whether `s` is the signature of `d` under `secret`, compared in constant time. */
+export function verifyLink(d: string, s: string, secret: string): boolean {
+  if (!BASE64URL.test(s)) return false;
+  const expected = createHmac('sha256', signingKeyOf(secret)).update(d, 'ascii').digest();
+  const given = Buffer.from(s, 'base64url');
+  // Length is public (always 32 bytes for a real signature); only equal lengths reach the compare.
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}

@@ -1,0 +1,324 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { captureBank, complete, GOOD_BANK, linkPayload, openSession, setUpCheckoutMerchant, signLink, type CheckoutMerchant } from '../support/checkout-fixtures.js';
+import { adminToken } from '../support/e2e.js';
+import { apiClient, createMerchantUser, eventually, unique } from '../support/fixtures.js';
+import { webhookFixtures } from '../support/webhook-fixtures.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+
+/** Hosted checkout through the gateway: links, resolve outcomes, session endpoints, completion. */
+const api = apiClient(inject('gatewayUrl'));
+const admin = adminToken();
+const sandboxUrl = inject('sandboxProviderUrl');
+const sandbox = (method: string, path: string, body?: unknown) =>
+  fetch(sandboxUrl + path, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined });
+let m: CheckoutMerchant;
+let db: pg.Client;
+let receiver: WebhookReceiver;
+
+beforeAll(async () => {
+  m = await setUpCheckoutMerchant(api, admin);
+  db = new pg.Client({ connectionString: inject('databaseUrl') });
+  await db.connect();
+  receiver = await startWebhookReceiver();
+});
+afterAll(async () => {
+  await sandbox('DELETE', '/__sandbox/faults');
+  await db?.end();
+  await receiver?.close();
+});
+
+describe('POST /api/Checkout/links', () => {
+  it('signs a link with the calling API key: 201, Location = url, and the link resolves', async () => {
+    const res = await api.post('/api/Checkout/links', { merchantId: m.id, planId: m.planId, returnUrl: 'https://shop.example/done', customer: { email: 'pre@example.com', firstName: 'Pre' } }, { token: m.key });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.headers.get('location')).toBe(res.body.url);
+    expect(res.body.url).toMatch(/\/checkout\?d=[A-Za-z0-9_-]+&s=[A-Za-z0-9_-]+$/);
+    const payload = JSON.parse(Buffer.from(res.body.d, 'base64url').toString('utf8'));
+    expect(payload).toMatchObject({ v: 1, kid: m.keyId, mid: m.id, pid: m.planId, returnUrl: 'https://shop.example/done', customer: { email: 'pre@example.com', firstName: 'Pre' } });
+    expect(Math.abs(payload.exp * 1000 - Date.parse(res.body.expiresAt))).toBe(0);
+    expect(Date.parse(res.body.expiresAt) - Date.now()).toBeGreaterThan(55 * 60_000);
+    // Signed exactly as a merchant would sign it themselves.
+    expect(signLink(m.signingSecret, payload)).toEqual({ d: res.body.d, s: res.body.s });
+    const resolved = await api.post('/api/Checkout/sessions/resolve', { d: res.body.d, s: res.body.s });
+    expect(resolved.status).toBe(200);
+    const me = await api.get('/api/Checkout/sessions/me', { token: resolved.body.sessionToken });
+    expect(me.body.customer).toEqual({ email: 'pre@example.com', firstName: 'Pre', lastName: null, phone: null });
+  });
+
+  it('a merchant user names the key (apiKeyId); without it 400; another merchant 403; unknown plan 404; inactive plan 422; bad returnUrl 400', async () => {
+    const { token } = await createMerchantUser(api, admin, m.id, 'Admin');
+    const withKey = await api.post('/api/Checkout/links', { merchantId: m.id, planId: m.planId, returnUrl: 'https://shop.example/x', apiKeyId: m.keyId, expiresInMinutes: 5 }, { token });
+    expect(withKey.status, JSON.stringify(withKey.body)).toBe(201);
+    expect(Date.parse(withKey.body.expiresAt) - Date.now()).toBeLessThanOrEqual(5 * 60_000);
+    const without = await api.post('/api/Checkout/links', { merchantId: m.id, planId: m.planId, returnUrl: 'https://shop.example/x' }, { token });
+    expect(without.status).toBe(400);
+    expect(without.body.errors.apiKeyId).toBeDefined();
+    const other = await setUpCheckoutMerchant(api, admin);
+    const foreignKey = await api.post('/api/Checkout/links', { merchantId: m.id, planId: m.planId, returnUrl: 'https://shop.example/x', apiKeyId: other.keyId }, { token });
+    expect(foreignKey.status).toBe(400);
+    expect((await api.post('/api/Checkout/links', { merchantId: other.id, planId: other.planId, returnUrl: 'https://shop.example/x' }, { token: m.key })).status).toBe(403);
+    expect((await api.post('/api/Checkout/links', { merchantId: m.id, planId: randomUUID(), returnUrl: 'https://shop.example/x' }, { token: m.key })).status).toBe(404);
+    const inactive = await api.post('/api/Plans', { merchantId: m.id, productId: m.productId, name: 'Old', amount: 5, interval: 'Month', isActive: false }, { token: m.key });
+    expect((await api.post('/api/Checkout/links', { merchantId: m.id, planId: inactive.body.id, returnUrl: 'https://shop.example/x' }, { token: m.key })).status).toBe(422);
+    for (const returnUrl of ['http://shop.example/x', 'javascript:alert(1)', 'not a url']) {
+      const bad = await api.post('/api/Checkout/links', { merchantId: m.id, planId: m.planId, returnUrl }, { token: m.key });
+      expect(bad.status, returnUrl).toBe(400);
+      expect(bad.body.errors.returnUrl).toBeDefined();
+    }
+  });
+
+  it('refuses a customer token or no credential (401) and a Viewer (403)', async () => {
+    expect((await api.post('/api/Checkout/links', { merchantId: m.id, planId: m.planId, returnUrl: 'https://shop.example/x' })).status).toBe(401);
+    const { token } = await createMerchantUser(api, admin, m.id, 'Viewer');
+    expect((await api.post('/api/Checkout/links', { merchantId: m.id, planId: m.planId, returnUrl: 'https://shop.example/x', apiKeyId: m.keyId }, { token })).status).toBe(403);
+  });
+});
+
+describe('POST /api/Checkout/sessions/resolve', () => {
+  const resolve = (link: { d: string; s: string }) => api.post('/api/Checkout/sessions/resolve', link);
+  const expectOutcome = async (link: { d: string; s: string }, status: number, outcome: string) => {
+    const res = await resolve(link);
+    expect(res.status, JSON.stringify(res.body)).toBe(status);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+    expect(res.body).toMatchObject({ status, outcome });
+  };
+
+  it('Ok: a session and a 30-minute checkout JWT with sid, mid and scope "checkout"; a replay gives the same session and a fresh token', async () => {
+    const link = signLink(m.signingSecret, linkPayload(m));
+    const first = await resolve(link);
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ outcome: 'Ok', sessionId: expect.any(String), sessionToken: expect.any(String) });
+    const claims = JSON.parse(Buffer.from(first.body.sessionToken.split('.')[1], 'base64url').toString());
+    expect(claims).toMatchObject({ sid: first.body.sessionId, mid: m.id, scope: 'checkout' });
+    expect(claims.exp - claims.iat).toBe(1800);
+    expect(Math.abs(Date.parse(first.body.expiresAt) - claims.exp * 1000)).toBeLessThan(1000);
+    await new Promise((r) => setTimeout(r, 1100));
+    const replay = await resolve(link);
+    expect(replay.status).toBe(200);
+    expect(replay.body.sessionId).toBe(first.body.sessionId);
+    expect(replay.body.sessionToken).not.toBe(first.body.sessionToken);
+  });
+
+  it('each refusal in the order of contract §6, as a problem with its outcome', async () => {
+    const good = linkPayload(m);
+    // d undecodable → InvalidSignature 401 (even with an unknown key inside).
+    await expectOutcome({ d: 'not-json', s: 'x' }, 401, 'InvalidSignature');
+    await expectOutcome({ d: Buffer.from('{"v":2}').toString('base64url'), s: 'x' }, 401, 'InvalidSignature');
+    // Unknown key → ApiKeyNotFound, checked before the signature.
+    await expectOutcome({ ...signLink(m.signingSecret, { ...good, kid: randomUUID() }) }, 401, 'ApiKeyNotFound');
+    // Wrong signature → InvalidSignature.
+    const signed = signLink(m.signingSecret, good);
+    await expectOutcome({ d: signed.d, s: signLink(m.signingSecret, { ...good, nonce: 'other-nonce-1' }).s }, 401, 'InvalidSignature');
+    // A valid signature naming another merchant → MerchantMismatch (before expiry).
+    const other = await setUpCheckoutMerchant(api, admin);
+    await expectOutcome(signLink(m.signingSecret, { ...good, mid: other.id, exp: 1000 }), 401, 'MerchantMismatch');
+    // Expired → LinkExpired 410 (before the nonce and the plan).
+    await expectOutcome(signLink(m.signingSecret, { ...good, exp: Math.floor(Date.now() / 1000) - 1, pid: randomUUID() }), 410, 'LinkExpired');
+    // Plan unknown, another merchant's, or inactive → PlanNotFound 404.
+    await expectOutcome(signLink(m.signingSecret, { ...good, nonce: randomUUID(), pid: randomUUID() }), 404, 'PlanNotFound');
+    await expectOutcome(signLink(m.signingSecret, { ...good, nonce: randomUUID(), pid: other.planId }), 404, 'PlanNotFound');
+    // Nonce used by a different d → NonceAlreadyUsed 409, checked before the plan.
+    expect((await resolve(signed)).status).toBe(200);
+    await expectOutcome(signLink(m.signingSecret, { ...good, returnUrl: 'https://shop.example/other', pid: randomUUID() }), 409, 'NonceAlreadyUsed');
+  });
+
+  it('a revoked or expired key → ApiKeyNotFound', async () => {
+    const revoked = await setUpCheckoutMerchant(api, admin);
+    const link = signLink(revoked.signingSecret, linkPayload(revoked));
+    expect((await api.del(`/api/ApiKeys/${revoked.keyId}`, { token: admin })).status).toBe(204);
+    await expectOutcome(link, 401, 'ApiKeyNotFound');
+  });
+
+  it('validates d and s (400) and needs no credential', async () => {
+    const res = await api.post('/api/Checkout/sessions/resolve', { d: '' });
+    expect(res.status).toBe(400);
+    expect(Object.keys(res.body.errors).sort()).toEqual(['d', 's']);
+  });
+});
+
+describe('the checkout-session token', () => {
+  it('is accepted only on /api/Checkout/sessions/me*; other credentials are 401 there', async () => {
+    const s = await openSession(api, m);
+    expect((await api.get(`/api/Products?merchantId=${m.id}`, { token: s.token })).status).toBe(401);
+    expect((await api.get(`/api/Members?merchantId=${m.id}`, { token: s.token })).status).toBe(401);
+    expect((await api.post('/api/Checkout/links', { merchantId: m.id, planId: m.planId, returnUrl: 'https://shop.example/x' }, { token: s.token })).status).toBe(401);
+    expect((await api.get('/api/Checkout/sessions/me', { token: m.key })).status).toBe(401);
+    expect((await api.get('/api/Checkout/sessions/me', { token: admin })).status).toBe(401);
+    expect((await api.get('/api/Checkout/sessions/me')).status).toBe(401);
+    expect((await api.get('/api/Checkout/sessions/me', { token: s.token })).status).toBe(200);
+  });
+});
+
+describe('session endpoints', () => {
+  it('GET me: merchant name, plan (decimal amount), customer from the link, Open, returnUrl', async () => {
+    const s = await openSession(api, m, { customer: { email: 'me@example.com', firstName: 'Ada', lastName: 'Lovelace', phone: '0400 000 000' } });
+    const me = await api.get('/api/Checkout/sessions/me', { token: s.token });
+    expect(me.status).toBe(200);
+    expect(me.body).toEqual({
+      sessionId: s.sessionId,
+      merchantName: expect.stringMatching(/^Merchant /),
+      plan: { name: 'Monthly', amount: 19.95, currency: 'AUD', interval: 'Month', intervalCount: 1 },
+      customer: { email: 'me@example.com', firstName: 'Ada', lastName: 'Lovelace', phone: '0400 000 000' },
+      status: 'Open',
+      returnUrl: 'https://shop.example/thanks',
+    });
+  });
+
+  it('PATCH me/customer: 204 and read back; 400 naming invalid fields', async () => {
+    const s = await openSession(api, m);
+    const ok = await api.patch('/api/Checkout/sessions/me/customer', { email: 'new@example.com', firstName: 'New', lastName: 'Name', phone: null }, { token: s.token });
+    expect(ok.status).toBe(204);
+    expect((await api.get('/api/Checkout/sessions/me', { token: s.token })).body.customer).toEqual({ email: 'new@example.com', firstName: 'New', lastName: 'Name', phone: null });
+    const bad = await api.patch('/api/Checkout/sessions/me/customer', { email: 'nope', firstName: ' ', lastName: '' }, { token: s.token });
+    expect(bad.status).toBe(400);
+    expect(Object.keys(bad.body.errors).sort()).toEqual(['email', 'firstName', 'lastName']);
+  });
+
+  it('capture-bank: a btok_ token; only token, BSB, account name and last 4 stored; the account number never echoed or stored', async () => {
+    const s = await openSession(api, m);
+    const token = await captureBank(api, s, { accountName: 'Grace Hopper', bsb: '062000', accountNumber: '987654321' });
+    expect(token).toMatch(/^btok_/);
+    const { rows } = await db.query('select * from checkout.bank_tokens where token = $1', [token]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ session_id: s.sessionId, bsb: '062-000', account_name: 'Grace Hopper', last4: '4321' });
+    const dump = JSON.stringify((await db.query(`select * from checkout.bank_tokens, checkout.sessions where sessions.id = bank_tokens.session_id and sessions.id = $1`, [s.sessionId])).rows);
+    expect(dump).not.toContain('987654321');
+    const bad = await api.post('/api/Checkout/sessions/me/capture-bank', { sessionId: s.sessionId, accountName: '', bsb: '06-2000', accountNumber: '1234' }, { token: s.token });
+    expect(bad.status).toBe(400);
+    expect(Object.keys(bad.body.errors).sort()).toEqual(['accountName', 'accountNumber', 'bsb']);
+    expect(JSON.stringify(bad.body)).not.toContain('1234"');
+    for (const body of [{ bsb: '06200' }, { bsb: '062-0000' }, { accountNumber: '1234567890' }, { accountNumber: '12a45' }, { bsb: '0620-00' }]) {
+      const r = await api.post('/api/Checkout/sessions/me/capture-bank', { sessionId: s.sessionId, ...GOOD_BANK, ...body }, { token: s.token });
+      expect(r.status, JSON.stringify(body)).toBe(400);
+    }
+  });
+
+  it('capture-bank: 404 for another sessionId; 502 while the provider is down', async () => {
+    const s = await openSession(api, m);
+    const other = await openSession(api, m);
+    expect((await api.post('/api/Checkout/sessions/me/capture-bank', { sessionId: other.sessionId, ...GOOD_BANK }, { token: s.token })).status).toBe(404);
+    await sandbox('POST', '/__sandbox/faults', { down: true, account: m.id });
+    try {
+      const down = await api.post('/api/Checkout/sessions/me/capture-bank', { sessionId: s.sessionId, ...GOOD_BANK }, { token: s.token });
+      expect(down.status).toBe(502);
+    } finally {
+      await sandbox('DELETE', `/__sandbox/faults?account=${m.id}`);
+    }
+  });
+});
+
+describe('POST /api/Checkout/sessions/me/complete', () => {
+  it('provisions account, member, payment method and subscription; fires one verified checkout.completed; a repeat answers the same and creates nothing', async () => {
+    const merchant = await setUpCheckoutMerchant(api, admin);
+    const put = await api.put(`/api/ApiKeys/${merchant.keyId}/webhook`, { id: merchant.keyId, merchantId: merchant.id, webhookUrl: receiver.url('/checkout-happy'), webhookEvents: ['checkout.completed'], webhookEnabled: true }, { token: merchant.key });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    receiver.secret('/checkout-happy', merchant.signingSecret);
+    const fx = webhookFixtures(api, receiver, admin);
+    await fx.settle(merchant.id, await fx.createKey(merchant.id));
+    const email = `${unique('buyer')}@example.com`;
+    const s = await openSession(api, merchant, { customer: { email, firstName: 'Grace', lastName: 'Hopper' }, returnUrl: 'https://shop.example/welcome' });
+    const token = await captureBank(api, s);
+    const done = await complete(api, s, token);
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    expect(done.headers.get('content-type')).toContain('application/json');
+    expect(done.body).toEqual({ status: 'Completed', returnUrl: 'https://shop.example/welcome', failureReason: null });
+    const again = await complete(api, s, token);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(done.body);
+
+    const members = await api.get(`/api/Members?merchantId=${merchant.id}&email=${encodeURIComponent(email)}`, { token: merchant.key });
+    expect(members.body.items).toHaveLength(1);
+    const memberId = members.body.items[0].id;
+    const subs = await api.get(`/api/Subscriptions?merchantId=${merchant.id}&memberId=${memberId}`, { token: merchant.key });
+    expect(subs.body.items).toHaveLength(1);
+    expect(subs.body.items[0]).toMatchObject({ planId: merchant.planId, status: 'Active' });
+    const methods = await api.get(`/api/members/${memberId}/payment-methods`, { token: merchant.key });
+    expect(methods.body).toHaveLength(1);
+    expect(methods.body[0]).toMatchObject({ type: 'BankAccount', last4: '5678', bsb: '062-000', accountName: 'Grace Hopper' });
+    expect(subs.body.items[0].paymentMethodId).toBe(methods.body[0].id);
+
+    const [hook] = await receiver.waitFor('/checkout-happy', (r) => r.length >= 1);
+    expect(hook!.verified).toBe(true);
+    expect(hook!.payload).toMatchObject({
+      type: 'checkout.completed',
+      merchantId: merchant.id,
+      data: { sessionId: s.sessionId, memberId, paymentMethodId: methods.body[0].id, subscriptionId: subs.body.items[0].id, planId: merchant.planId, email },
+    });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(receiver.received('/checkout-happy').filter((r) => r.payload?.type === 'checkout.completed')).toHaveLength(1);
+    const events = await db.query(`select count(*)::int as n from checkout.outbox where type = 'checkout.completed' and data->>'sessionId' = $1`, [s.sessionId]);
+    expect(events.rows[0].n).toBe(1);
+
+    // The customer account is unclaimed: signing up with the email claims it (200, not 409).
+    const signup = await api.post('/api/account/signup', { email, password: 'correct-horse-battery', firstName: 'Grace', lastName: 'Hopper', dateOfBirth: '1990-01-01', acceptedTerms: true });
+    expect(signup.status, JSON.stringify(signup.body)).toBe(200);
+
+    // A completed session refuses further changes.
+    expect((await api.post('/api/Checkout/sessions/me/capture-bank', { sessionId: s.sessionId, ...GOOD_BANK }, { token: s.token })).status).toBe(409);
+    expect((await api.patch('/api/Checkout/sessions/me/customer', { email, firstName: 'G', lastName: 'H' }, { token: s.token })).status).toBe(409);
+    expect((await api.get('/api/Checkout/sessions/me', { token: s.token })).body.status).toBe('Completed');
+  });
+
+  it('reuses the existing member of the email', async () => {
+    const email = `${unique('known')}@example.com`;
+    const member = await api.post('/api/Members', { merchantId: m.id, email, firstName: 'Known', lastName: 'Member' }, { token: m.key });
+    expect(member.status).toBe(201);
+    const s = await openSession(api, m, { customer: { email: email.toUpperCase(), firstName: 'Known', lastName: 'Member' } });
+    expect((await complete(api, s, await captureBank(api, s))).status).toBe(200);
+    const subs = await api.get(`/api/Subscriptions?merchantId=${m.id}&memberId=${member.body.id}`, { token: m.key });
+    expect(subs.body.items).toHaveLength(1);
+  });
+
+  it('Failed 400 for an unknown token, another session\'s token and another merchant\'s token', async () => {
+    const s = await openSession(api, m);
+    const unknown = await complete(api, s, 'btok_doesnotexist');
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toMatchObject({ status: 'Failed', failureReason: expect.any(String) });
+    const other = await openSession(api, m);
+    const otherToken = await captureBank(api, other);
+    expect((await complete(api, s, otherToken)).status).toBe(400);
+    const foreign = await setUpCheckoutMerchant(api, admin);
+    const fs = await openSession(api, foreign);
+    expect((await complete(api, s, await captureBank(api, fs))).body.status).toBe('Failed');
+  });
+
+  it('Failed 409 when the member already has a live subscription to the plan', async () => {
+    const email = `${unique('dup')}@example.com`;
+    const first = await openSession(api, m, { customer: { email, firstName: 'Dup', lastName: 'Licate' } });
+    expect((await complete(api, first, await captureBank(api, first))).status).toBe(200);
+    const second = await openSession(api, m, { customer: { email, firstName: 'Dup', lastName: 'Licate' } });
+    const res = await complete(api, second, await captureBank(api, second));
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ status: 'Failed', failureReason: expect.stringContaining('live subscription') });
+  });
+
+  it('400 naming missing customer details; 404 for another sessionId; 400 without a providerToken', async () => {
+    const s = await openSession(api, m, { customer: undefined });
+    const token = await captureBank(api, s);
+    const missing = await complete(api, s, token);
+    expect(missing.status).toBe(400);
+    expect(Object.keys(missing.body.errors).sort()).toEqual(['email', 'firstName', 'lastName']);
+    const other = await openSession(api, m);
+    expect((await api.post('/api/Checkout/sessions/me/complete', { sessionId: other.sessionId, providerToken: token }, { token: s.token })).status).toBe(404);
+    expect((await api.post('/api/Checkout/sessions/me/complete', { sessionId: s.sessionId }, { token: s.token })).status).toBe(400);
+  });
+
+  it('502 while the provider is down, then completes once it is back', async () => {
+    const s = await openSession(api, m);
+    const token = await captureBank(api, s);
+    await sandbox('POST', '/__sandbox/faults', { down: true, account: m.id });
+    try {
+      const down = await complete(api, s, token);
+      expect(down.status).toBe(502);
+    } finally {
+      await sandbox('DELETE', `/__sandbox/faults?account=${m.id}`);
+    }
+    const res = await eventually(async () => {
+      const r = await complete(api, s, token);
+      return r.status === 200 ? r : undefined;
+    }, 10_000, 200);
+    expect(res!.body.status).toBe('Completed');
+  });
+});
