@@ -10,6 +10,7 @@ afterAll(() => db.end());
 const MERCHANT_FIELDS = [
   'id', 'name', 'description', 'contactEmail', 'contactPhone', 'country', 'timeZone', 'isActive', 'gatewayConfigured', 'createdAt', 'updatedAt',
   'providerEnvironment', 'merchantGuidConfigured', 'providerMerchantProfileId', 'billingRetryOffsetsDays', 'billingTerminalAction', 'bankSettlementWindowDays',
+  'platformFeePercent', 'platformFeeFixed',
 ];
 
 describe('admin merchants', () => {

@@ -64,7 +64,8 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
       logLevel: opts.logLevel ?? 'warn',
       adminToken: opts.adminToken ?? randomBytes(32).toString('base64url'),
       services: opts.services,
-      env: { DATA_DIR: dataDir, ...opts.env },
+      // The billing scheduler is off in tests: they run billing themselves with an explicit asOf.
+      env: { DATA_DIR: dataDir, BILLING_RUN_INTERVAL_MS: '0', ...opts.env },
       serviceEnv: opts.serviceEnv,
       ports: 'free',
       host: '127.0.0.1',

@@ -7,6 +7,7 @@ export const EVENT_TYPES = [
   'subscription.paused',
   'subscription.resumed',
   'subscription.cancelled',
+  'subscription.past_due',
   'transaction.succeeded',
   'transaction.failed',
   'transaction.refunded',

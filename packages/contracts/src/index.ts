@@ -15,6 +15,8 @@ export * from './subscriptions.js';
 export * from './tokens.js';
 export * from './events.js';
 export * from './webhook-deliveries.js';
+export * from './transactions.js';
+export * from './fee-statements.js';
 export * from './checkout.js';
 export * from './invitations.js';
 export * from './onboarding.js';

@@ -23,6 +23,11 @@ const isTimeZone = (tz: string) => {
   }
 };
 
+/** Platform fee percentage: 0 to 100 with at most 4 decimals (1.5 = 1.5 %). */
+export const FeePercent = z.union([z.number(), z.string()]).refine((v) => /^\d{1,3}(\.\d{1,4})?$/.test(String(v)) && Number(v) <= 100, 'Must be a percentage from 0 to 100 with at most 4 decimals.');
+/** Fixed platform fee per charge in major units (0.30), at most 2 decimals. */
+export const FeeFixed = z.union([z.number(), z.string()]).refine((v) => /^\d{1,6}(\.\d{1,2})?$/.test(String(v)), 'Must be a non-negative amount with at most 2 decimals.');
+
 export const CreateMerchantRequest = z
   .object({
     name: z.string().trim().min(1).max(200),
@@ -34,6 +39,9 @@ export const CreateMerchantRequest = z
     billingRetryOffsetsDays: RetryOffsetsDays.nullish(),
     billingTerminalAction: z.enum(BILLING_TERMINAL_ACTIONS).nullish(),
     bankSettlementWindowDays: z.number().int().min(0).max(30).nullish(),
+    /** Platform fee per settled charge: percentage (default 1.5) plus fixed amount (default 0.30). */
+    platformFeePercent: FeePercent.nullish(),
+    platformFeeFixed: FeeFixed.nullish(),
   })
   .meta({ id: 'CreateMerchantRequest' });
 export type CreateMerchantRequest = z.infer<typeof CreateMerchantRequest>;
@@ -49,6 +57,18 @@ export const UpdateProviderRequest = z
   })
   .meta({ id: 'UpdateProviderRequest' });
 export type UpdateProviderRequest = z.infer<typeof UpdateProviderRequest>;
+
+/** Platform admin: a merchant's billing terms; absent or null fields are unchanged. */
+export const UpdateMerchantBillingRequest = z
+  .object({
+    platformFeePercent: FeePercent.nullish(),
+    platformFeeFixed: FeeFixed.nullish(),
+    billingRetryOffsetsDays: RetryOffsetsDays.nullish(),
+    billingTerminalAction: z.enum(BILLING_TERMINAL_ACTIONS).nullish(),
+    bankSettlementWindowDays: z.number().int().min(0).max(30).nullish(),
+  })
+  .meta({ id: 'UpdateMerchantBillingRequest' });
+export type UpdateMerchantBillingRequest = z.infer<typeof UpdateMerchantBillingRequest>;
 
 export const CurrentMerchant = z
   .object({
@@ -74,6 +94,9 @@ export const Merchant = CurrentMerchant.extend({
   billingRetryOffsetsDays: z.string(),
   billingTerminalAction: z.enum(BILLING_TERMINAL_ACTIONS),
   bankSettlementWindowDays: z.number().int(),
+  /** Platform fee per settled charge: this percentage (rounded half-even to the cent) plus platformFeeFixed. */
+  platformFeePercent: z.number(),
+  platformFeeFixed: z.number(),
 }).meta({ id: 'Merchant' });
 export type Merchant = z.infer<typeof Merchant>;
 

@@ -20,9 +20,15 @@ import { productsGrpc } from './products/products-grpc.js';
 import { QuestionSchema } from './questions/question.js';
 import { questionsGrpc } from './questions/questions-grpc.js';
 import { SubscriptionSchema } from './subscriptions/subscription.js';
+import { BillingRunner } from './billing-runs/billing-runner.js';
+import { billingRunsGrpc } from './billing-runs/billing-runs-grpc.js';
+import { FeeStatementSchema } from './fee-statements/fee-statement.js';
+import { feeStatementsGrpc } from './fee-statements/fee-statements-grpc.js';
+import { TransactionSchema } from './transactions/transaction.js';
+import { transactionsGrpc } from './transactions/transactions-grpc.js';
 import { subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
 
-export const ENTITIES = [OutboxMessageSchema, MerchantSchema, ProductSchema, QuestionSchema, PlanSchema, MemberSchema, PaymentMethodSchema, SubscriptionSchema, MemberAnswerSchema];
+export const ENTITIES = [OutboxMessageSchema, MerchantSchema, ProductSchema, QuestionSchema, PlanSchema, MemberSchema, PaymentMethodSchema, SubscriptionSchema, MemberAnswerSchema, TransactionSchema, FeeStatementSchema];
 
 export async function openBillingDatabase(config: BillingConfig): Promise<MikroORM> {
   return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS, poolMax: config.DB_POOL_MAX });
@@ -51,15 +57,26 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   addGrpcService(server, 'billing.v1.PaymentMethods', logger, paymentMethodsGrpc(orm, providers));
   addGrpcService(server, 'billing.v1.ProviderTokens', logger, providerTokensGrpc(orm, providers));
   addGrpcService(server, 'billing.v1.Subscriptions', logger, subscriptionsGrpc(orm));
+  const runner = new BillingRunner(
+    orm,
+    providers,
+    { chunkSize: config.BILLING_RUN_CHUNK_SIZE, workers: config.BILLING_RUN_WORKERS, concurrency: config.BILLING_RUN_CONCURRENCY, leaseMs: config.BILLING_CLAIM_LEASE_MS },
+    logger,
+  );
+  addGrpcService(server, 'billing.v1.BillingRuns', logger, billingRunsGrpc(runner));
+  addGrpcService(server, 'billing.v1.Transactions', logger, transactionsGrpc(orm, providers, config.BILLING_CLAIM_LEASE_MS));
+  addGrpcService(server, 'billing.v1.FeeStatements', logger, feeStatementsGrpc(orm));
   addGrpcService(server, 'billing.v1.Answers', logger, answersGrpc(orm));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'billing-outbox' });
   const port = await listen(server, config.BILLING_GRPC_ADDRESS);
   logger.info({ port }, 'billing listening');
+  runner.start(config.BILLING_RUN_INTERVAL_MS);
 
   return {
     port,
     logger,
     close: async () => {
+      await runner.stop();
       await shutdownServer(server);
       await relay.stop();
       await orm.close();

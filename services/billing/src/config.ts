@@ -14,6 +14,16 @@ export const BillingConfig = BaseConfig.extend({
   PAYMENT_PROVIDER_URL: z.url().default('http://127.0.0.1:8090'),
   /** Timeout of each payment-provider call; past it the call is provider_unavailable (502). */
   PAYMENT_PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000),
+  /** Interval of the scheduled billing run (asOf = now); 0 turns the scheduler off (tests use asOf). */
+  BILLING_RUN_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
+  /** Subscriptions claimed per chunk of a billing run. */
+  BILLING_RUN_CHUNK_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
+  /** Chunks of one run processed at once. */
+  BILLING_RUN_WORKERS: z.coerce.number().int().min(1).max(32).default(3),
+  /** Provider calls in flight per chunk. */
+  BILLING_RUN_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(64),
+  /** How long a run's claim on a subscription or an unconfirmed provider call lasts (crash recovery waits this long). */
+  BILLING_CLAIM_LEASE_MS: z.coerce.number().int().min(100).default(120_000),
 });
 export type BillingConfig = z.infer<typeof BillingConfig>;
 

@@ -29,6 +29,9 @@ import { productRoutes } from './products/product-routes.js';
 import { questionRoutes } from './questions/question-routes.js';
 import { subscriptionRoutes } from './subscriptions/subscription-routes.js';
 import { webhookDeliveryRoutes } from './webhook-deliveries/webhook-delivery-routes.js';
+import { billingRunRoutes } from './billing-runs/billing-run-routes.js';
+import { feeStatementRoutes } from './fee-statements/fee-statement-routes.js';
+import { transactionRoutes } from './transactions/transaction-routes.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { DOCS_HTML, DOCS_SCRIPT_PATH, loadDocsScript } from './openapi/docs-page.js';
 import { buildOpenApi } from './openapi/openapi.js';
@@ -92,6 +95,9 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     ...paymentMethodRoutes(backends, access),
     ...subscriptionRoutes(backends, access),
     ...webhookDeliveryRoutes(backends, access),
+    ...transactionRoutes(backends, access),
+    ...billingRunRoutes(backends),
+    ...feeStatementRoutes(backends, access),
     ...checkoutRoutes(backends, access),
     ...invitationRoutes(backends, access),
     ...onboardingRoutes(backends),

@@ -17,6 +17,8 @@ export const GatewayConfig = BaseConfig.extend({
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   /** Deadline of every forwarded gRPC call. */
   GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(5000),
+  /** Deadline of POST /api/admin/billing-runs (one run charges everything due). */
+  BILLING_RUN_DEADLINE_MS: z.coerce.number().int().min(1000).default(600_000),
   /** How often the gateway polls identity's credential-change feed (revocations reach every replica within this). */
   CREDENTIAL_FEED_POLL_MS: z.coerce.number().int().min(50).default(250),
   /** Upper bound on how long an authenticated API key is trusted without asking identity again. */

@@ -45,6 +45,7 @@ const FaultRequest = z.object({
   down: z.boolean().optional(),
   dropConnections: z.boolean().optional(),
   latencyMs: z.number().int().min(0).max(120_000).optional(),
+  failing: z.boolean().optional(),
   account: z.string().min(1).optional(),
 });
 
@@ -92,17 +93,24 @@ export function buildSandbox(config: SandboxConfig): SandboxApp {
     return reply.code(500).send({ error: 'internal', message: 'Internal error.' });
   });
 
-  // Faults apply to the provider API only, never to health or the fault switch itself.
-  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+  // Faults apply to the provider API only, never to health or the fault switch itself. Latency
+  // is added once the request has fully arrived: a caller that gives up (or dies) meanwhile does
+  // not stop the provider from acting on it, as with a real provider.
+  app.addHook('preHandler', async (req: FastifyRequest) => {
     if (!req.url.startsWith('/v1/')) return;
     const fault = faults.for(accountOf(req));
     if (fault.latencyMs) await sleep(fault.latencyMs);
+  });
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    if (!req.url.startsWith('/v1/')) return;
+    const fault = faults.for(accountOf(req));
     if (fault.dropConnections) {
       reply.hijack();
       req.raw.socket.destroy();
       return;
     }
     if (fault.down) return reply.code(503).send({ error: 'unavailable', message: 'The sandbox provider is down (injected fault).' });
+    if (fault.failing) return reply.code(500).send({ error: 'internal', message: 'The sandbox provider failed (injected fault).' });
   });
 
   app.get('/health', async () => ({ status: 'ok' }));
@@ -127,7 +135,7 @@ export function buildSandbox(config: SandboxConfig): SandboxApp {
     const account = accountOf(req);
     const key = idempotencyKeyOf(req);
     const input = parse(ChargeRequest, req.body);
-    const res = ledger.once(account, `charge:${key}`, input, () => ({ status: 201, body: ledger.charge(account, input) }));
+    const res = ledger.once(account, `charge:${key}`, input, () => ({ status: 201, body: ledger.charge(account, input, key) }));
     if (res.replayed) reply.header('idempotent-replayed', 'true');
     return reply.code(res.status).send(res.body);
   });
@@ -140,12 +148,14 @@ export function buildSandbox(config: SandboxConfig): SandboxApp {
     const account = accountOf(req);
     const key = idempotencyKeyOf(req);
     const input = parse(RefundRequest, req.body);
-    const res = ledger.once(account, `refund:${key}`, input, () => ({ status: 201, body: ledger.refund(account, { ...input, currency: input.currency ?? undefined }) }));
+    const res = ledger.once(account, `refund:${key}`, input, () => ({ status: 201, body: ledger.refund(account, { ...input, currency: input.currency ?? undefined }, key) }));
     if (res.replayed) reply.header('idempotent-replayed', 'true');
     return reply.code(res.status).send(res.body);
   });
 
   if (config.SANDBOX_FAULTS_ENABLED ?? config.PLATFORM_MODE !== 'production') {
+    // The ledger of one merchant account: every charge and refund the provider accepted, for tests to count.
+    app.get<{ Querystring: { account?: string } }>('/__sandbox/ledger', async (req) => ledger.entries(req.query.account?.toLowerCase() ?? null));
     app.get('/__sandbox/faults', async () => faults.snapshot());
     app.post('/__sandbox/faults', async (req) => {
       const { account, ...change } = parse(FaultRequest, req.body);

@@ -10,9 +10,11 @@ export interface Fault {
   dropConnections: boolean;
   /** Delay before answering, in milliseconds. */
   latencyMs: number;
+  /** Answer 500 to every /v1 call without acting on it (a provider failing internally). */
+  failing: boolean;
 }
 
-const NONE: Fault = { down: false, dropConnections: false, latencyMs: 0 };
+const NONE: Fault = { down: false, dropConnections: false, latencyMs: 0, failing: false };
 
 export class Faults {
   private global: Fault;
@@ -46,6 +48,7 @@ export class Faults {
       down: this.global.down || own.down,
       dropConnections: this.global.dropConnections || own.dropConnections,
       latencyMs: Math.max(this.global.latencyMs, own.latencyMs),
+      failing: this.global.failing || own.failing,
     };
   }
 

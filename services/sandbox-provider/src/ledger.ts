@@ -37,12 +37,16 @@ export interface Charge {
   failureReason: string | null;
   refundedMinor: number;
   description: string | null;
+  /** The Idempotency-Key of the request that created it. */
+  idempotencyKey: string | null;
   createdAt: string;
   settledAt: string | null;
 }
 
 export interface Refund {
   id: string;
+  account: string | null;
+  idempotencyKey: string | null;
   chargeId: string;
   amountMinor: number;
   currency: string;
@@ -122,7 +126,7 @@ export class Ledger {
     return t;
   }
 
-  charge(account: string | null, input: { amountMinor: number; currency: string; paymentMethod: { token?: string | null; type?: InstrumentType | null; last4?: string | null }; description?: string | null }): Charge {
+  charge(account: string | null, input: { amountMinor: number; currency: string; paymentMethod: { token?: string | null; type?: InstrumentType | null; last4?: string | null }; description?: string | null }, idempotencyKey: string | null = null): Charge {
     let instrument: Charge['paymentMethod'];
     if (input.paymentMethod.token) {
       const t = this.findToken(account, input.paymentMethod.token);
@@ -145,6 +149,7 @@ export class Ledger {
       failureReason: null,
       refundedMinor: 0,
       description: input.description ?? null,
+      idempotencyKey,
       createdAt: now,
       settledAt: null,
     };
@@ -171,13 +176,13 @@ export class Ledger {
     return c;
   }
 
-  refund(account: string | null, input: { chargeId: string; amountMinor: number; currency?: string }): Refund {
+  refund(account: string | null, input: { chargeId: string; amountMinor: number; currency?: string }, idempotencyKey: string | null = null): Refund {
     const c = this.findCharge(account, input.chargeId);
     if (c.status !== 'Settled') throw new SandboxError(409, 'charge_not_settled', `Only a Settled charge can be refunded; this one is ${c.status}.`);
     if (input.currency && input.currency !== c.currency) throw new SandboxError(400, 'currency_mismatch', 'The refund currency differs from the charge.');
     if (c.refundedMinor + input.amountMinor > c.amountMinor) throw new SandboxError(409, 'refund_exceeds_charge', 'Refunds would exceed the charged amount.');
     c.refundedMinor += input.amountMinor;
-    const refund: Refund = { id: newId('re'), chargeId: c.id, amountMinor: input.amountMinor, currency: c.currency, status: 'Settled', failureReason: null, createdAt: new Date().toISOString() };
+    const refund: Refund = { id: newId('re'), account, idempotencyKey, chargeId: c.id, amountMinor: input.amountMinor, currency: c.currency, status: 'Settled', failureReason: null, createdAt: new Date().toISOString() };
     this.refunds.set(refund.id, refund);
     return refund;
   }
@@ -197,6 +202,12 @@ export class Ledger {
     const result = fn();
     this.idempotent.set(slot, { fingerprint, status: result.status, body: structuredClone(result.body) });
     return { ...result, replayed: false };
+  }
+
+  /** Every charge and refund of `account` (all accounts when null), oldest first. */
+  entries(account: string | null): { charges: Charge[]; refunds: Refund[] } {
+    const mine = <T extends { account: string | null }>(xs: Iterable<T>) => [...xs].filter((x) => account === null || x.account === account);
+    return { charges: mine(this.charges.values()), refunds: mine(this.refunds.values()) };
   }
 
   private store(t: Token): Token {

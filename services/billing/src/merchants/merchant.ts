@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { EntitySchema } from '@mikro-orm/postgresql';
+import { BigIntType, EntitySchema } from '@mikro-orm/postgresql';
 import { DEFAULT_RETRY_OFFSETS_DAYS, type CreateMerchantRequest, type Merchant as MerchantView } from '@billing/contracts';
 import type { SecretBox } from '@billing/service-runtime';
+import { DEFAULT_FEE_TERMS, normalisePercent, type FeeTerms } from '../fees/platform-fee.js';
 
 export type ProviderEnvironment = 'Staging' | 'Production';
 export type TerminalAction = 'Cancel' | 'Pause';
@@ -30,10 +31,13 @@ export class Merchant {
   billingRetryOffsetsDays: string = DEFAULT_RETRY_OFFSETS_DAYS;
   billingTerminalAction: TerminalAction = 'Cancel';
   bankSettlementWindowDays = 3;
+  /** Platform fee per settled charge: exact decimal percentage plus minor units (1.5 % + 30). */
+  platformFeePercent: string = DEFAULT_FEE_TERMS.percent;
+  platformFeeFixedMinor: number = DEFAULT_FEE_TERMS.fixedMinor;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
 
-  static create(input: CreateMerchantRequest): Merchant {
+  static create(input: CreateMerchantRequest & { platformFeeFixedMinor?: number | null }): Merchant {
     const m = new Merchant();
     m.name = input.name;
     m.contactEmail = input.contactEmail;
@@ -44,7 +48,25 @@ export class Merchant {
     if (input.billingRetryOffsetsDays) m.billingRetryOffsetsDays = input.billingRetryOffsetsDays;
     if (input.billingTerminalAction) m.billingTerminalAction = input.billingTerminalAction;
     if (input.bankSettlementWindowDays != null) m.bankSettlementWindowDays = input.bankSettlementWindowDays;
+    m.updateBillingTerms({ platformFeePercent: input.platformFeePercent, platformFeeFixedMinor: input.platformFeeFixedMinor }, m.createdAt);
     return m;
+  }
+
+  /** Platform admin: fee, retry and settlement terms; absent (undefined or null) fields are unchanged. */
+  updateBillingTerms(
+    change: { platformFeePercent?: string | number | null; platformFeeFixedMinor?: number | null; billingRetryOffsetsDays?: string | null; billingTerminalAction?: TerminalAction | null; bankSettlementWindowDays?: number | null },
+    now = new Date(),
+  ): void {
+    if (change.platformFeePercent != null) this.platformFeePercent = normalisePercent(change.platformFeePercent);
+    if (change.platformFeeFixedMinor != null) this.platformFeeFixedMinor = change.platformFeeFixedMinor;
+    if (change.billingRetryOffsetsDays) this.billingRetryOffsetsDays = change.billingRetryOffsetsDays;
+    if (change.billingTerminalAction) this.billingTerminalAction = change.billingTerminalAction;
+    if (change.bankSettlementWindowDays != null) this.bankSettlementWindowDays = change.bankSettlementWindowDays;
+    this.updatedAt = now;
+  }
+
+  feeTerms(): FeeTerms {
+    return { percent: normalisePercent(this.platformFeePercent), fixedMinor: Number(this.platformFeeFixedMinor) };
   }
 
   /** Absent (undefined or null) fields keep their stored value; credentials stay write-only. */
@@ -69,7 +91,7 @@ export class Merchant {
     return this.providerCredentialsSealed ? JSON.parse(box.open(this.providerCredentialsSealed)) : {};
   }
 
-  toView(): MerchantView {
+  toView(): Omit<MerchantView, 'platformFeePercent' | 'platformFeeFixed'> & { platformFeePercent: string; platformFeeFixedMinor: number } {
     return {
       id: this.id,
       name: this.name,
@@ -88,6 +110,8 @@ export class Merchant {
       billingRetryOffsetsDays: this.billingRetryOffsetsDays,
       billingTerminalAction: this.billingTerminalAction,
       bankSettlementWindowDays: this.bankSettlementWindowDays,
+      platformFeePercent: normalisePercent(this.platformFeePercent),
+      platformFeeFixedMinor: Number(this.platformFeeFixedMinor),
     };
   }
 }
@@ -112,6 +136,8 @@ export const MerchantSchema = new EntitySchema<Merchant>({
     billingRetryOffsetsDays: { type: 'string' },
     billingTerminalAction: { type: 'string' },
     bankSettlementWindowDays: { type: 'integer' },
+    platformFeePercent: { type: 'decimal', columnType: 'numeric(7,4)' },
+    platformFeeFixedMinor: { type: new BigIntType('number') },
     createdAt: { type: 'Date', columnType: 'timestamptz' },
     updatedAt: { type: 'Date', columnType: 'timestamptz' },
   },

@@ -1,12 +1,13 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { CreateMerchantRequest, DomainError, isUuidText, parseOrThrow, UpdateProviderRequest, type Merchant as MerchantView } from '@billing/contracts';
+import { BILLING_TERMINAL_ACTIONS, CreateMerchantRequest, DomainError, FeePercent, isUuidText, parseOrThrow, RetryOffsetsDays, UpdateProviderRequest } from '@billing/contracts';
+import { z } from 'zod';
 import type { Merchant__Output as MerchantMessage } from '@billing/proto-types/billing/v1/Merchant';
 import type { SecretBox, ServiceImpl } from '@billing/service-runtime';
 import { Merchant } from './merchant.js';
 import { MerchantReader } from './merchant-reader.js';
 
 /** Merchant as the proto message: nullable strings become absent fields. */
-export function toMerchantMessage(v: MerchantView): MerchantMessage {
+export function toMerchantMessage(v: ReturnType<Merchant['toView']>): MerchantMessage {
   return {
     id: v.id,
     name: v.name ?? '',
@@ -25,6 +26,8 @@ export function toMerchantMessage(v: MerchantView): MerchantMessage {
     billingRetryOffsetsDays: v.billingRetryOffsetsDays,
     billingTerminalAction: v.billingTerminalAction,
     bankSettlementWindowDays: v.bankSettlementWindowDays,
+    platformFeePercent: v.platformFeePercent,
+    platformFeeFixedMinor: String(v.platformFeeFixedMinor), // int64 travels as a decimal string
   };
 }
 
@@ -33,7 +36,7 @@ export function merchantsGrpc(orm: MikroORM, box: SecretBox): ServiceImpl<'billi
   return {
     CreateMerchant: async (req) => {
       const input = parseOrThrow(CreateMerchantRequest, req);
-      const merchant = Merchant.create(input);
+      const merchant = Merchant.create({ ...input, platformFeeFixedMinor: feeFixedMinor(req.platformFeeFixedMinor) });
       await orm.em.fork().persistAndFlush(merchant);
       return toMerchantMessage(merchant.toView());
     },
@@ -49,6 +52,17 @@ export function merchantsGrpc(orm: MikroORM, box: SecretBox): ServiceImpl<'billi
       return { items: items.map((m) => toMerchantMessage(m.toView())), totalCount: total };
     },
 
+    UpdateBillingTerms: async (req) => {
+      const change = parseOrThrow(BillingTermsChange, req);
+      const fixed = feeFixedMinor(req.platformFeeFixedMinor);
+      return orm.em.fork().transactional(async (em) => {
+        const merchant = isUuidText(req.id) ? await em.findOne(Merchant, { id: req.id.toLowerCase() }, { lockMode: 4 }) : null;
+        if (!merchant) throw new DomainError('merchant_not_found', 'Merchant not found.');
+        merchant.updateBillingTerms({ ...change, platformFeeFixedMinor: fixed });
+        return toMerchantMessage(merchant.toView());
+      });
+    },
+
     UpdateProvider: async (req) => {
       const change = parseOrThrow(UpdateProviderRequest, req);
       return orm.em.fork().transactional(async (em) => {
@@ -59,4 +73,18 @@ export function merchantsGrpc(orm: MikroORM, box: SecretBox): ServiceImpl<'billi
       });
     },
   };
+}
+
+const BillingTermsChange = z.object({
+  platformFeePercent: FeePercent.nullish(),
+  billingRetryOffsetsDays: RetryOffsetsDays.nullish(),
+  billingTerminalAction: z.enum(BILLING_TERMINAL_ACTIONS).nullish(),
+  bankSettlementWindowDays: z.number().int().min(0).max(30).nullish(),
+});
+
+function feeFixedMinor(value: string | number | null | undefined): number | null {
+  if (value == null) return null;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0) throw DomainError.field('platformFeeFixed', 'Must be a non-negative amount.');
+  return n;
 }

@@ -7,6 +7,7 @@ import { Migration20261122000300_plans } from './Migration20261122000300_plans.j
 import { Migration20261122000400_members } from './Migration20261122000400_members.js';
 import { Migration20261122000500_payment_methods } from './Migration20261122000500_payment_methods.js';
 import { Migration20261122000600_subscriptions } from './Migration20261122000600_subscriptions.js';
+import { Migration20261122100000_billing_engine } from './Migration20261122100000_billing_engine.js';
 import { Migration20261122190000_member_answers } from './Migration20261122190000_member_answers.js';
 
 /** Every migration of the `billing` schema, in order. */
@@ -20,5 +21,6 @@ export const MIGRATIONS = [
   { name: 'Migration20261122000400_members', class: Migration20261122000400_members },
   { name: 'Migration20261122000500_payment_methods', class: Migration20261122000500_payment_methods },
   { name: 'Migration20261122000600_subscriptions', class: Migration20261122000600_subscriptions },
+  { name: 'Migration20261122100000_billing_engine', class: Migration20261122100000_billing_engine },
   { name: 'Migration20261122190000_member_answers', class: Migration20261122190000_member_answers },
 ];

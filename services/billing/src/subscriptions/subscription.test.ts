@@ -3,6 +3,7 @@ import { DomainError } from '@billing/contracts';
 import { Subscription, type PlanTerms } from './subscription.js';
 
 const MONTHLY: PlanTerms = { interval: 'Month', intervalCount: 1, trialDays: 0 };
+const POLICY = { retryOffsetsDays: [1, 3, 7], terminalAction: 'Cancel' as const };
 const T0 = new Date('2026-01-31T10:00:00Z');
 const later = (days: number) => new Date(T0.getTime() + days * 86_400_000);
 
@@ -122,19 +123,19 @@ describe('Subscription transitions', () => {
     paused.cancel(true);
     expect(paused.status).toBe('Cancelled');
     const pastDue = start();
-    pastDue.markPastDue();
+    pastDue.recordFailedCharge(POLICY, T0);
     pastDue.cancel(true);
     expect(pastDue.status).toBe('Cancelled');
   });
 
   it('pauses a PastDue subscription; a later successful charge makes it Active', () => {
     const s = start();
-    s.markPastDue();
+    s.recordFailedCharge(POLICY, T0);
     expect(s.status).toBe('PastDue');
     expect(codeOf(() => s.resume(MONTHLY))).toBe('invalid_transition');
     s.advancePeriod(MONTHLY);
     expect(s.status).toBe('Active');
-    s.markPastDue();
+    s.recordFailedCharge(POLICY, T0);
     s.pause(null);
     expect(s.status).toBe('Paused');
   });
@@ -147,5 +148,48 @@ describe('Subscription transitions', () => {
     expect(s.currentPeriodStart.toISOString()).toBe('2026-02-28T10:00:00.000Z');
     expect(s.currentPeriodEnd.toISOString()).toBe('2026-03-31T10:00:00.000Z');
     expect(s.nextBillingAt?.toISOString()).toBe('2026-03-31T10:00:00.000Z');
+  });
+
+  describe('dunning', () => {
+    it('walks the retry ladder at the offsets after the first failure, then cancels', () => {
+      const s = start();
+      s.pullEvents();
+      expect(s.recordFailedCharge(POLICY, T0)).toBe('past_due');
+      expect([s.status, s.nextBillingAt?.toISOString(), s.chargeAttempt()]).toEqual(['PastDue', later(1).toISOString(), 2]);
+      expect(s.duePeriodStart()?.toISOString()).toBe(T0.toISOString());
+      expect(s.recordFailedCharge(POLICY, later(1))).toBe('retry_scheduled');
+      expect(s.nextBillingAt?.toISOString()).toBe(later(3).toISOString());
+      expect(s.recordFailedCharge(POLICY, later(3))).toBe('retry_scheduled');
+      expect(s.nextBillingAt?.toISOString()).toBe(later(7).toISOString());
+      expect(s.chargeAttempt()).toBe(4);
+      expect(s.recordFailedCharge(POLICY, later(7))).toBe('terminated');
+      expect([s.status, s.nextBillingAt]).toEqual(['Cancelled', null]);
+      expect(s.pullEvents()).toEqual(['subscription.past_due', 'subscription.cancelled']);
+    });
+
+    it('pauses instead when the terminal action is Pause, and with no offsets at the first failure', () => {
+      const s = start();
+      s.pullEvents();
+      expect(s.recordFailedCharge({ retryOffsetsDays: [], terminalAction: 'Pause' }, T0)).toBe('terminated');
+      expect(s.status).toBe('Paused');
+      expect(s.pullEvents()).toEqual(['subscription.past_due', 'subscription.paused']);
+    });
+
+    it('a successful retry collects the period that failed, keeping the anchor', () => {
+      const s = start();
+      s.recordFailedCharge(POLICY, T0);
+      s.recordFailedCharge(POLICY, later(1));
+      s.advancePeriod(MONTHLY, later(3));
+      expect([s.status, s.currentPeriodStart.toISOString(), s.nextBillingAt?.toISOString(), s.retryCount]).toEqual(['Active', T0.toISOString(), '2026-02-28T10:00:00.000Z', 0]);
+    });
+
+    it('ends a subscription flagged cancelAtPeriodEnd instead of charging it', () => {
+      const s = start();
+      s.cancel(true, T0);
+      expect(s.isDue(T0)).toBe(true);
+      s.endAtPeriodEnd(later(31));
+      expect(s.status).toBe('Cancelled');
+      expect(s.pullEvents()).toContain('subscription.cancelled');
+    });
   });
 });

@@ -3,7 +3,25 @@ import { EntitySchema } from '@mikro-orm/postgresql';
 import { DomainError, type SubscriptionStatus } from '@billing/contracts';
 import { addDays, periodEnd, type BillingSchedule } from '../plans/billing-interval.js';
 
-export type SubscriptionEventType = 'subscription.created' | 'subscription.paused' | 'subscription.resumed' | 'subscription.cancelled';
+export type SubscriptionEventType = 'subscription.created' | 'subscription.paused' | 'subscription.resumed' | 'subscription.cancelled' | 'subscription.past_due';
+
+/** What the merchant decided happens when a charge fails (contract §7, §10). */
+export interface DunningPolicy {
+  /** Days after the first failure at which the charge is retried, ascending ("1,3,7" → [1, 3, 7]). */
+  retryOffsetsDays: number[];
+  terminalAction: 'Cancel' | 'Pause';
+}
+
+/** How a failed charge left the subscription. */
+export type FailureOutcome = 'past_due' | 'retry_scheduled' | 'terminated';
+
+/** "1,3,7" → [1, 3, 7]; an empty or malformed entry is dropped. */
+export function parseRetryOffsets(text: string): number[] {
+  return text
+    .split(',')
+    .map((s) => Number(s.trim()))
+    .filter((n) => Number.isInteger(n) && n > 0);
+}
 
 /** The plan terms a subscription is billed on. */
 export interface PlanTerms extends BillingSchedule {
@@ -36,6 +54,13 @@ export class Subscription {
   pausedAt: Date | null = null;
   resumeAt: Date | null = null;
   cancelledAt: Date | null = null;
+  /** While PastDue: the start of the period being collected, and when its first charge failed. */
+  dunningPeriodStart: Date | null = null;
+  dunningStartedAt: Date | null = null;
+  /** Retries of the period being collected that have run (0 before the first retry). */
+  retryCount = 0;
+  /** Lease of the billing run charging it now; another run leaves it alone until it passes. */
+  claimedUntil: Date | null = null;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
 
@@ -116,25 +141,101 @@ export class Subscription {
     this.touch(now, 'subscription.cancelled');
   }
 
+  /** The start of the period the next charge pays for: the one being collected while PastDue. */
+  duePeriodStart(): Date | null {
+    return this.status === 'PastDue' ? this.dunningPeriodStart : this.nextBillingAt;
+  }
+
+  /** 1 for a period's first charge, 2 for its first retry, ... */
+  chargeAttempt(): number {
+    return this.status === 'PastDue' ? this.retryCount + 2 : 1;
+  }
+
+  /** Whether a billing run at `asOf` should charge it (or end it, with cancelAtPeriodEnd). */
+  isDue(asOf: Date): boolean {
+    return (this.status === 'Active' || this.status === 'PastDue') && this.nextBillingAt !== null && this.nextBillingAt <= asOf;
+  }
+
   /**
-   * Billing run: the charge for the period starting at `nextBillingAt` succeeded or is
-   * processing. That period becomes current and the next one is due at its end.
+   * Billing run: the charge for the period due (`duePeriodStart`) succeeded or is processing.
+   * That period becomes current, dunning ends, and the next period is due at its end.
    */
   advancePeriod(schedule: BillingSchedule, now = new Date()): void {
     if (this.status !== 'Active' && this.status !== 'PastDue') throw new DomainError('invalid_transition', `A ${this.status} subscription is not billed.`);
-    if (!this.nextBillingAt) throw new DomainError('invalid_transition', 'Nothing is due.');
+    const start = this.duePeriodStart();
+    if (!start) throw new DomainError('invalid_transition', 'Nothing is due.');
     this.status = 'Active';
-    this.currentPeriodStart = this.nextBillingAt;
-    this.currentPeriodEnd = periodEnd(this.currentPeriodStart, schedule, this.billingAnchor);
+    this.currentPeriodStart = start;
+    this.currentPeriodEnd = periodEnd(start, schedule, this.billingAnchor);
     this.nextBillingAt = this.currentPeriodEnd;
+    this.dunningPeriodStart = null;
+    this.dunningStartedAt = null;
+    this.retryCount = 0;
     this.updatedAt = now;
   }
 
-  /** Billing run: the charge due failed; retries follow the merchant's schedule. */
-  markPastDue(now = new Date()): void {
-    if (this.status !== 'Active' && this.status !== 'PastDue') throw new DomainError('invalid_transition', `A ${this.status} subscription cannot become past due.`);
-    this.status = 'PastDue';
-    this.updatedAt = now;
+  /**
+   * Billing run: every payment method declined the charge due at `at`. The first failure of a
+   * period makes the subscription PastDue and schedules the retries at the policy's offsets after
+   * it; a failed retry schedules the next; when none is left the terminal action applies
+   * (Cancel → Cancelled, Pause → Paused).
+   */
+  recordFailedCharge(policy: DunningPolicy, at: Date): FailureOutcome {
+    if (this.status !== 'Active' && this.status !== 'PastDue') throw new DomainError('invalid_transition', `A ${this.status} subscription is not billed.`);
+    const offsets = policy.retryOffsetsDays;
+    if (this.status === 'Active') {
+      this.status = 'PastDue';
+      this.dunningPeriodStart = this.nextBillingAt;
+      this.dunningStartedAt = at;
+      this.retryCount = 0;
+      if (offsets.length > 0) {
+        this.nextBillingAt = addDays(at, offsets[0]!);
+        this.touch(at, 'subscription.past_due');
+        return 'past_due';
+      }
+      this.record('subscription.past_due');
+    } else {
+      this.retryCount += 1;
+      if (this.retryCount < offsets.length) {
+        this.nextBillingAt = addDays(this.dunningStartedAt ?? at, offsets[this.retryCount]!);
+        this.updatedAt = at;
+        return 'retry_scheduled';
+      }
+    }
+    if (policy.terminalAction === 'Pause') {
+      this.status = 'Paused';
+      this.pausedAt = at;
+      this.resumeAt = null;
+      this.touch(at, 'subscription.paused');
+    } else {
+      this.status = 'Cancelled';
+      this.cancelledAt = at;
+      this.nextBillingAt = null;
+      this.touch(at, 'subscription.cancelled');
+    }
+    return 'terminated';
+  }
+
+  /**
+   * A Processing bank charge of a past period failed at settlement: the period is collected
+   * again, as after a failed charge at `at`.
+   */
+  recordFailedSettlement(periodStart: Date, policy: DunningPolicy, at: Date): FailureOutcome | null {
+    if (this.status !== 'Active') return null;
+    this.nextBillingAt = periodStart;
+    return this.recordFailedCharge(policy, at);
+  }
+
+  /**
+   * Billing run at the end of the paid period of a subscription cancelled with `atPeriodEnd`:
+   * it ends instead of being charged.
+   */
+  endAtPeriodEnd(at: Date): void {
+    if (!this.cancelAtPeriodEnd || this.status !== 'Active') throw new DomainError('invalid_transition', 'The subscription is not set to end at its period end.');
+    this.status = 'Cancelled';
+    this.cancelledAt = at;
+    this.nextBillingAt = null;
+    this.touch(at, 'subscription.cancelled');
   }
 
   /** Events caused since the last call, oldest first. */
@@ -203,6 +304,10 @@ export const SubscriptionSchema = new EntitySchema<Subscription>({
     pausedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     resumeAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     cancelledAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    dunningPeriodStart: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    dunningStartedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    retryCount: { type: 'integer' },
+    claimedUntil: { type: 'Date', columnType: 'timestamptz', nullable: true },
     createdAt: { type: 'Date', columnType: 'timestamptz' },
     updatedAt: { type: 'Date', columnType: 'timestamptz' },
   },

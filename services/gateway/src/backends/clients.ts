@@ -17,6 +17,10 @@ export interface BillingClients {
   members: ServiceClient<'billing.v1.Members'>;
   paymentMethods: ServiceClient<'billing.v1.PaymentMethods'>;
   subscriptions: ServiceClient<'billing.v1.Subscriptions'>;
+  transactions: ServiceClient<'billing.v1.Transactions'>;
+  feeStatements: ServiceClient<'billing.v1.FeeStatements'>;
+  /** With BILLING_RUN_DEADLINE_MS: a run over everything due takes far longer than one request. */
+  billingRuns: ServiceClient<'billing.v1.BillingRuns'>;
 }
 
 export interface WebhooksClients {
@@ -56,6 +60,9 @@ export function createBackends(config: GatewayConfig): Backends {
     members: billingClient('billing.v1.Members'),
     paymentMethods: billingClient('billing.v1.PaymentMethods'),
     subscriptions: billingClient('billing.v1.Subscriptions'),
+    transactions: billingClient('billing.v1.Transactions'),
+    feeStatements: billingClient('billing.v1.FeeStatements'),
+    billingRuns: createClient('billing.v1.BillingRuns', config.BILLING_GRPC_URL, config.BILLING_RUN_DEADLINE_MS),
   };
   const webhooks: WebhooksClients = {
     deliveries: createClient('webhooks.v1.WebhookDeliveries', config.WEBHOOKS_GRPC_URL, d),

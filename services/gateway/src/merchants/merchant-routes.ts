@@ -1,12 +1,15 @@
 import { z } from 'zod';
-import { BILLING_TERMINAL_ACTIONS, CreateMerchantRequest, CurrentMerchant, DomainError, Merchant, PROVIDER_ENVIRONMENTS, Paged, PageQuery, toCurrentMerchant, toPage, UpdateProviderRequest, Uuid } from '@billing/contracts';
+import { BILLING_TERMINAL_ACTIONS, CreateMerchantRequest, CurrentMerchant, DomainError, Merchant, PROVIDER_ENVIRONMENTS, Paged, PageQuery, toCurrentMerchant, toPage, UpdateMerchantBillingRequest, UpdateProviderRequest, Uuid } from '@billing/contracts';
+import { toMajorUnits, toMinorUnits } from '@billing/money';
 import type { Backends } from '../backends/clients.js';
 import { merchantOf } from '../auth/principal.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
 import { assertSameId, oneOf, orNull } from '../http/views.js';
 import type { Merchant__Output } from '@billing/proto-types/billing/v1/Merchant';
+import type { UpdateBillingTermsRequest } from '@billing/proto-types/billing/v1/UpdateBillingTermsRequest';
 import type { UpdateProviderRequest as UpdateProviderMessage } from '@billing/proto-types/billing/v1/UpdateProviderRequest';
 
+/** Merchant message → REST: the fee terms become decimals (percent, and the fixed part in AUD major units). */
 export function toMerchant(m: Merchant__Output): Merchant {
   return {
     id: m.id,
@@ -26,6 +29,16 @@ export function toMerchant(m: Merchant__Output): Merchant {
     billingRetryOffsetsDays: m.billingRetryOffsetsDays,
     billingTerminalAction: oneOf(BILLING_TERMINAL_ACTIONS, m.billingTerminalAction, 'billingTerminalAction'),
     bankSettlementWindowDays: m.bankSettlementWindowDays,
+    platformFeePercent: Number(m.platformFeePercent),
+    platformFeeFixed: toMajorUnits(Number(m.platformFeeFixedMinor), 'AUD'),
+  };
+}
+
+/** Fee terms of a create or update body → the message's exact forms (percent text, fixed minor units). */
+function feeTerms(body: { platformFeePercent?: number | string | null; platformFeeFixed?: number | string | null }) {
+  return {
+    platformFeePercent: body.platformFeePercent == null ? undefined : String(body.platformFeePercent),
+    platformFeeFixedMinor: body.platformFeeFixed == null ? undefined : toMinorUnits(body.platformFeeFixed, 'AUD'),
   };
 }
 
@@ -54,6 +67,7 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
             billingRetryOffsetsDays: body.billingRetryOffsetsDays ?? undefined,
             billingTerminalAction: body.billingTerminalAction ?? undefined,
             bankSettlementWindowDays: body.bankSettlementWindowDays ?? undefined,
+            ...feeTerms(body),
           }),
         );
         return created(m, `/api/admin/merchants/${m.id}`);
@@ -81,6 +95,28 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       params: IdParams,
       responses: { 200: Merchant, 404: null },
       handler: async ({ params }) => ok(toMerchant(await merchants.GetMerchant({ id: params.id }))),
+    }),
+    defineRoute({
+      method: 'PATCH',
+      url: '/api/admin/merchants/:id',
+      tag: 'Admin',
+      summary: "Update a merchant's billing terms",
+      description:
+        'Platform fee per settled charge (platformFeePercent, e.g. 1.5 for 1.5 %, at most 4 decimals; platformFeeFixed, e.g. 0.30, in the charge currency\'s major units), billingRetryOffsetsDays, billingTerminalAction (Cancel | Pause), bankSettlementWindowDays. Absent or null fields are unchanged. A new fee applies to charges made afterwards; a charge keeps the fee computed when it was made. The percentage part is rounded half-even to the cent.',
+      auth: { admin: true },
+      params: IdParams,
+      body: UpdateMerchantBillingRequest,
+      responses: { 200: Merchant, 400: null, 404: null },
+      handler: async ({ params, body }) => {
+        const req: UpdateBillingTermsRequest = {
+          id: params.id,
+          ...feeTerms(body),
+          billingRetryOffsetsDays: body.billingRetryOffsetsDays ?? undefined,
+          billingTerminalAction: body.billingTerminalAction ?? undefined,
+          bankSettlementWindowDays: body.bankSettlementWindowDays ?? undefined,
+        };
+        return ok(toMerchant(await merchants.UpdateBillingTerms(req)));
+      },
     }),
     defineRoute({
       method: 'PUT',

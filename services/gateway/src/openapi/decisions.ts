@@ -140,6 +140,18 @@ Invitations and self-serve onboarding
 - GET /api/onboard/{invitationId}: the saved state with "step" (Details | PaymentMethod | Plan | Questions | Review | Done), derived from what has been saved; a reload resumes there.
 - POST /api/onboard/complete: validation errors are keyed details, paymentMethod, planId and answers.<questionId>. The member's email is the invitation's email (else the customer account's); names and phone come from the details. The payment method is added unless the member already has one with the same tokenisation result; a live subscription to the plan created since the completion started is adopted (an interrupted earlier run), an older one is 409. Answers are stored in billing beside the member (replacing the member's answers to the product's questions). onboarding.completed is recorded in the same transaction that marks the invitation Completed, so it is emitted once; its data: { invitationId, customerAccountId, memberId, paymentMethodId, subscriptionId, planId, email }.
 
+Billing engine
+- Transactions: kind Charge | Refund; status Processing | Settled | Failed; amount is a positive decimal in major units on both kinds (stored as integer minor units). Each provider call carries the transaction id as its idempotency key.
+- Billing runs (POST /api/admin/billing-runs, and a scheduler every BILLING_RUN_INTERVAL_MS with asOf = now): first settle Processing bank charges whose merchant's bankSettlementWindowDays have passed since occurredAt (BankAccount last4 ending 002 fails with insufficient_funds then, which makes the subscription PastDue for that period); then reconcile provider calls left unconfirmed by a crashed or cut-off run, by repeating each with its key (the provider answers the first outcome, or makes the call if it never arrived); then charge every Active subscription with nextBillingAt ≤ asOf and every PastDue one whose retry is due, with occurredAt = asOf.
+- Billing is in advance: a Settled or Processing charge makes its period current and the next one due at its end. The member's payment methods are tried in rank order until one succeeds; each attempt is its own transaction.
+- When every method declines, the subscription becomes PastDue (subscription.past_due) and is retried at each of the merchant's billingRetryOffsetsDays after that first failure (attempt 2, 3, …, nextBillingAt = the next retry); a successful retry collects the same period and makes it Active again; when the retries are used up the terminal action applies: Cancel → Cancelled (subscription.cancelled), Pause → Paused (subscription.paused).
+- cancel { atPeriodEnd: true } ends the subscription (Cancelled, subscription.cancelled) at the run at or after its period end instead of charging it. Paused subscriptions are not charged. A merchant without gateway credentials is counted as skipped.
+- A provider that is down or times out leaves the charge due; the next run completes it with the same idempotency key, so nothing is charged twice. Concurrent runs (and billing replicas) claim due subscriptions with FOR UPDATE SKIP LOCKED and a lease, and write each Processing charge before calling the provider: each due period is charged once.
+- Retry (POST /api/Transactions/{id}/retry): a Failed charge that has not been retried, of a period its subscription is still collecting → 201 new Charge, attempt + 1, originalTransactionId = the failed charge. Refund: a Settled charge; amount defaults to what is left; the refundable amount is reserved under the charge's row lock, so concurrent refunds never exceed it.
+- Platform fee: per charge, platformFeePercent of the amount rounded half-even to the cent plus platformFeeFixed (defaults 1.5 and 0.30; set on merchant create, changed with PATCH /api/admin/merchants/{id}), at most the charge amount, fixed when the charge is made.
+- Fee statements: Draft (generate) → Finalised (finalise) → Paid (pay). Lines: the merchant's charges with occurredAt in [periodStart, periodEnd) that are Settled or Processing (feeAmount, netAmount = amount - feeAmount), and refunds in the period (negative amount, feeAmount 0, negative netAmount), in the statement currency (default AUD). Totals are the sums of the lines; lines are taken at generate and at finalise, then never change. reference is FS-<periodStart yyyymmdd>-<8 hex>.
+- Events: transaction.succeeded (a charge settled), transaction.failed, transaction.refunded (data: the transaction as GET /api/Transactions/{id} shows it, plus transactionId), subscription.past_due, fee_statement.finalised, fee_statement.paid (data: statement id, statementId, merchantId, reference, status, period, totals, paymentReference).
+
 Event backbone
 - Every integration event is written to the emitting service's outbox table in the transaction of the change, published by the service's outbox relay to the JetStream stream EVENTS (subjects events.<type>, file storage, 2-minute duplicate window, 7-day retention) with Nats-Msg-Id = event id and the W3C trace context in the message headers, and marked published only after JetStream acknowledged it. The relay wakes on a Postgres NOTIFY at commit (and polls every OUTBOX_POLL_MS as a fallback), keeps retrying while NATS or Postgres is down, and prunes published rows after OUTBOX_RETENTION_HOURS (default 168).
 `;
@@ -184,6 +196,8 @@ export const DECISION_TAGS: Record<string, string> = {
   Members: decisionsFor('Members'),
   'Payment methods': join(decisionsFor('Payment methods'), '**Test payment provider (sandbox)**', decisionsFor('Payment provider (sandbox)')),
   Subscriptions: join(decisionsFor('Subscriptions'), '**Events**', decisionsFor('Events (billing)')),
+  Transactions: decisionsFor('Billing engine'),
+  'Fee statements': decisionsFor('Billing engine').split('\n').filter((b) => /[Ff]ee/.test(b)).join('\n'),
   'Customer accounts': decisionsFor('Customer accounts'),
   'Webhook deliveries': join(decisionsFor('Webhooks'), '**Event backbone**', decisionsFor('Event backbone')),
   Invitations: decisionsFor('Invitations and self-serve onboarding').split('\n').filter((b) => !/\/api\/onboard/.test(b)).join('\n'),
@@ -193,7 +207,7 @@ export const DECISION_TAGS: Record<string, string> = {
 /** Sections placed above; any other (a section added later) is kept in the introduction, never dropped. */
 const PLACED = new Set([
   'Authentication', 'Errors', 'Idempotency', 'Rate limits', 'Merchants', 'API keys and webhooks', 'Collections', 'Money', 'Catalogue (products, questions, plans)', 'Members',
-  'Payment methods', 'Payment provider (sandbox)', 'Subscriptions', 'Events (billing)', 'Customer accounts', 'Webhooks', 'Event backbone', 'Invitations and self-serve onboarding',
+  'Payment methods', 'Payment provider (sandbox)', 'Subscriptions', 'Events (billing)', 'Billing engine', 'Customer accounts', 'Webhooks', 'Event backbone', 'Invitations and self-serve onboarding',
 ]);
 const UNPLACED = Object.keys(SECTIONS).filter((k) => !PLACED.has(k));
 

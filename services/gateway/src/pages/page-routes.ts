@@ -12,7 +12,7 @@ export interface PagesClient {
  * services/checkout/web/pages/<name>/ and fetched from the checkout service's Pages RPC.
  * Adding a page is a folder there and its name here.
  */
-export const PAGES = ['checkout'] as const;
+export const PAGES = ['checkout', 'onboard'] as const;
 
 /**
  * Pages run only their own bundled script and stylesheet (no inline script or style, no third

@@ -578,9 +578,6 @@ async function load(): Promise<void> {
   if (res.status === 404) return stop('We could not find this invitation. Check that you opened the whole link from your invitation.');
   if (res.status !== 200) return stop(problemMessage(res));
   preview = res.body as Preview;
-  const merchant = byId('merchant');
-  merchant.textContent = `Invitation from ${preview.merchantName}`;
-  merchant.hidden = false;
   title.textContent = `Sign up with ${preview.merchantName}`;
   byId('welcome-text').textContent = `Hello ${preview.firstName}, ${preview.merchantName} invited you to become a member. It takes a few minutes: your details, a payment method, a plan and a few questions.`;
   if (customerToken) {

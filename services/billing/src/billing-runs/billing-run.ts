@@ -1,0 +1,424 @@
+import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { DomainError } from '@billing/contracts';
+import { toMajorUnits } from '@billing/money';
+import { queryRows, recordEvent, type Logger } from '@billing/service-runtime';
+import { platformFee } from '../fees/platform-fee.js';
+import { Merchant } from '../merchants/merchant.js';
+import { PaymentMethod } from '../payment-methods/payment-method.js';
+import type { ChargeStatus, PaymentProvider } from '../payment-provider/payment-provider.js';
+import type { PaymentProviders } from '../payment-provider/payment-providers.js';
+import { Plan } from '../plans/plan.js';
+import { recordSubscriptionEvents } from '../subscriptions/subscriptions-grpc.js';
+import { parseRetryOffsets, Subscription, type DunningPolicy } from '../subscriptions/subscription.js';
+import { Transaction, transactionEventData } from '../transactions/transaction.js';
+
+/** Counts of one billing run (see proto/billing/v1/billing_runs.proto). */
+export interface BillingRunResult {
+  asOf: Date;
+  charged: number;
+  succeeded: number;
+  failed: number;
+  retried: number;
+  terminated: number;
+  skipped: number;
+}
+
+export interface BillingRunOptions {
+  /** Subscriptions claimed per statement. */
+  chunkSize: number;
+  /** Chunks processed at once (each its own claim, provider calls and commit). */
+  workers: number;
+  /** Provider calls in flight per worker. */
+  concurrency: number;
+  /** How long a claim keeps other runs off a subscription or an unconfirmed call. */
+  leaseMs: number;
+}
+
+/** The provider's answer to one call, or `unavailable` when it could not be had (down, timeout). */
+export type CallOutcome = { status: ChargeStatus; providerRef: string; failureReason: string | null } | 'unavailable';
+
+export function dunningPolicyOf(m: Merchant): DunningPolicy {
+  return { retryOffsetsDays: parseRetryOffsets(m.billingRetryOffsetsDays), terminalAction: m.billingTerminalAction };
+}
+
+/** Writes a transaction's recorded events to the outbox in the caller's transaction. */
+export function recordTransactionEvents(em: EntityManager, t: Transaction): void {
+  for (const type of t.pullEvents()) recordEvent(em, { type, merchantId: t.merchantId, data: transactionEventData(t, toMajorUnits) });
+}
+
+/** Runs `fn` over `items` with at most `width` at once. */
+export async function inPool<T, R>(items: T[], width: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(width, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i]!);
+      }
+    }),
+  );
+  return out;
+}
+
+async function outcomeOf(call: () => Promise<{ status: ChargeStatus; providerRef: string; failureReason: string | null }>): Promise<CallOutcome> {
+  try {
+    return await call();
+  } catch (e) {
+    if (e instanceof DomainError && e.code === 'provider_unavailable') return 'unavailable';
+    throw e;
+  }
+}
+
+/**
+ * One billing run at `asOf` (contract §10), in order:
+ * 1. settle `Processing` bank charges whose settlement window has passed;
+ * 2. reconcile provider calls a crashed or cut-off run left unconfirmed, by repeating each call
+ *    with its idempotency key (the transaction id): the provider answers the first outcome, or
+ *    makes the call now if it never arrived; nothing is charged twice;
+ * 3. charge every due subscription, each payment method in rank order until one succeeds.
+ *
+ * Exactly once across concurrent runs and replicas: a subscription is claimed with
+ * `FOR UPDATE SKIP LOCKED` plus a lease (`claimed_until`), and its `Processing` transaction is
+ * committed before the provider is called, so a crash leaves a record to reconcile rather than a
+ * charge nobody knows of. The unique index `transactions_period_unique` is the last guard.
+ */
+export class BillingRun {
+  private readonly result: BillingRunResult;
+  private readonly charged = new Set<string>();
+  private readonly retried = new Set<string>();
+  /** Work that failed unexpectedly in this run is not picked up again by it. */
+  private readonly excluded = new Set<string>();
+
+  constructor(
+    private readonly orm: MikroORM,
+    private readonly providers: PaymentProviders,
+    private readonly opts: BillingRunOptions,
+    private readonly logger: Logger,
+    private readonly asOf: Date,
+  ) {
+    this.result = { asOf, charged: 0, succeeded: 0, failed: 0, retried: 0, terminated: 0, skipped: 0 };
+  }
+
+  async execute(): Promise<BillingRunResult> {
+    await this.settleBankCharges();
+    await this.reconcileUnconfirmed();
+    this.result.skipped = await this.countSkipped();
+    await Promise.all(Array.from({ length: this.opts.workers }, () => this.chargeDueLoop()));
+    this.result.charged = this.charged.size;
+    this.result.retried = this.retried.size;
+    return this.result;
+  }
+
+  private lease(): Date {
+    return new Date(Date.now() + this.opts.leaseMs);
+  }
+
+  private excludedIds(): string[] {
+    return [...this.excluded];
+  }
+
+  // ── 1. bank settlement ────────────────────────────────────────────────────────────────────
+
+  private async settleBankCharges(): Promise<void> {
+    for (;;) {
+      const claimed = await this.orm.em.fork().transactional(async (em) => {
+        // SKIP LOCKED + lease: concurrent runs settle disjoint charges.
+        const rows = await queryRows<{ id: string }>(
+          em,
+          `select t.id from transactions t join merchants m on m.id = t.merchant_id
+            where t.kind = 'Charge' and t.status = 'Processing' and t.provider_ref is not null
+              and t.occurred_at + make_interval(days => m.bank_settlement_window_days) <= ?::timestamptz
+              and (t.claimed_until is null or t.claimed_until < now()) and not (t.id = any(?::uuid[]))
+            order by t.occurred_at limit ? for update of t skip locked`,
+          [this.asOf.toISOString(), this.excludedIds(), this.opts.chunkSize],
+        );
+        if (rows.length === 0) return [];
+        const txns = await em.find(Transaction, { id: { $in: rows.map((r) => r.id) } });
+        const until = this.lease();
+        for (const t of txns) t.claimedUntil = until;
+        return txns.map((t) => ({ id: t.id, merchantId: t.merchantId, providerRef: t.providerRef! }));
+      });
+      if (claimed.length === 0) return;
+      const merchants = await this.merchantsById(claimed.map((c) => c.merchantId));
+      const outcomes = await inPool(claimed, this.opts.concurrency, async (c) => {
+        const m = merchants.get(c.merchantId)!;
+        const provider = this.providers.forEnvironment(m.providerEnvironment);
+        return outcomeOf(async () => {
+          const r = await provider.settle(c.merchantId, c.providerRef);
+          return { status: r.status, providerRef: r.providerChargeId, failureReason: r.failureReason };
+        });
+      });
+      await this.orm.em.fork().transactional(async (em) => {
+        const txns = new Map((await em.find(Transaction, { id: { $in: claimed.map((c) => c.id) } })).map((t) => [t.id, t]));
+        const subs = await this.subscriptionsById(em, [...txns.values()].map((t) => t.subscriptionId).filter((id): id is string => id !== null));
+        claimed.forEach((c, i) => {
+          const t = txns.get(c.id)!;
+          const outcome = outcomes[i]!;
+          t.claimedUntil = null;
+          if (outcome === 'unavailable' || outcome.status === 'Processing') {
+            this.excluded.add(t.id);
+            return;
+          }
+          t.applyOutcome({ ...outcome, providerRef: t.providerRef! }, this.asOf);
+          if (t.status === 'Failed' && t.subscriptionId) {
+            const sub = subs.get(t.subscriptionId);
+            const m = merchants.get(t.merchantId)!;
+            if (sub && t.periodStart && sub.currentPeriodStart.getTime() === t.periodStart.getTime()) {
+              const o = sub.recordFailedSettlement(t.periodStart, dunningPolicyOf(m), this.asOf);
+              if (o) this.result.failed++;
+              if (o === 'terminated') this.result.terminated++;
+              recordSubscriptionEvents(em, sub);
+            }
+          }
+          recordTransactionEvents(em, t);
+        });
+      });
+    }
+  }
+
+  // ── 2. reconciliation ─────────────────────────────────────────────────────────────────────
+
+  private async reconcileUnconfirmed(): Promise<void> {
+    for (;;) {
+      const claimed = await this.orm.em.fork().transactional(async (em) => {
+        // Unconfirmed calls whose lease has passed: their run crashed or the provider did not answer.
+        const rows = await queryRows<{ id: string }>(
+          em,
+          `select id from transactions
+            where status = 'Processing' and provider_ref is null and (claimed_until is null or claimed_until < now())
+              and not (id = any(?::uuid[]))
+            order by created_at limit ? for update skip locked`,
+          [this.excludedIds(), this.opts.chunkSize],
+        );
+        if (rows.length === 0) return [];
+        const txns = await em.find(Transaction, { id: { $in: rows.map((r) => r.id) } });
+        const until = this.lease();
+        for (const t of txns) t.claimedUntil = until;
+        return txns;
+      });
+      if (claimed.length === 0) return;
+      for (const t of claimed) this.excluded.add(t.id);
+      const outcomes = await this.callProvider(claimed);
+      // Not `+= await`: that reads the count before the await, losing a concurrent worker's additions.
+      const succeeded = await applyCallOutcomes(this.orm, claimed, outcomes, this.asOf);
+      this.result.succeeded += succeeded;
+    }
+  }
+
+  // ── 3. charging ───────────────────────────────────────────────────────────────────────────
+
+  /** Due subscriptions of merchants without gateway credentials: counted, not charged. */
+  private async countSkipped(): Promise<number> {
+    const rows = await queryRows<{ n: number }>(
+      this.orm.em.fork(),
+      `select count(*)::int as n from subscriptions s join merchants m on m.id = s.merchant_id
+        where s.status in ('Active','PastDue') and s.next_billing_at <= ?::timestamptz and not m.gateway_configured
+          and not (s.cancel_at_period_end and s.status = 'Active')`,
+      [this.asOf.toISOString()],
+    );
+    return rows[0]!.n;
+  }
+
+  private async chargeDueLoop(): Promise<void> {
+    for (;;) {
+      const claimed = await this.claimDue();
+      if (claimed === null) return;
+      if (claimed.length === 0) continue;
+      const outcomes = await this.callProvider(claimed);
+      // Not `+= await`: that reads the count before the await, losing a concurrent worker's additions.
+      const succeeded = await applyCallOutcomes(this.orm, claimed, outcomes, this.asOf);
+      this.result.succeeded += succeeded;
+    }
+  }
+
+  /**
+   * Claims a chunk of due subscriptions and writes, in one transaction, a `Processing` charge
+   * for each on its next untried payment method; subscriptions with nothing left to try get
+   * their failure recorded, and those set to end at period end are ended. Null when nothing
+   * is due any more.
+   */
+  private async claimDue(): Promise<Transaction[] | null> {
+    return this.orm.em.fork().transactional(async (em) => {
+      // SKIP LOCKED: concurrent runs (replicas) claim disjoint chunks; the lease keeps them off
+      // after this commits, while the provider calls run; a subscription with an unconfirmed
+      // call waits for reconciliation.
+      const rows = await queryRows<{ id: string }>(
+        em,
+        `select s.id from subscriptions s join merchants m on m.id = s.merchant_id
+          where s.status in ('Active','PastDue') and s.next_billing_at <= ?::timestamptz
+            and (m.gateway_configured or (s.cancel_at_period_end and s.status = 'Active'))
+            and (s.claimed_until is null or s.claimed_until < now())
+            and not (s.id = any(?::uuid[]))
+            and not exists (select 1 from transactions t where t.subscription_id = s.id and t.status = 'Processing' and t.provider_ref is null)
+          order by s.next_billing_at, s.id limit ? for update of s skip locked`,
+        [this.asOf.toISOString(), this.excludedIds(), this.opts.chunkSize],
+      );
+      if (rows.length === 0) return null;
+      const subs = await em.find(Subscription, { id: { $in: rows.map((r) => r.id) } });
+      const merchants = await this.merchantsById(subs.map((s) => s.merchantId), em);
+      const plans = new Map((await em.find(Plan, { id: { $in: [...new Set(subs.map((s) => s.planId))] } })).map((p) => [p.id, p]));
+      const methods = new Map<string, PaymentMethod[]>();
+      for (const pm of await em.find(PaymentMethod, { memberId: { $in: [...new Set(subs.map((s) => s.memberId))] } }, { orderBy: { memberId: 'asc', rank: 'asc' } })) {
+        methods.set(pm.memberId, [...(methods.get(pm.memberId) ?? []), pm]);
+      }
+      // Methods already tried for each subscription's due period and attempt (earlier chunks of this or a crashed run).
+      const tried = new Map<string, Set<string>>();
+      const triedRows = await queryRows<{ subscription_id: string; payment_method_id: string | null; period_start: Date; attempt: number }>(
+        em,
+        `select t.subscription_id, t.payment_method_id, t.period_start, t.attempt from transactions t
+          where t.kind = 'Charge' and t.original_transaction_id is null and t.subscription_id = any(?::uuid[])`,
+        [subs.map((s) => s.id)],
+      );
+      const byId = new Map(subs.map((s) => [s.id, s]));
+      for (const r of triedRows) {
+        const s = byId.get(r.subscription_id)!;
+        if (new Date(r.period_start).getTime() === s.duePeriodStart()?.getTime() && r.attempt === s.chargeAttempt() && r.payment_method_id) {
+          (tried.get(s.id) ?? tried.set(s.id, new Set()).get(s.id)!).add(r.payment_method_id);
+        }
+      }
+
+      const until = this.lease();
+      const charges: Transaction[] = [];
+      for (const sub of subs) {
+        const merchant = merchants.get(sub.merchantId)!;
+        const plan = plans.get(sub.planId);
+        if (sub.cancelAtPeriodEnd && sub.status === 'Active') {
+          sub.endAtPeriodEnd(this.asOf);
+          this.result.terminated++;
+          recordSubscriptionEvents(em, sub);
+          continue;
+        }
+        if (!plan) {
+          this.excluded.add(sub.id);
+          continue;
+        }
+        const next = (methods.get(sub.memberId) ?? []).find((pm) => !tried.get(sub.id)?.has(pm.id));
+        this.charged.add(sub.id);
+        if (sub.chargeAttempt() > 1) this.retried.add(sub.id);
+        if (!next) {
+          // Every method declined (or the member has none): the period's charge failed.
+          const outcome = sub.recordFailedCharge(dunningPolicyOf(merchant), this.asOf);
+          this.result.failed++;
+          if (outcome === 'terminated') this.result.terminated++;
+          recordSubscriptionEvents(em, sub);
+          continue;
+        }
+        const t = Object.assign(new Transaction(), {
+          merchantId: sub.merchantId,
+          memberId: sub.memberId,
+          subscriptionId: sub.id,
+          paymentMethodId: next.id,
+          kind: 'Charge' as const,
+          amountMinor: plan.amountMinor,
+          currency: plan.currency,
+          attempt: sub.chargeAttempt(),
+          periodStart: sub.duePeriodStart(),
+          feeMinor: platformFee(plan.amountMinor, merchant.feeTerms()),
+          claimedUntil: until,
+          occurredAt: this.asOf,
+        });
+        sub.claimedUntil = until;
+        em.persist(t);
+        charges.push(t);
+      }
+      return charges;
+    });
+  }
+
+  /** Calls the provider for each unconfirmed transaction, with its id as the idempotency key. */
+  private callProvider(txns: Transaction[]): Promise<CallOutcome[]> {
+    return callProviderFor(this.orm, this.providers, txns, this.opts.concurrency);
+  }
+
+  private async merchantsById(ids: string[], em: EntityManager = this.orm.em.fork()): Promise<Map<string, Merchant>> {
+    return merchantsById(em, ids);
+  }
+
+  private async subscriptionsById(em: EntityManager, ids: string[]): Promise<Map<string, Subscription>> {
+    return subscriptionsById(em, ids);
+  }
+}
+
+async function merchantsById(em: EntityManager, ids: string[]): Promise<Map<string, Merchant>> {
+  const unique = [...new Set(ids)];
+  return new Map((unique.length ? await em.find(Merchant, { id: { $in: unique } }) : []).map((m) => [m.id, m]));
+}
+
+async function subscriptionsById(em: EntityManager, ids: string[]): Promise<Map<string, Subscription>> {
+  const unique = [...new Set(ids)];
+  return new Map((unique.length ? await em.find(Subscription, { id: { $in: unique } }) : []).map((s) => [s.id, s]));
+}
+
+/** Calls the provider for each unconfirmed transaction, with its id as the idempotency key, `concurrency` at a time. */
+export async function callProviderFor(orm: MikroORM, providers: PaymentProviders, txns: Transaction[], concurrency: number): Promise<CallOutcome[]> {
+    const em = orm.em.fork();
+    const merchants = await merchantsById(em, txns.map((t) => t.merchantId));
+    const pmIds = [...new Set(txns.map((t) => t.paymentMethodId).filter((id): id is string => id !== null))];
+    const methods = new Map((pmIds.length ? await em.find(PaymentMethod, { id: { $in: pmIds } }) : []).map((pm) => [pm.id, pm]));
+    const originalIds = [...new Set(txns.filter((t) => t.kind === 'Refund').map((t) => t.originalTransactionId!))];
+    const originals = new Map((originalIds.length ? await em.find(Transaction, { id: { $in: originalIds } }) : []).map((t) => [t.id, t]));
+    return inPool(txns, concurrency, (t) => {
+      const provider: PaymentProvider = providers.forEnvironment(merchants.get(t.merchantId)!.providerEnvironment);
+      return callFor(provider, t, methods, originals);
+    });
+  }
+
+
+/** The provider call a transaction stands for, made (or repeated) with its id as the idempotency key. */
+export function callFor(provider: PaymentProvider, t: Transaction, methods: Map<string, PaymentMethod>, originals: Map<string, Transaction>): Promise<CallOutcome> {
+  if (t.kind === 'Refund') {
+    const charge = originals.get(t.originalTransactionId!);
+    if (!charge?.providerRef) return Promise.resolve({ status: 'Failed', providerRef: `none:${t.id}`, failureReason: 'charge_not_found' });
+    return outcomeOf(async () => {
+      const r = await provider.refund({ account: t.merchantId, idempotencyKey: t.id, providerChargeId: charge.providerRef!, amountMinor: t.amountMinor, currency: t.currency });
+      return { status: r.status, providerRef: r.providerRefundId, failureReason: r.failureReason };
+    });
+  }
+  const pm = t.paymentMethodId ? methods.get(t.paymentMethodId) : undefined;
+  if (!pm) return Promise.resolve({ status: 'Failed', providerRef: `none:${t.id}`, failureReason: 'payment_method_removed' });
+  return outcomeOf(async () => {
+    const r = await provider.charge({ account: t.merchantId, idempotencyKey: t.id, amountMinor: t.amountMinor, currency: t.currency, instrument: { token: pm.providerToken, type: pm.type, last4: pm.last4 } });
+    return { status: r.status, providerRef: r.providerChargeId, failureReason: r.failureReason };
+  });
+}
+
+/**
+ * Records the provider's answers in one transaction: each transaction's outcome, and for a
+ * charge its subscription's next state (period advanced on Settled or Processing; on Failed the
+ * next payment method is tried by a later claim, or the failure is recorded when none is left).
+ * An unavailable provider leaves the call unconfirmed, for the next run to reconcile.
+ */
+export async function applyCallOutcomes(orm: MikroORM, txns: Transaction[], outcomes: CallOutcome[], asOf: Date): Promise<number> {
+  let succeeded = 0;
+  await orm.em.fork().transactional(async (em) => {
+    const fresh = new Map((await em.find(Transaction, { id: { $in: txns.map((t) => t.id) } })).map((t) => [t.id, t]));
+    const subs = await subscriptionsById(em, txns.map((t) => t.subscriptionId).filter((id): id is string => id !== null));
+    const plans = new Map((await em.find(Plan, { id: { $in: [...new Set([...subs.values()].map((s) => s.planId))] } })).map((p) => [p.id, p]));
+    const originals = new Map((await em.find(Transaction, { id: { $in: txns.filter((t) => t.kind === 'Refund').map((t) => t.originalTransactionId!) } })).map((t) => [t.id, t]));
+    txns.forEach((orig, i) => {
+      const t = fresh.get(orig.id)!;
+      const outcome = outcomes[i]!;
+      const sub = t.subscriptionId ? subs.get(t.subscriptionId) : undefined;
+      if (sub) sub.claimedUntil = null;
+      if (outcome === 'unavailable') {
+        // Left due: the next run repeats the call with the same key.
+        t.claimedUntil = null;
+        return;
+      }
+      t.applyOutcome(outcome, asOf);
+      recordTransactionEvents(em, t);
+      if (t.kind === 'Refund') {
+        if (t.status === 'Failed') originals.get(t.originalTransactionId!)?.releaseRefund(t.amountMinor);
+        return;
+      }
+      if (!sub || !t.periodStart || sub.duePeriodStart()?.getTime() !== t.periodStart.getTime() || (sub.status !== 'Active' && sub.status !== 'PastDue')) return;
+      if (t.status === 'Settled' || t.status === 'Processing') {
+        sub.advancePeriod(plans.get(sub.planId)!, asOf);
+        succeeded++;
+        recordSubscriptionEvents(em, sub);
+      }
+    });
+  });
+  return succeeded;
+}

@@ -1,0 +1,45 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Logger } from '@billing/service-runtime';
+import type { PaymentProviders } from '../payment-provider/payment-providers.js';
+import { BillingRun, type BillingRunOptions, type BillingRunResult } from './billing-run.js';
+
+/**
+ * Starts billing runs: on demand (the admin endpoint, with any `asOf`) and on a timer (every
+ * `intervalMs` at the current time; 0 turns the timer off). Runs of one process do not overlap
+ * on the timer; runs of several replicas may, and are safe to (see `BillingRun`).
+ */
+export class BillingRunner {
+  private timer: NodeJS.Timeout | null = null;
+  private scheduled: Promise<unknown> | null = null;
+
+  constructor(
+    private readonly orm: MikroORM,
+    private readonly providers: PaymentProviders,
+    private readonly opts: BillingRunOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  run(asOf: Date = new Date()): Promise<BillingRunResult> {
+    return new BillingRun(this.orm, this.providers, this.opts, this.logger, asOf).execute();
+  }
+
+  start(intervalMs: number): void {
+    if (intervalMs <= 0) return;
+    this.timer = setInterval(() => {
+      if (this.scheduled) return;
+      this.scheduled = this.run()
+        .then((r) => {
+          if (r.charged || r.terminated || r.skipped) this.logger.info({ ...r }, 'scheduled billing run');
+        })
+        .catch((err) => this.logger.error({ err }, 'scheduled billing run failed'))
+        .finally(() => (this.scheduled = null));
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.scheduled;
+  }
+}

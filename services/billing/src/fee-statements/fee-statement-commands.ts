@@ -1,0 +1,130 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { DomainError, isUuidText, pageWindow } from '@billing/contracts';
+import { toMajorUnits } from '@billing/money';
+import { queryRows, recordEvent, type CallScope } from '@billing/service-runtime';
+import { Merchant } from '../merchants/merchant.js';
+import { findScoped } from '../merchant-scope.js';
+import { merchantIdOf } from '../transactions/transaction-commands.js';
+import { FeeStatement, type LineTotals } from './fee-statement.js';
+
+export interface FeeStatementLineRow {
+  transactionId: string;
+  occurredAt: string;
+  description: string;
+  reference: string;
+  status: string;
+  amountMinor: number;
+  feeMinor: number;
+  netMinor: number;
+}
+
+export function findStatement(em: EntityManager, scope: CallScope, id: string, opts: { lock?: boolean } = {}): Promise<FeeStatement> {
+  return findScoped(em, FeeStatement, { merchantId: merchantIdOf(scope), id }, 'Fee statement', opts);
+}
+
+/**
+ * (Re)takes the statement's lines from the merchant's transactions (contract §10): charges that
+ * occurred in the period and are Settled or Processing, with their fee and net; refunds in the
+ * period with negative amount, no fee and negative net. The totals are then summed from the
+ * stored lines, so they are the sums of the lines by construction.
+ */
+async function takeLines(em: EntityManager, s: FeeStatement): Promise<void> {
+  s.assertLinesOpen();
+  // One insert-select: the lines are a report over the period's transactions.
+  await queryRows(em, `delete from fee_statement_lines where statement_id = ?`, [s.id]);
+  await queryRows(
+    em,
+    `insert into fee_statement_lines (statement_id, transaction_id, occurred_at, description, reference, status, amount_minor, fee_minor, net_minor)
+     select ?::uuid, t.id, t.occurred_at,
+            case when t.kind = 'Charge' then 'Charge' || coalesce(' for subscription ' || t.subscription_id, '') || case when t.attempt > 1 then ' (attempt ' || t.attempt || ')' else '' end
+                 else 'Refund of charge ' || t.original_transaction_id end,
+            coalesce(t.provider_ref, t.id::text), t.status,
+            case when t.kind = 'Charge' then t.amount_minor else -t.amount_minor end,
+            case when t.kind = 'Charge' then t.fee_minor else 0 end,
+            case when t.kind = 'Charge' then t.amount_minor - t.fee_minor else -t.amount_minor end
+       from transactions t
+      where t.merchant_id = ?::uuid and t.currency = ? and t.occurred_at >= ?::timestamptz and t.occurred_at < ?::timestamptz
+        and t.status in ('Settled','Processing')`,
+    [s.id, s.merchantId, s.currency, s.periodStart.toISOString(), s.periodEnd.toISOString()],
+  );
+  const [totals] = await queryRows<{ fees: string; net: string; n: number }>(
+    em,
+    `select coalesce(sum(fee_minor), 0)::text as fees, coalesce(sum(net_minor), 0)::text as net, count(*)::int as n from fee_statement_lines where statement_id = ?`,
+    [s.id],
+  );
+  const t: LineTotals = { totalFeesMinor: Number(totals!.fees), totalNetMinor: Number(totals!.net), transactionCount: totals!.n };
+  s.setTotals(t);
+}
+
+function recordStatementEvents(em: EntityManager, s: FeeStatement): void {
+  for (const type of s.pullEvents()) {
+    recordEvent(em, {
+      type,
+      merchantId: s.merchantId,
+      data: {
+        id: s.id,
+        statementId: s.id,
+        merchantId: s.merchantId,
+        reference: s.reference,
+        status: s.status,
+        periodStart: s.periodStart.toISOString(),
+        periodEnd: s.periodEnd.toISOString(),
+        currency: s.currency,
+        totalFees: toMajorUnits(Number(s.totalFeesMinor), s.currency),
+        totalNet: toMajorUnits(Number(s.totalNetMinor), s.currency),
+        transactionCount: s.transactionCount,
+        finalisedAt: s.finalisedAt?.toISOString() ?? null,
+        paidAt: s.paidAt?.toISOString() ?? null,
+        paymentReference: s.paymentReference,
+      },
+    });
+  }
+}
+
+export async function generateStatement(orm: MikroORM, input: { merchantId: string; periodStart: Date; periodEnd: Date; currency: string }): Promise<FeeStatement> {
+  return orm.em.fork().transactional(async (em) => {
+    if (!isUuidText(input.merchantId) || !(await em.findOne(Merchant, { id: input.merchantId.toLowerCase() }))) throw new DomainError('merchant_not_found', 'Merchant not found.');
+    const s = FeeStatement.generate({ ...input, merchantId: input.merchantId.toLowerCase() });
+    em.persist(s);
+    await em.flush();
+    await takeLines(em, s);
+    return s;
+  });
+}
+
+/** Draft → Finalised: the lines are taken a last time and frozen. */
+export async function finaliseStatement(orm: MikroORM, scope: CallScope, id: string): Promise<FeeStatement> {
+  return orm.em.fork().transactional(async (em) => {
+    const s = await findStatement(em, scope, id, { lock: true });
+    await takeLines(em, s);
+    s.finalise();
+    recordStatementEvents(em, s);
+    return s;
+  });
+}
+
+export async function payStatement(orm: MikroORM, scope: CallScope, id: string, input: { paymentReference?: string | null; notes?: string | null }): Promise<FeeStatement> {
+  return orm.em.fork().transactional(async (em) => {
+    const s = await findStatement(em, scope, id, { lock: true });
+    s.pay(input);
+    recordStatementEvents(em, s);
+    return s;
+  });
+}
+
+export async function statementLines(orm: MikroORM, scope: CallScope, id: string, page: { page: number; pageSize: number }): Promise<{ items: FeeStatementLineRow[]; totalCount: number }> {
+  const em = orm.em.fork();
+  const s = await findStatement(em, scope, id);
+  const { limit, offset } = pageWindow(page);
+  const items = await queryRows<FeeStatementLineRow>(
+    em,
+    `select transaction_id as "transactionId", occurred_at as "occurredAt", description, reference, status,
+            amount_minor::text as "amountMinor", fee_minor::text as "feeMinor", net_minor::text as "netMinor"
+       from fee_statement_lines where statement_id = ? order by occurred_at, transaction_id limit ? offset ?`,
+    [s.id, limit, offset],
+  );
+  return {
+    items: items.map((r) => ({ ...r, occurredAt: new Date(r.occurredAt).toISOString(), amountMinor: Number(r.amountMinor), feeMinor: Number(r.feeMinor), netMinor: Number(r.netMinor) })),
+    totalCount: s.transactionCount,
+  };
+}

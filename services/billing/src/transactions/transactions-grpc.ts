@@ -1,0 +1,39 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { DomainError, isUuidText, pageWindow } from '@billing/contracts';
+import { requireScope, type ServiceImpl } from '@billing/service-runtime';
+import type { PaymentProviders } from '../payment-provider/payment-providers.js';
+import { findTransaction, refundCharge, retryCharge } from './transaction-commands.js';
+import { Transaction } from './transaction.js';
+
+const STATUSES = ['Processing', 'Settled', 'Failed'];
+
+export function transactionsGrpc(orm: MikroORM, providers: PaymentProviders, leaseMs: number): ServiceImpl<'billing.v1.Transactions'> {
+  const deps = { orm, providers, leaseMs };
+  return {
+    GetTransaction: async (req) => (await findTransaction(orm.em.fork(), requireScope(req.scope), req.id)).toMessage(),
+
+    ListTransactions: async (req) => {
+      const scope = requireScope(req.scope);
+      const merchantId = scope.kind === 'merchant' ? scope.merchantId : req.merchantId?.toLowerCase();
+      if (!merchantId) throw DomainError.field('merchantId', 'merchantId is required.');
+      const where: Record<string, unknown> = { merchantId };
+      if (req.subscriptionId) {
+        if (!isUuidText(req.subscriptionId)) throw DomainError.field('subscriptionId', 'Must be a valid UUID.');
+        where.subscriptionId = req.subscriptionId.toLowerCase();
+      }
+      if (req.status) {
+        if (!STATUSES.includes(req.status)) throw DomainError.field('status', `Must be one of ${STATUSES.join(', ')}.`);
+        where.status = req.status;
+      }
+      const [items, total] = await orm.em.fork().findAndCount(Transaction, where, { orderBy: { occurredAt: 'asc', createdAt: 'asc', id: 'asc' }, ...pageWindow(req) });
+      return { items: items.map((t) => t.toMessage()), totalCount: total };
+    },
+
+    RetryTransaction: async (req) => (await retryCharge(deps, requireScope(req.scope), req.id)).toMessage(),
+
+    RefundTransaction: async (req) => {
+      const amount = req.amountMinor == null ? null : Number(req.amountMinor);
+      return (await refundCharge(deps, requireScope(req.scope), req.id, amount, req.reason ?? null)).toMessage();
+    },
+  };
+}

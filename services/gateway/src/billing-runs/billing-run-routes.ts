@@ -1,0 +1,21 @@
+import { BillingRunRequest, BillingRunResult } from '@billing/contracts';
+import { scopeOf } from '@billing/service-runtime';
+import type { Backends } from '../backends/clients.js';
+import { defineRoute, ok, type RouteSpec } from '../http/route.js';
+
+export function billingRunRoutes(backends: Backends): RouteSpec[] {
+  return [
+    defineRoute({
+      method: 'POST',
+      url: '/api/admin/billing-runs',
+      tag: 'Admin',
+      summary: 'Run billing as of a point in time',
+      description:
+        'Runs everything due at `asOf` (date or date-time; default now), in order: settles Processing bank charges whose settlement window has passed; reconciles provider calls a crashed or cut-off run left unconfirmed (repeated with the same idempotency key, never charged twice); charges every Active subscription with nextBillingAt ≤ asOf and every PastDue one whose retry is due, trying the member\'s payment methods in rank order. Counts are of subscriptions: charged (a charge attempted, retries included), succeeded (Settled or Processing), failed (every method declined), retried (charged as a retry), terminated (ended by the terminal action or cancel-at-period-end), skipped (merchant without gateway credentials). A scheduler in the billing service runs it every BILLING_RUN_INTERVAL_MS.',
+      auth: { admin: true },
+      body: BillingRunRequest,
+      responses: { 200: BillingRunResult, 400: null, 401: null },
+      handler: async ({ body }) => ok(await backends.billing.billingRuns.RunBilling({ scope: scopeOf(null), asOf: body.asOf ?? undefined })),
+    }),
+  ];
+}

@@ -1,0 +1,420 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { addPaymentMethod, BANK, CARD, createMember, idempotent } from '../support/billing-fixtures.js';
+import { apiClient, createApiKey, createMerchant, createMerchantUser, eventually, unique, type ApiClient } from '../support/fixtures.js';
+import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+
+/**
+ * The billing engine end to end: billing runs with an explicit `asOf`, charges counted in the
+ * sandbox provider's own ledger, refunds and retries, fee statements. Runs its own platform: it
+ * kills billing mid-run, and its runs charge every due subscription of the database.
+ */
+let platform: TestPlatform;
+let api: ApiClient;
+let admin: string;
+let sandbox: string;
+let db: pg.Client;
+
+beforeAll(async () => {
+  platform = await startTestPlatform({
+    services: ['sandbox-provider', 'identity', 'billing', 'gateway'],
+    serviceEnv: { billing: { BILLING_CLAIM_LEASE_MS: '1500', PAYMENT_PROVIDER_TIMEOUT_MS: '1000', BILLING_RUN_CHUNK_SIZE: '7', BILLING_RUN_WORKERS: '2' } },
+  });
+  api = apiClient(platform.gatewayUrl!);
+  admin = platform.adminToken;
+  sandbox = platform.processes['sandbox-provider']!.address;
+  db = new pg.Client({ connectionString: platform.databaseUrl });
+  await db.connect();
+}, 120_000);
+
+afterAll(async () => {
+  await db?.end();
+  await platform?.stop();
+});
+
+// A run charges everything due in the database: each test starts with no live subscription of an
+// earlier test, so the run's counts are its own.
+beforeEach(async () => {
+  await db.query(`update billing.subscriptions set status = 'Cancelled', next_billing_at = null, cancelled_at = now() where status <> 'Cancelled'`);
+});
+
+const T0 = '2030-01-15T00:00:00.000Z';
+const day = (n: number, from = T0) => new Date(new Date(from).getTime() + n * 86_400_000).toISOString();
+
+interface Ledger {
+  charges: { id: string; amountMinor: number; status: string; idempotencyKey: string; paymentMethod: { last4: string } }[];
+  refunds: { id: string; chargeId: string; amountMinor: number }[];
+}
+
+async function ledger(merchantId: string): Promise<Ledger> {
+  const res = await fetch(`${sandbox}/__sandbox/ledger?account=${merchantId}`);
+  return (await res.json()) as Ledger;
+}
+
+async function fault(merchantId: string, change: Record<string, unknown> | null) {
+  if (change) await fetch(`${sandbox}/__sandbox/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...change, account: merchantId }) });
+  else await fetch(`${sandbox}/__sandbox/faults?account=${merchantId}`, { method: 'DELETE' });
+}
+
+async function run(asOf: string) {
+  const res = await api.post('/api/admin/billing-runs', { asOf }, { token: admin });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body as { asOf: string; charged: number; succeeded: number; failed: number; retried: number; terminated: number; skipped: number };
+}
+
+/** A merchant with gateway credentials (unless `configured: false`), an API key, a product and a plan. */
+async function billingMerchant(opts: { merchant?: Record<string, unknown>; plan?: Record<string, unknown>; configured?: boolean } = {}) {
+  const m = await createMerchant(api, admin, opts.merchant ?? {});
+  const { key } = await createApiKey(api, admin, m.id);
+  if (opts.configured !== false) {
+    const p = await api.put(`/api/admin/merchants/${m.id}/provider`, { providerEnvironment: 'Staging', gatewayUsername: 'gw', gatewayPassword: 'gw-secret' }, { token: admin });
+    expect(p.status).toBe(200);
+  }
+  const product = await api.post('/api/Products', { merchantId: m.id, name: `P ${unique()}` }, { token: key });
+  const plan = await api.post('/api/Plans', { merchantId: m.id, productId: product.body.id, name: 'Monthly', amount: 19.95, interval: 'Month', ...opts.plan }, { token: key });
+  expect(plan.status).toBe(201);
+  const merchant = { id: m.id, key, planId: plan.body.id as string };
+  return {
+    ...merchant,
+    async subscriber(methods: Record<string, unknown>[] = [CARD], sub: Record<string, unknown> = {}) {
+      const member = await createMember(api, merchant);
+      for (const pm of methods) await addPaymentMethod(api, merchant, member.id, pm);
+      const res = await api.post('/api/Subscriptions', { merchantId: m.id, memberId: member.id, planId: merchant.planId, startDate: T0, ...sub }, { token: key, headers: idempotent() });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      return res.body as { id: string; memberId: string };
+    },
+    sub: async (id: string) => (await api.get(`/api/Subscriptions/${id}`, { token: key })).body,
+    transactions: async (subscriptionId: string) => (await api.get(`/api/Transactions?subscriptionId=${subscriptionId}&pageSize=200`, { token: key })).body.items as any[],
+  };
+}
+
+const sumMinor = (xs: { amountMinor: number }[]) => xs.reduce((n, x) => n + x.amountMinor, 0);
+
+async function outbox(type: string, field: string, id: string) {
+  return (await db.query(`select data from billing.outbox where type = $1 and data->>$2 = $3`, [type, field, id])).rows.map((r) => r.data);
+}
+
+describe('billing runs', () => {
+  it('charges due card subscriptions in advance, once per period, and starts after the trial', async () => {
+    const m = await billingMerchant();
+    const trial = await billingMerchant({ plan: { trialDays: 14, amount: 5 } });
+    const sub = await m.subscriber();
+    const trialSub = await trial.subscriber();
+
+    expect(await run(T0)).toEqual({ asOf: T0, charged: 1, succeeded: 1, failed: 0, retried: 0, terminated: 0, skipped: 0 });
+    expect(await run(T0)).toMatchObject({ charged: 0, succeeded: 0 });
+    const l = await ledger(m.id);
+    expect(l.charges.map((c) => [c.amountMinor, c.status])).toEqual([[1995, 'Settled']]);
+    expect((await ledger(trial.id)).charges).toEqual([]);
+
+    const [t] = await m.transactions(sub.id);
+    expect(t).toMatchObject({ kind: 'Charge', amount: 19.95, currency: 'AUD', status: 'Settled', attempt: 1, subscriptionId: sub.id, memberId: sub.memberId, failureReason: null, originalTransactionId: null, occurredAt: T0 });
+    expect(l.charges[0]!.idempotencyKey).toBe(t.id);
+    expect((await api.get(`/api/Transactions/${t.id}`, { token: m.key })).body).toEqual(t);
+    expect((await api.get(`/api/Transactions?status=Failed`, { token: m.key })).body.totalCount).toBe(0);
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'Active', currentPeriodStart: T0, nextBillingAt: '2030-02-15T00:00:00.000Z' });
+    const [event] = await outbox('transaction.succeeded', 'id', t.id);
+    expect(event).toMatchObject({ transactionId: t.id, subscriptionId: sub.id, memberId: sub.memberId, merchantId: m.id, amount: 19.95, status: 'Settled' });
+
+    expect(await run(day(14))).toMatchObject({ charged: 1, succeeded: 1 });
+    expect((await ledger(trial.id)).charges.map((c) => c.amountMinor)).toEqual([500]);
+    expect(await run('2030-02-15T00:00:00.000Z')).toMatchObject({ charged: 1, succeeded: 1 });
+    expect(sumMinor((await ledger(m.id)).charges)).toBe(2 * 1995);
+  });
+
+  it('falls back to the second payment method when the first is declined', async () => {
+    const m = await billingMerchant();
+    const sub = await m.subscriber([{ ...CARD, last4: '0002' }, CARD]);
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 1, failed: 0 });
+    const txns = await m.transactions(sub.id);
+    expect(txns.map((t) => [t.status, t.failureReason])).toEqual([['Failed', 'card_declined'], ['Settled', null]]);
+    expect(txns[0].paymentMethodId).not.toBe(txns[1].paymentMethodId);
+    const l = await ledger(m.id);
+    expect(l.charges.map((c) => [c.paymentMethod.last4, c.status])).toEqual([['0002', 'Failed'], ['4242', 'Settled']]);
+    expect(sumMinor(l.charges.filter((c) => c.status === 'Settled'))).toBe(1995);
+    expect((await m.sub(sub.id)).status).toBe('Active');
+  });
+
+  it('walks the retry ladder to the terminal action as asOf steps through the days', async () => {
+    const cancel = await billingMerchant({ merchant: { billingRetryOffsetsDays: '1,3' } });
+    const pause = await billingMerchant({ merchant: { billingRetryOffsetsDays: '2', billingTerminalAction: 'Pause' } });
+    const declined = [{ ...CARD, last4: '0002' }];
+    const c = await cancel.subscriber(declined);
+    const p = await pause.subscriber(declined);
+
+    expect(await run(T0)).toMatchObject({ charged: 2, succeeded: 0, failed: 2, retried: 0, terminated: 0 });
+    expect(await cancel.sub(c.id)).toMatchObject({ status: 'PastDue', nextBillingAt: day(1) });
+    expect(await pause.sub(p.id)).toMatchObject({ status: 'PastDue', nextBillingAt: day(2) });
+    expect(await run(day(1))).toMatchObject({ charged: 1, failed: 1, retried: 1, terminated: 0 });
+    expect(await cancel.sub(c.id)).toMatchObject({ status: 'PastDue', nextBillingAt: day(3) });
+    expect(await run(day(2))).toMatchObject({ charged: 1, failed: 1, retried: 1, terminated: 1 });
+    expect((await pause.sub(p.id)).status).toBe('Paused');
+    expect(await run(day(3))).toMatchObject({ charged: 1, failed: 1, retried: 1, terminated: 1 });
+    expect(await cancel.sub(c.id)).toMatchObject({ status: 'Cancelled', nextBillingAt: null });
+    expect(await run(day(30))).toMatchObject({ charged: 0 });
+
+    expect((await cancel.transactions(c.id)).map((t) => [t.status, t.attempt, t.occurredAt])).toEqual([
+      ['Failed', 1, T0],
+      ['Failed', 2, day(1)],
+      ['Failed', 3, day(3)],
+    ]);
+    expect((await ledger(cancel.id)).charges).toHaveLength(3);
+    expect((await ledger(pause.id)).charges).toHaveLength(2);
+    expect(await outbox('subscription.past_due', 'id', c.id)).toHaveLength(1);
+    expect(await outbox('subscription.cancelled', 'id', c.id)).toHaveLength(1);
+    expect(await outbox('subscription.paused', 'id', p.id)).toHaveLength(1);
+    expect(await outbox('transaction.failed', 'subscriptionId', c.id)).toHaveLength(3);
+  });
+
+  it('settles bank charges after the settlement window; accounts ending 002 fail then', async () => {
+    const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3 } });
+    const ok = await m.subscriber([BANK]);
+    const poor = await m.subscriber([{ ...BANK, last4: '5002' }]);
+    expect(await run(T0)).toMatchObject({ charged: 2, succeeded: 2 });
+    expect((await m.transactions(ok.id)).map((t) => t.status)).toEqual(['Processing']);
+    await run(day(2));
+    expect((await m.transactions(poor.id)).map((t) => t.status)).toEqual(['Processing']);
+    await run(day(3));
+    expect((await m.transactions(ok.id)).map((t) => [t.status, t.settledAt])).toEqual([['Settled', day(3)]]);
+    expect((await m.transactions(poor.id)).map((t) => [t.status, t.failureReason])).toEqual([['Failed', 'insufficient_funds']]);
+    expect(await m.sub(ok.id)).toMatchObject({ status: 'Active', nextBillingAt: '2030-02-15T00:00:00.000Z' });
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'PastDue' });
+    expect((await ledger(m.id)).charges.map((c) => c.status).sort()).toEqual(['Failed', 'Settled']);
+  });
+
+  it('skips merchants without gateway credentials, ends cancel-at-period-end subscriptions, leaves paused ones', async () => {
+    const unconfigured = await billingMerchant({ configured: false });
+    const m = await billingMerchant();
+    await unconfigured.subscriber();
+    const ending = await m.subscriber();
+    const paused = await m.subscriber();
+    expect(await run(T0)).toMatchObject({ charged: 2, succeeded: 2, skipped: 1 });
+    const cancel = await api.post(`/api/Subscriptions/${ending.id}/cancel`, { atPeriodEnd: true }, { token: m.key, headers: idempotent() });
+    expect(cancel.body).toMatchObject({ status: 'Active', cancelAtPeriodEnd: true });
+    expect((await api.post(`/api/Subscriptions/${paused.id}/pause`, {}, { token: m.key, headers: idempotent() })).status).toBe(200);
+    expect(await run('2030-02-15T00:00:00.000Z')).toMatchObject({ charged: 0, terminated: 1, skipped: 1 });
+    expect(await m.sub(ending.id)).toMatchObject({ status: 'Cancelled' });
+    expect((await m.sub(paused.id)).status).toBe('Paused');
+    expect((await ledger(unconfigured.id)).charges).toEqual([]);
+    expect((await ledger(m.id)).charges).toHaveLength(2);
+  });
+});
+
+describe('never twice, never lost', () => {
+  it('leaves charges due while the provider is down, and charges them once when it is back', async () => {
+    const m = await billingMerchant();
+    const subs = [await m.subscriber(), await m.subscriber(), await m.subscriber()];
+    await fault(m.id, { down: true });
+    expect(await run(T0)).toMatchObject({ charged: 3, succeeded: 0, failed: 0 });
+    expect((await ledger(m.id)).charges).toEqual([]);
+    for (const s of subs) expect(await m.sub(s.id)).toMatchObject({ status: 'Active', nextBillingAt: T0 });
+    await fault(m.id, null);
+    expect(await run(T0)).toMatchObject({ succeeded: 3 });
+    expect(await run(T0)).toMatchObject({ charged: 0 });
+    const l = await ledger(m.id);
+    expect(l.charges).toHaveLength(3);
+    expect(sumMinor(l.charges)).toBe(3 * 1995);
+    for (const s of subs) expect((await m.transactions(s.id)).map((t) => t.status)).toEqual(['Settled']);
+  });
+
+  it('charges each due period exactly once when two runs race', async () => {
+    const m = await billingMerchant();
+    const subs = await Promise.all(Array.from({ length: 24 }, () => m.subscriber()));
+    const [a, b] = await Promise.all([run(T0), run(T0)]);
+    expect(a.succeeded + b.succeeded).toBe(24);
+    const l = await ledger(m.id);
+    expect(l.charges).toHaveLength(24);
+    expect(new Set(l.charges.map((c) => c.idempotencyKey)).size).toBe(24);
+    expect(sumMinor(l.charges)).toBe(24 * 1995);
+    const settled = (await db.query(`select count(*)::int as n from billing.transactions where merchant_id = $1 and status = 'Settled'`, [m.id])).rows[0].n;
+    expect(settled).toBe(subs.length);
+  });
+
+  let restartBilling: Promise<void> | null = null;
+  // Whatever happens in the test, later tests need billing back.
+  afterAll(async () => {
+    await restartBilling;
+    if (!platform.processes.billing!.running()) await platform.processes.billing!.start();
+  });
+
+  it('reconciles charges of a billing process killed mid-run from the provider, without charging again', async () => {
+    const m = await billingMerchant();
+    const subs = await Promise.all(Array.from({ length: 10 }, () => m.subscriber()));
+    await fault(m.id, { latencyMs: 1500 });
+    const running = api.post('/api/admin/billing-runs', { asOf: T0 }, { token: admin }).catch(() => null);
+    // Processing charges are committed before the provider is called: kill billing while calls are in flight.
+    const inFlight = await eventually(async () => (await db.query(`select count(*)::int as n from billing.transactions where merchant_id = $1 and provider_ref is null`, [m.id])).rows[0].n as number, 20_000, 20);
+    expect(inFlight).toBeGreaterThan(0);
+    // Let the calls reach the provider (it holds each 1.5 s before acting on it), then kill.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(platform.processes.billing!.kill('SIGKILL')).toBe(true);
+    await platform.processes.billing!.stop(); // waits for the exit
+    await running;
+    restartBilling = platform.processes.billing!.start();
+    // The provider completes the calls it received although nobody hears the answers.
+    const charged = await eventually(async () => (await ledger(m.id)).charges.length, 10_000, 100);
+    expect(charged).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 1600));
+    await fault(m.id, null);
+    await restartBilling;
+    restartBilling = null;
+    expect(await run(T0)).toMatchObject({ succeeded: 10 });
+    const l = await ledger(m.id);
+    expect(l.charges).toHaveLength(10);
+    expect(charged).toBeLessThanOrEqual(10);
+    expect(sumMinor(l.charges)).toBe(10 * 1995);
+    for (const s of subs) expect((await m.transactions(s.id)).map((t) => t.status)).toEqual(['Settled']);
+  }, 60_000);
+});
+
+describe('retry and refund', () => {
+  it('refunds partially and by default the rest; never more than the charge, even concurrently', async () => {
+    const m = await billingMerchant({ plan: { amount: 100 } });
+    const sub = await m.subscriber();
+    await run(T0);
+    const [charge] = await m.transactions(sub.id);
+    const refund = (body: Record<string, unknown>, key = randomUUID()) => api.post(`/api/Transactions/${charge.id}/refund`, body, { token: m.key, headers: idempotent(key) });
+
+    expect((await api.post(`/api/Transactions/${charge.id}/refund`, {}, { token: m.key })).status).toBe(400);
+    expect((await refund({ amount: 0 })).status).toBe(400);
+    expect((await refund({ amount: -5 })).status).toBe(400);
+    const first = await refund({ amount: 10.5, reason: 'goodwill' });
+    expect(first.status).toBe(201);
+    expect(first.headers.get('location')).toBe(`/api/Transactions/${first.body.id}`);
+    expect(first.body).toMatchObject({ kind: 'Refund', amount: 10.5, status: 'Settled', originalTransactionId: charge.id, subscriptionId: sub.id });
+    expect((await refund({ amount: 89.51 })).status).toBe(409);
+
+    // 89.50 left: of four concurrent refunds of 30, exactly two fit.
+    const racing = await Promise.all([1, 2, 3, 4].map(() => refund({ amount: 30 })));
+    expect(racing.map((r) => r.status).sort()).toEqual([201, 201, 409, 409]);
+    const rest = await refund({});
+    expect(rest.body).toMatchObject({ status: 'Settled', amount: 29.5 });
+    expect((await refund({})).status).toBe(409);
+
+    const l = await ledger(m.id);
+    expect(sumMinor(l.refunds)).toBe(10000);
+    expect(l.refunds).toHaveLength(4);
+    expect(await outbox('transaction.refunded', 'originalTransactionId', charge.id)).toHaveLength(4);
+  });
+
+  it('retries a failed charge with attempt + 1, and refuses what cannot be retried or refunded', async () => {
+    const m = await billingMerchant();
+    const sub = await m.subscriber([{ ...CARD, last4: '0002' }]);
+    await run(T0);
+    const [failed] = await m.transactions(sub.id);
+    expect(failed.status).toBe('Failed');
+    expect((await api.post(`/api/Transactions/${failed.id}/refund`, {}, { token: m.key, headers: idempotent() })).status).toBe(409);
+    const key = randomUUID();
+    const retry = await api.post(`/api/Transactions/${failed.id}/retry`, {}, { token: m.key, headers: idempotent(key) });
+    expect(retry.status).toBe(201);
+    expect(retry.body).toMatchObject({ kind: 'Charge', attempt: 2, status: 'Failed', originalTransactionId: failed.id, paymentMethodId: failed.paymentMethodId });
+    const replay = await api.post(`/api/Transactions/${failed.id}/retry`, {}, { token: m.key, headers: idempotent(key) });
+    expect([replay.status, replay.body.id, replay.headers.get('idempotent-replayed')]).toEqual([201, retry.body.id, 'true']);
+    expect((await api.post(`/api/Transactions/${failed.id}/retry`, {}, { token: m.key, headers: idempotent() })).status).toBe(409);
+    expect((await ledger(m.id)).charges).toHaveLength(2);
+
+    const ok = await m.subscriber();
+    await run(T0);
+    const [settled] = await m.transactions(ok.id);
+    expect((await api.post(`/api/Transactions/${settled.id}/retry`, {}, { token: m.key, headers: idempotent() })).status).toBe(409);
+    expect((await api.post(`/api/Transactions/${randomUUID()}/retry`, {}, { token: m.key, headers: idempotent() })).status).toBe(404);
+    expect((await api.get(`/api/Transactions/${randomUUID()}`, { token: m.key })).status).toBe(404);
+
+    await fault(m.id, { down: true });
+    expect((await api.post(`/api/Transactions/${settled.id}/refund`, { amount: 1 }, { token: m.key, headers: idempotent() })).status).toBe(502);
+    await fault(m.id, null);
+  });
+
+  it('lets Staff refund and Viewers only read; another merchant sees 404', async () => {
+    const m = await billingMerchant();
+    const other = await billingMerchant();
+    const sub = await m.subscriber();
+    await run(T0);
+    const [charge] = await m.transactions(sub.id);
+    const login = async (role: string) => (await createMerchantUser(api, admin, m.id, role)).token;
+    const viewer = await login('Viewer');
+    const staff = await login('Staff');
+    expect((await api.get(`/api/Transactions/${charge.id}`, { token: viewer })).status).toBe(200);
+    expect((await api.post(`/api/Transactions/${charge.id}/refund`, { amount: 1 }, { token: viewer, headers: idempotent() })).status).toBe(403);
+    expect((await api.post(`/api/Transactions/${charge.id}/refund`, { amount: 1 }, { token: staff, headers: idempotent() })).status).toBe(201);
+    expect((await api.get(`/api/Transactions/${charge.id}`, { token: other.key })).status).toBe(404);
+    expect((await api.get(`/api/Transactions?merchantId=${m.id}`, { token: other.key })).status).toBe(403);
+    expect((await api.post('/api/admin/billing-runs', { asOf: T0 }, { token: m.key })).status).toBe(401);
+    expect((await api.post('/api/admin/billing-runs', { asOf: 'yesterday' }, { token: admin })).status).toBe(400);
+  });
+});
+
+describe('fees and fee statements', () => {
+  it('defaults to 1.5 % + 0.30 and lets the platform admin change the terms', async () => {
+    const m = await createMerchant(api, admin);
+    expect(m).toMatchObject({ platformFeePercent: 1.5, platformFeeFixed: 0.3 });
+    const custom = await createMerchant(api, admin, { platformFeePercent: 2.9, platformFeeFixed: 0.25 });
+    expect(custom).toMatchObject({ platformFeePercent: 2.9, platformFeeFixed: 0.25 });
+    const patched = await api.patch(`/api/admin/merchants/${m.id}`, { platformFeePercent: '0.125', platformFeeFixed: 0 }, { token: admin });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ platformFeePercent: 0.125, platformFeeFixed: 0, billingRetryOffsetsDays: '1,3,7' });
+    expect((await api.patch(`/api/admin/merchants/${m.id}`, { platformFeePercent: 101 }, { token: admin })).status).toBe(400);
+    expect((await api.patch(`/api/admin/merchants/${randomUUID()}`, { platformFeeFixed: 1 }, { token: admin })).status).toBe(404);
+  });
+
+  it('generates, finalises and pays a statement whose totals are the sums of its lines', async () => {
+    const m = await billingMerchant({ merchant: { platformFeePercent: 2.9, platformFeeFixed: 0.25 }, plan: { amount: 123.45 } });
+    const subs = [await m.subscriber(), await m.subscriber(), await m.subscriber([{ ...CARD, last4: '0002' }])];
+    await run(T0);
+    const [charge] = await m.transactions(subs[0]!.id);
+    expect((await api.post(`/api/Transactions/${charge.id}/refund`, { amount: 23.45 }, { token: m.key, headers: idempotent() })).status).toBe(201);
+
+    // Charges occur at the run's asOf (2030), the refund at the real time of the request.
+    const period = { merchantId: m.id, periodStart: '2020-01-01', periodEnd: '2030-02-01' };
+    const gen = await api.post('/api/admin/fee-statements/generate', period, { token: admin });
+    expect(gen.status).toBe(201);
+    // Two charges of 123.45: fee 2.9 % = 3.58005 → 3.58, + 0.25 = 3.83 each; a refund of 23.45.
+    expect(gen.body).toMatchObject({ status: 'Draft', merchantId: m.id, currency: 'AUD', transactionCount: 3, totalFees: 7.66, finalisedAt: null, paidAt: null });
+    expect(gen.body.totalNet).toBe(215.79);
+    const id = gen.body.id;
+
+    const lines = await api.get(`/api/FeeStatements/${id}/lines?page=1&pageSize=2`, { token: m.key });
+    expect(lines.body).toMatchObject({ page: 1, pageSize: 2, totalCount: 3, totalPages: 2, hasNextPage: true, hasPreviousPage: false });
+    const page2 = await api.get(`/api/FeeStatements/${id}/lines?page=2&pageSize=2`, { token: m.key });
+    const all = [...lines.body.items, ...page2.body.items];
+    const cents = (xs: number[]) => xs.reduce((n, x) => n + Math.round(x * 100), 0);
+    expect(cents(all.map((l) => l.feeAmount))).toBe(766);
+    expect(cents(all.map((l) => l.netAmount))).toBe(21579);
+    expect(all.find((l) => l.amount < 0)).toMatchObject({ amount: -23.45, feeAmount: 0, netAmount: -23.45, status: 'Settled' });
+    expect(all.filter((l) => l.amount > 0).map((l) => [l.amount, l.feeAmount, l.netAmount])).toEqual([[123.45, 3.83, 119.62], [123.45, 3.83, 119.62]]);
+
+    const fin = await api.post(`/api/admin/fee-statements/${id}/finalise`, {}, { token: admin });
+    expect(fin.status).toBe(200);
+    expect(fin.body).toMatchObject({ status: 'Finalised', totalFees: 7.66 });
+    expect((await api.post(`/api/admin/fee-statements/${id}/finalise`, {}, { token: admin })).status).toBe(409);
+    // Lines are frozen: a new charge in the period does not change the finalised statement.
+    await m.subscriber([CARD], { startDate: '2030-01-20T00:00:00Z' });
+    await run('2030-01-20T00:00:00Z');
+    expect((await api.get(`/api/FeeStatements/${id}`, { token: m.key })).body).toMatchObject({ transactionCount: 3, totalFees: 7.66 });
+
+    const pay = await api.post(`/api/admin/fee-statements/${id}/pay`, { statementId: randomUUID(), paymentReference: 'EFT-123', notes: 'paid by EFT' }, { token: admin });
+    expect(pay.status).toBe(200);
+    expect(pay.body.statement).toMatchObject({ id, status: 'Paid', paymentReference: 'EFT-123', notes: 'paid by EFT' });
+    expect(pay.body.statement.paidAt).toBeTruthy();
+    expect(pay.body.lines).toMatchObject({ page: 1, pageSize: 50, totalCount: 3, totalPages: 1, hasNextPage: false, hasPreviousPage: false });
+    expect(pay.body.lines.items).toHaveLength(3);
+    expect((await api.post(`/api/admin/fee-statements/${id}/pay`, {}, { token: admin })).status).toBe(409);
+    expect((await api.post(`/api/admin/fee-statements/${randomUUID()}/pay`, {}, { token: admin })).status).toBe(404);
+
+    const draft = (await api.post('/api/admin/fee-statements/generate', period, { token: admin })).body;
+    expect((await api.post(`/api/admin/fee-statements/${draft.id}/pay`, {}, { token: admin })).status).toBe(409);
+    expect((await api.get(`/api/admin/fee-statements?merchantId=${m.id}&status=Paid`, { token: admin })).body.items.map((s: any) => s.id)).toEqual([id]);
+    expect((await api.get(`/api/admin/fee-statements?merchantId=${m.id}`, { token: admin })).body.totalCount).toBe(2);
+    expect((await api.get('/api/FeeStatements', { token: m.key })).body.totalCount).toBe(2);
+    expect((await api.get('/api/FeeStatements', { token: (await billingMerchant()).key })).body.totalCount).toBe(0);
+    expect((await api.get(`/api/FeeStatements/${id}`, { token: (await billingMerchant()).key })).status).toBe(404);
+    expect((await api.get('/api/admin/fee-statements', { token: m.key })).status).toBe(401);
+    expect((await api.post('/api/admin/fee-statements/generate', { ...period, periodEnd: '2019-01-01' }, { token: admin })).status).toBe(400);
+    expect((await api.post('/api/admin/fee-statements/generate', { ...period, merchantId: randomUUID() }, { token: admin })).status).toBe(404);
+    expect((await api.post(`/api/admin/fee-statements/${randomUUID()}/finalise`, {}, { token: admin })).status).toBe(404);
+
+    expect(await outbox('fee_statement.finalised', 'id', id)).toHaveLength(1);
+    expect((await outbox('fee_statement.paid', 'id', id))[0]).toMatchObject({ statementId: id, merchantId: m.id, status: 'Paid', totalFees: 7.66, paymentReference: 'EFT-123' });
+  });
+});
