@@ -26,6 +26,16 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          // The operators' deploy kit and cross-version compatibility: docker-compose.yml, buf lint/breaking.
+          name: 'deploy',
+          include: ['tests/deploy/**/*.test.ts'],
+          exclude: IGNORED,
+          testTimeout: 120_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
           name: 'e2e',
           include: ['tests/e2e/**/*.test.ts'],
           exclude: IGNORED,

@@ -51,7 +51,8 @@ async function seed(databaseUrl) {
        values ($1, $2, $3, 'Monthly', 1995, 'AUD', 'Month', now(), now())`,
       [planId, merchantId, productId],
     );
-    // Bulk SQL: members, one card each, one due subscription each.
+    // Bulk SQL: members, one card each, one subscription each, due within the last 1000 s (the anchor
+    // is the due time, so one charge makes the next period due a month later).
     await db.query(
       `create temporary table seed as select gen_random_uuid() as member_id, gen_random_uuid() as pm_id, gen_random_uuid() as sub_id, g as n from generate_series(1, $1) g`,
       [SUBSCRIPTIONS],
@@ -69,8 +70,8 @@ async function seed(databaseUrl) {
     await db.query(
       `insert into billing.subscriptions (id, merchant_id, member_id, plan_id, payment_method_id, status, current_period_start, current_period_end,
                                           next_billing_at, billing_anchor, created_at, updated_at)
-       select sub_id, $1, member_id, $2, pm_id, 'Active', $3::timestamptz, $3::timestamptz + interval '1 month',
-              $3::timestamptz - (n % 1000) * interval '1 second', $3::timestamptz, now(), now() from seed`,
+       select sub_id, $1, member_id, $2, pm_id, 'Active', due, due + interval '1 month', due, due, now(), now()
+         from (select *, $3::timestamptz - (n % 1000) * interval '1 second' as due from seed) s`,
       [merchantId, planId, AS_OF],
     );
     await db.query('commit');

@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isAlive, lockDir } from './lib/dir-lock.mjs';
 import { createLogPrinter } from './lib/log-format.mjs';
+import { CHROMIUM_INSTALL_HINT, findChromium } from './lib/chromium.mjs';
 import { findNatsServer, NATS_INSTALL_HINT, startNatsServer } from './lib/nats.mjs';
 import { ensurePostgres, redact } from './lib/postgres.mjs';
 import { describeExit, sleep } from './lib/processes.mjs';
@@ -312,6 +313,10 @@ async function main() {
       return start();
     case 'test': {
       const infra = await bringUp({ withNats: false, fastPostgres: true });
+      // The browser tests (tests/e2e/*-page.test.ts, api-docs) drive Chromium; the others do not need it.
+      const chromium = findChromium({ install: true, log });
+      if (chromium) process.env.CHROMIUM_PATH = chromium;
+      else log(CHROMIUM_INSTALL_HINT);
       return runWithInfra(process.platform === 'win32' ? 'npx.cmd' : 'npx', ['vitest', 'run', ...args], infra);
     }
     case 'bench': {

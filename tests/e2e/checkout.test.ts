@@ -305,6 +305,24 @@ describe('POST /api/Checkout/sessions/me/complete', () => {
     expect((await api.post('/api/Checkout/sessions/me/complete', { sessionId: s.sessionId }, { token: s.token })).status).toBe(400);
   });
 
+  it('Pending 409 while another completion of the same session is running, then Completed', async () => {
+    const s = await openSession(api, m);
+    const token = await captureBank(api, s);
+    // A slow provider keeps the first completion in flight (its token lookup takes 1.5 s).
+    await sandbox('POST', '/__sandbox/faults', { latencyMs: 1500, account: m.id });
+    try {
+      const first = complete(api, s, token);
+      await new Promise((r) => setTimeout(r, 500));
+      const second = await complete(api, s, token);
+      expect(second.status).toBe(409);
+      expect(second.body).toEqual({ status: 'Pending', returnUrl: null, failureReason: null });
+      expect((await first).status).toBe(200);
+    } finally {
+      await sandbox('DELETE', `/__sandbox/faults?account=${m.id}`);
+    }
+    expect((await complete(api, s, token)).body.status).toBe('Completed');
+  });
+
   it('502 while the provider is down, then completes once it is back', async () => {
     const s = await openSession(api, m);
     const token = await captureBank(api, s);

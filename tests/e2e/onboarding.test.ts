@@ -209,6 +209,19 @@ describe('POST /api/onboard/complete', () => {
     expect(outbox.rows[0].n).toBe(1);
   });
 
+  it('answers concurrent completions with one set of ids and emits onboarding.completed once', async () => {
+    const { customer, invitationId } = await accepted();
+    await fillWizard(api, customer.token, invitationId, m);
+    const results = await Promise.all([1, 2, 3].map(() => api.post('/api/onboard/complete', { invitationId }, { token: customer.token })));
+    for (const r of results) expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(new Set(results.map((r) => JSON.stringify(r.body))).size).toBe(1);
+    const memberId = results[0]!.body.memberId;
+    expect((await api.get(`/api/members/${memberId}/payment-methods`, { token: m.key })).body).toHaveLength(1);
+    expect((await api.get(`/api/Subscriptions?merchantId=${m.id}&memberId=${memberId}`, { token: m.key })).body.totalCount).toBe(1);
+    const outbox = await db.query(`select count(*)::int as n from checkout.outbox where type = 'onboarding.completed' and data->>'invitationId' = $1`, [invitationId]);
+    expect(outbox.rows[0].n).toBe(1);
+  });
+
   it('converges on what an interrupted completion already made in billing', async () => {
     const { customer, invitationId, email } = await accepted();
     await fillWizard(api, customer.token, invitationId, m);

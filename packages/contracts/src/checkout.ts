@@ -5,10 +5,10 @@ import { DateTime, Email, Uuid } from './common.js';
 export const CHECKOUT_LINK_OUTCOMES = ['Ok', 'InvalidSignature', 'ApiKeyNotFound', 'MerchantMismatch', 'LinkExpired', 'NonceAlreadyUsed', 'PlanNotFound'] as const;
 export type CheckoutLinkOutcome = (typeof CHECKOUT_LINK_OUTCOMES)[number];
 
+/** A required string with a non-whitespace character, kept exactly as sent; one message per problem. */
 const nonBlank = (max: number) =>
   z
-    .string('Must be a string.')
-    .min(1, 'Required.')
+    .string('Required.')
     .max(max, `Must be at most ${max} characters.`)
     .refine((s) => s.trim().length > 0, 'Required.');
 

@@ -10,6 +10,12 @@ import { EVENT_TYPES } from './event-types.js';
 export const EventEnvelope = z.object({
   id: Uuid,
   type: z.string(),
+  /**
+   * Version of the `data` schema of this type (`EVENT_VERSIONS`). Events published before
+   * versions existed carry none and are version 1. A consumer handles every version it has
+   * seen deployed; a producer only adds fields within a version (see the compatibility test).
+   */
+  version: z.number().int().min(1).default(1),
   occurredAt: DateTime,
   merchantId: Uuid,
   data: z.record(z.string(), z.unknown()),

@@ -16,6 +16,13 @@ export const CheckoutCompletedEvent = z
     /** The subscription the checkout created; receivers store it and create no other. */
     subscriptionId: Uuid,
     planId: Uuid.optional(),
+    /** The customer's email, as entered at checkout. */
+    email: z.string().optional(),
+    /** The customer account ensured for the email (unclaimed when it was new). */
+    customerAccountId: Uuid.optional(),
+    firstName: z.string().nullish(),
+    lastName: z.string().nullish(),
+    completedAt: DateTime.optional(),
   })
   .meta({ id: 'CheckoutCompletedEvent', description: 'What a completed hosted checkout created. `subscriptionId` is the subscription the checkout made; do not create another.' });
 
@@ -75,6 +82,35 @@ export const WEBHOOK_EVENT_DATA: Record<EventType, z.ZodType> = {
   'fee_statement.finalised': FeeStatementEvent,
   'fee_statement.paid': FeeStatementEvent,
 };
+
+/**
+ * The current version of each event type's `data` schema, stamped on every published envelope.
+ * Within a version, changes are additive only (no field removed, retyped, or newly required of
+ * old events); anything else is a new version, announced before producers send it (README,
+ * Operations). `event-schemas/<type>.json` keeps every version's JSON Schema, and the
+ * compatibility test holds the schemas to these rules.
+ */
+export const EVENT_VERSIONS: Record<EventType, number> = {
+  'checkout.completed': 1,
+  'member.created': 1,
+  'payment_method.added': 1,
+  'subscription.created': 1,
+  'subscription.paused': 1,
+  'subscription.resumed': 1,
+  'subscription.cancelled': 1,
+  'subscription.past_due': 1,
+  'transaction.succeeded': 1,
+  'transaction.failed': 1,
+  'transaction.refunded': 1,
+  'onboarding.completed': 1,
+  'fee_statement.finalised': 1,
+  'fee_statement.paid': 1,
+};
+
+/** The version a published event of `type` carries (1 for types without a catalogued schema). */
+export function eventVersion(type: string): number {
+  return (EVENT_VERSIONS as Record<string, number>)[type] ?? 1;
+}
 
 /** What each webhook event type means, for the API reference. */
 export const WEBHOOK_EVENT_SUMMARIES: Record<EventType, string> = {

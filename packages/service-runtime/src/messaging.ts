@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import nodemailer, { type Transporter } from 'nodemailer';
 import { z } from 'zod';
 
 /** An email to one recipient; plain text only. */
@@ -59,6 +60,27 @@ export class FileMessageSender implements MessageSender {
   }
 }
 
+/**
+ * The `smtp` email channel (nodemailer): one pooled SMTP connection to `EMAIL_SMTP_URL`
+ * (e.g. `smtp://mailpit:1025`; `smtps://user:pass@host:465` for implicit TLS; STARTTLS is used
+ * when the server offers it).
+ */
+export class SmtpMessageSender implements MessageSender {
+  private readonly transport: Transporter;
+  constructor(
+    url: string,
+    private readonly from: string,
+  ) {
+    this.transport = nodemailer.createTransport(url.includes('?') ? `${url}&pool=true` : `${url}?pool=true`);
+  }
+  async send(message: EmailMessage): Promise<void> {
+    await this.transport.sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text });
+  }
+  close(): void {
+    this.transport.close();
+  }
+}
+
 /** The `file` SMS provider: files under `<dataDir>/sms/`. */
 export class FileSmsSender implements SmsSender {
   private readonly outbox: FileOutbox;
@@ -74,10 +96,25 @@ export class FileSmsSender implements SmsSender {
 export const MessagingConfig = z.object({
   /** Directory for the file-based channels (`mail/`, `sms/`); relative paths are from the working directory. */
   DATA_DIR: z.string().min(1).default('.data'),
+  /** `file`: emails written under `<DATA_DIR>/mail/`. `smtp`: sent to EMAIL_SMTP_URL (Mailpit in docker-compose). */
+  EMAIL_PROVIDER: z.enum(['file', 'smtp']).default('file'),
+  /** SMTP server URL for EMAIL_PROVIDER=smtp, e.g. smtp://mailpit:1025. */
+  EMAIL_SMTP_URL: z.string().url().optional(),
+  /** Sender address of emails sent by SMTP. */
+  EMAIL_FROM: z.string().min(3).default('Billing Platform <no-reply@billing.invalid>'),
   /** `none`: no SMS channel. `file`: SMS written under `<DATA_DIR>/sms/`. */
   SMS_PROVIDER: z.enum(['none', 'file']).default('none'),
 });
 export type MessagingConfig = z.infer<typeof MessagingConfig>;
+
+/** The email channel the config selects; throws when SMTP is selected without a URL. */
+export function createEmailSender(config: Pick<MessagingConfig, 'DATA_DIR' | 'EMAIL_PROVIDER' | 'EMAIL_SMTP_URL' | 'EMAIL_FROM'>): MessageSender {
+  if (config.EMAIL_PROVIDER === 'smtp') {
+    if (!config.EMAIL_SMTP_URL) throw new Error('EMAIL_SMTP_URL is required when EMAIL_PROVIDER=smtp');
+    return new SmtpMessageSender(config.EMAIL_SMTP_URL, config.EMAIL_FROM);
+  }
+  return new FileMessageSender(join(resolve(config.DATA_DIR), 'mail'));
+}
 
 /** The channels a service can deliver through. `sms` is undefined unless a provider is configured. */
 export interface DeliveryChannels {
@@ -89,5 +126,5 @@ export interface DeliveryChannels {
 export function createDeliveryChannels(config: MessagingConfig): DeliveryChannels {
   const dataDir = resolve(config.DATA_DIR);
   const sms = config.SMS_PROVIDER === 'file' ? new FileSmsSender(join(dataDir, 'sms')) : undefined;
-  return { email: new FileMessageSender(join(dataDir, 'mail')), sms, smsEnabled: sms !== undefined };
+  return { email: createEmailSender(config), sms, smsEnabled: sms !== undefined };
 }

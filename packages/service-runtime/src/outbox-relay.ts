@@ -3,7 +3,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
-import { eventSubject, type EventEnvelope } from '@billing/contracts';
+import { eventSubject, eventVersion, type EventEnvelope } from '@billing/contracts';
 import { publishMessage } from '@billing/telemetry';
 import { queryRows } from './database.js';
 import { ensureEventsStream } from './event-stream.js';
@@ -257,6 +257,7 @@ export class OutboxRelay {
     const envelope: EventEnvelope = {
       id: row.id,
       type: row.type,
+      version: eventVersion(row.type),
       occurredAt: new Date(row.occurred_at).toISOString(),
       merchantId: row.merchant_id,
       data: row.data,

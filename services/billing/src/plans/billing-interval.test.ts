@@ -26,6 +26,17 @@ describe('periodEnd', () => {
     expect(periodEnd(at('2029-02-28T00:00:00Z'), { interval: 'Year', intervalCount: 3 }, at('2028-02-29T00:00:00Z')).toISOString()).toBe('2032-02-29T00:00:00.000Z');
   });
 
+  it('clamps a 31st anchor to Feb 29 in a leap year, and Fortnight × 2 is 28 days', () => {
+    const anchor = at('2028-01-31T00:00:00Z');
+    expect(periodEnd(anchor, { interval: 'Month', intervalCount: 1 }).toISOString()).toBe('2028-02-29T00:00:00.000Z');
+    expect(periodEnd(at('2028-02-29T00:00:00Z'), { interval: 'Month', intervalCount: 1 }, anchor).toISOString()).toBe('2028-03-31T00:00:00.000Z');
+    expect(periodEnd(at('2028-02-20T00:00:00Z'), { interval: 'Fortnight', intervalCount: 2 }).toISOString()).toBe('2028-03-19T00:00:00.000Z');
+  });
+
+  it('puts retry offsets in days across a month end and a leap day', () => {
+    expect([1, 3, 7].map((d) => addDays(at('2028-02-27T12:00:00Z'), d).toISOString())).toEqual(['2028-02-28T12:00:00.000Z', '2028-03-01T12:00:00.000Z', '2028-03-05T12:00:00.000Z']);
+  });
+
   it('refuses a non-positive count', () => {
     expect(() => periodEnd(new Date(), { interval: 'Month', intervalCount: 0 })).toThrow(RangeError);
   });

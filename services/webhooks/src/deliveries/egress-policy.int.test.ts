@@ -43,7 +43,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const event = (type: string, data: Record<string, unknown>): EventEnvelope => ({ id: randomUUID(), type, occurredAt: new Date().toISOString(), merchantId, data });
+const event = (type: string, data: Record<string, unknown>): EventEnvelope => ({ id: randomUUID(), type, version: 1, occurredAt: new Date().toISOString(), merchantId, data });
 
 describe('production-mode webhook delivery', () => {
   it('refuses an IPv4-mapped loopback endpoint with address_refused, contacting nothing and storing no body', async () => {

@@ -31,7 +31,7 @@ beforeEach(async () => {
   await orm.em.getConnection().execute('truncate "events", "endpoints", "deliveries", "attempts", "replays" cascade');
 });
 
-const event = (type: string, data: Record<string, unknown> = {}, merchant = merchantId): EventEnvelope => ({ id: randomUUID(), type, occurredAt: new Date().toISOString(), merchantId: merchant, data });
+const event = (type: string, data: Record<string, unknown> = {}, merchant = merchantId): EventEnvelope => ({ id: randomUUID(), type, version: 1, occurredAt: new Date().toISOString(), merchantId: merchant, data });
 
 const endpointEvent = (state: Partial<ApiKeyEndpointState> & { apiKeyId: string }): EventEnvelope =>
   event('api_key.webhook_configured', { merchantId, webhookUrl: 'https://example.com/hook', webhookEvents: null, webhookEnabled: true, revoked: false, version: 2, ...state });

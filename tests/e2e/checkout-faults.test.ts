@@ -1,0 +1,104 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { captureBank, complete, openSession, setUpCheckoutMerchant, type CheckoutMerchant } from '../support/checkout-fixtures.js';
+import { apiClient, unique, type ApiClient } from '../support/fixtures.js';
+import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { webhookFixtures } from '../support/webhook-fixtures.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+
+/**
+ * Completion is one operation across identity, billing and checkout: the checkout process is
+ * killed (SIGKILL) half way through it, after each step in turn, and the customer's retry
+ * converges on one account, member, payment method and subscription with exactly one
+ * `checkout.completed`. Runs its own platform: it kills and restarts the checkout service.
+ */
+const LEASE_SECONDS = 3;
+let platform: TestPlatform;
+let api: ApiClient;
+let receiver: WebhookReceiver;
+let db: pg.Client;
+let m: CheckoutMerchant;
+const faultDir = mkdtempSync(join(tmpdir(), 'bp-checkout-fault-'));
+const faultFile = join(faultDir, 'complete-step');
+
+beforeAll(async () => {
+  platform = await startTestPlatform({
+    services: ['sandbox-provider', 'identity', 'billing', 'checkout', 'webhooks', 'gateway'],
+    serviceEnv: { checkout: { CHECKOUT_FAULT_FILE: faultFile, CHECKOUT_COMPLETION_LEASE_SECONDS: String(LEASE_SECONDS), OUTBOX_POLL_MS: '200' } },
+  });
+  api = apiClient(platform.gatewayUrl!);
+  db = new pg.Client({ connectionString: platform.databaseUrl });
+  await db.connect();
+  receiver = await startWebhookReceiver();
+  m = await setUpCheckoutMerchant(api, platform.adminToken);
+  const put = await api.put(`/api/ApiKeys/${m.keyId}/webhook`, { id: m.keyId, merchantId: m.id, webhookUrl: receiver.url('/hooks'), webhookEvents: ['checkout.completed'], webhookEnabled: true }, { token: m.key });
+  expect(put.status).toBe(200);
+  receiver.secret('/hooks', m.signingSecret);
+  const fx = webhookFixtures(api, receiver, platform.adminToken);
+  await fx.settle(m.id, await fx.createKey(m.id));
+}, 180_000);
+
+afterAll(async () => {
+  await db?.end();
+  await receiver?.close();
+  await platform?.stop();
+  rmSync(faultDir, { recursive: true, force: true });
+});
+
+async function waitForExit(name: string): Promise<void> {
+  const svc = platform.processes[name]!;
+  for (let i = 0; i < 200 && svc.running(); i++) await new Promise((r) => setTimeout(r, 50));
+  expect(svc.running()).toBe(false);
+}
+
+describe('checkout completion killed half way', () => {
+  for (const step of ['after-customer', 'after-member', 'after-payment-method', 'after-subscription']) {
+    it(`converges on one subscription and one checkout.completed when the checkout process dies ${step.replace('-', ' ')}`, async () => {
+      const email = `${unique('killed')}@example.com`;
+      const s = await openSession(api, m, { customer: { email, firstName: 'Half', lastName: 'Way' } });
+      const token = await captureBank(api, s);
+      writeFileSync(faultFile, step);
+      const first = await complete(api, s, token);
+      expect(first.status).toBeGreaterThanOrEqual(500);
+      await waitForExit('checkout');
+      await platform.processes.checkout!.start();
+
+      // The retry finishes the dead attempt's work; while its lease lasts the answer is Pending.
+      const answers: number[] = [];
+      let done;
+      for (let i = 0; i < 100; i++) {
+        done = await complete(api, s, token);
+        answers.push(done.status);
+        if (done.status !== 409) break;
+        expect(done.body.status).toBe('Pending');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(done!.status, JSON.stringify(done!.body)).toBe(200);
+      expect(done!.body).toEqual({ status: 'Completed', returnUrl: 'https://shop.example/thanks', failureReason: null });
+      expect((await complete(api, s, token)).status).toBe(200);
+
+      const members = await api.get(`/api/Members?merchantId=${m.id}&email=${encodeURIComponent(email)}`, { token: m.key });
+      expect(members.body.items).toHaveLength(1);
+      const memberId = members.body.items[0].id;
+      const subs = await api.get(`/api/Subscriptions?merchantId=${m.id}&memberId=${memberId}`, { token: m.key });
+      expect(subs.body.items).toHaveLength(1);
+      const methods = await api.get(`/api/members/${memberId}/payment-methods`, { token: m.key });
+      expect(methods.body).toHaveLength(1);
+      const accounts = await db.query(`select count(*)::int as n from identity.customer_accounts where email = $1`, [email]);
+      expect(accounts.rows[0].n).toBe(1);
+      const events = await db.query(`select data from checkout.outbox where type = 'checkout.completed' and data->>'sessionId' = $1`, [s.sessionId]);
+      expect(events.rows).toHaveLength(1);
+      expect(events.rows[0].data).toMatchObject({ memberId, subscriptionId: subs.body.items[0].id, paymentMethodId: methods.body[0].id, planId: m.planId, email });
+
+      await receiver.waitFor('/hooks', (r) => r.some((x) => x.payload?.data?.sessionId === s.sessionId));
+      await new Promise((r) => setTimeout(r, 1000));
+      const hooks = receiver.received('/hooks').filter((x) => x.payload?.data?.sessionId === s.sessionId);
+      expect(hooks).toHaveLength(1);
+      expect(hooks[0]!.verified).toBe(true);
+      expect(hooks[0]!.payload.data.subscriptionId).toBe(subs.body.items[0].id);
+    });
+  }
+});
