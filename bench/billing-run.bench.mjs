@@ -25,8 +25,10 @@ export const serviceEnv = {
     BILLING_RUN_CONCURRENCY: String(CONCURRENCY),
     BILLING_RUN_CHUNK_SIZE: String(CHUNK),
     DB_POOL_MAX: String(DB_POOL),
-    // Outbox events are published after the run; the run is what is measured.
-    OUTBOX_POLL_MS: '1000',
+    // Only the measured run: no scheduled run completing (and counting) what it left unconfirmed.
+    BILLING_RUN_INTERVAL_MS: '0',
+    // A loaded machine answers slowly; a timed-out call is left for the next run, not counted.
+    PAYMENT_PROVIDER_TIMEOUT_MS: '15000',
   },
 };
 

@@ -1,6 +1,7 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform } from '../../scripts/lib/start-platform.mjs';
-import { apiClient, createApiKey, createMerchant, eventually } from '../support/fixtures.js';
+import { apiClient, createApiKey, createMerchant, createMerchantUser, eventually, type ApiClient } from '../support/fixtures.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 
 /**
@@ -61,5 +62,86 @@ describe('a backing service that is down', () => {
     }
     const back = await eventually(async () => (await api.get('/api/Merchants/me', { token: key.key })).status === 200, 10_000, 200);
     expect(back).toBe(true);
+  });
+});
+
+/** A client on the platform's own database, for transactions on identity's schema. */
+async function dbClient(): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: platform.databaseUrl });
+  await c.connect();
+  return c;
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const refusedEverywhere = (clients: ApiClient[], token: string) =>
+  eventually(async () => (await Promise.all(clients.map((c) => c.get('/api/Merchants/me', { token })))).every((r) => r.status === 401), 5000, 100);
+
+describe('revocations that commit out of cursor order', () => {
+  it('reach every replica: a change that commits after a higher cursor was read is not skipped', async () => {
+    const a = apiClient(platform.gatewayUrl!);
+    const b = apiClient(second.gatewayUrl!);
+    const m = await createMerchant(a, platform.adminToken);
+    const [lowKey, highKey] = [await createApiKey(a, platform.adminToken, m.id), await createApiKey(a, platform.adminToken, m.id)];
+    for (const c of [a, b]) for (const k of [lowKey, highKey]) expect((await c.get('/api/Merchants/me', { token: k.key })).status).toBe(200);
+
+    // Two revocations written straight into identity's feed: the first transaction draws the
+    // lower cursor but commits last. (The API key rows stay unrevoked, so only the feed, not a
+    // cache expiry, can make the gateways refuse the keys.)
+    const [first, later] = [await dbClient(), await dbClient()];
+    try {
+      const insert = `insert into identity.credential_changes (kind, subject_id, revoked) values ('api_key', $1, true) returning cursor`;
+      await first.query('begin');
+      const low = (await first.query(insert, [lowKey.id])).rows[0].cursor;
+      await later.query('begin');
+      const high = (await later.query(insert, [highKey.id])).rows[0].cursor;
+      expect(BigInt(high)).toBeGreaterThan(BigInt(low));
+      await later.query('commit');
+      // Several poll intervals pass with the higher cursor committed and the lower one not.
+      await pause(1000);
+      await first.query('commit');
+    } finally {
+      await Promise.all([first.end(), later.end()]);
+    }
+    expect(await refusedEverywhere([a, b], lowKey.key)).toBe(true);
+    expect(await refusedEverywhere([a, b], highKey.key)).toBe(true);
+  });
+
+  it('a replica that has not read the feed yet answers 503 with Retry-After to API keys and JWTs, then serves them', async () => {
+    const a = apiClient(platform.gatewayUrl!);
+    const m = await createMerchant(a, platform.adminToken);
+    const key = await createApiKey(a, platform.adminToken, m.id);
+    const { token: jwt } = await createMerchantUser(a, platform.adminToken, m.id);
+    // An open transaction that has written to the feed keeps every read of it waiting, so the
+    // new replica starts without a successful sync.
+    const writer = await dbClient();
+    let third: Awaited<ReturnType<typeof startPlatform>> | undefined;
+    try {
+      await writer.query('begin');
+      await writer.query(`insert into identity.credential_changes (kind, subject_id, revoked) values ('api_key', gen_random_uuid(), true)`);
+      third = await startPlatform({
+        databaseUrl: platform.databaseUrl,
+        natsUrl: platform.natsUrl,
+        mode: 'test',
+        logLevel: 'error',
+        adminToken: platform.adminToken,
+        services: ['gateway'],
+        serviceEnv: { gateway: { IDENTITY_GRPC_URL: platform.processes.identity!.address, BILLING_GRPC_URL: platform.processes.billing!.address } },
+      });
+      const c = apiClient(third.gatewayUrl!);
+      for (const token of [key.key, jwt]) {
+        const res = await c.get('/api/Merchants/me', { token });
+        expect(res.status).toBe(503);
+        expect(res.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+        expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      }
+      // The platform admin token is not revocable through the feed: served meanwhile.
+      expect((await c.get(`/api/admin/merchants/${m.id}`, { token: platform.adminToken })).status).toBe(200);
+      await writer.query('rollback');
+      expect(await eventually(async () => (await c.get('/api/Merchants/me', { token: key.key })).status === 200, 5000, 100)).toBe(true);
+      expect((await c.get('/api/Merchants/me', { token: jwt })).status).toBe(200);
+    } finally {
+      await writer.end();
+      await third?.stop();
+    }
   });
 });

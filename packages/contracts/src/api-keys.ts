@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, Uuid } from './common.js';
+import { DateTime, NonBlankText, Uuid } from './common.js';
 import { EVENT_TYPES } from './event-types.js';
 
 export const ApiKey = z
@@ -26,7 +26,7 @@ export type CreatedApiKey = z.infer<typeof CreatedApiKey>;
 const FutureDateTime = DateTime.refine((s) => Date.parse(s) > Date.now(), 'Must be in the future.');
 
 export const AdminCreateApiKeyRequest = z
-  .object({ name: z.string().trim().min(1).max(200), expiresAt: FutureDateTime.nullish() })
+  .object({ name: NonBlankText(200), expiresAt: FutureDateTime.nullish() })
   .meta({ id: 'AdminCreateApiKeyRequest' });
 export type AdminCreateApiKeyRequest = z.infer<typeof AdminCreateApiKeyRequest>;
 

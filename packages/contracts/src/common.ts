@@ -4,6 +4,13 @@ export const Uuid = z.uuid({ message: 'Must be a valid UUID.' });
 export const DateTime = z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time.' });
 export const Email = z.email({ message: 'Must be a valid email address.' }).max(256);
 
+/**
+ * Free text of at most `max` characters that must hold at least one non-whitespace character.
+ * Stored and returned exactly as sent (contract §2): never trimmed or normalised.
+ */
+export const NonBlankText = (max: number) =>
+  z.string().max(max, `Must be at most ${max} characters.`).regex(/\S/, 'Must contain a non-whitespace character.');
+
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**

@@ -15,15 +15,14 @@ const required = (what = 'string') => ({
   error: (issue: { input?: unknown }) => (issue.input === undefined || issue.input === null ? 'Required.' : `Must be a ${what}.`),
 });
 
-/** A required, trimmed, non-empty string of at most `max` characters. */
+/** A required string (stored as sent) with a non-whitespace character, of at most `max` characters. */
 const RequiredText = (max: number) =>
-  z.string(required()).trim().min(1, 'Required.').max(max, `Must be at most ${max} characters.`);
+  z.string(required()).regex(/\S/, 'Required.').max(max, `Must be at most ${max} characters.`);
 
 /** An optional string; null or absent means not given, an empty string counts as not given. */
 const OptionalText = (max: number) =>
   z
     .string('Must be a string.')
-    .trim()
     .max(max, `Must be at most ${max} characters.`)
     .nullish()
     .transform((v) => (v === '' ? null : v));

@@ -46,6 +46,8 @@ export const ERROR_CODES = {
   payload_too_large: { title: 'Payload too large.' },
   /** Unsupported Content-Type on a body (gateway only). */
   unsupported_media_type: { title: 'Unsupported media type.' },
+  /** The request's header section is over the HTTP parser's limit (gateway only). */
+  header_fields_too_large: { title: 'Request header fields too large.' },
   /** Anything unexpected; details are logged with the trace id, never returned. */
   internal: { title: 'An unexpected error occurred.' },
 } as const;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, Email, PageQuery, Uuid } from './common.js';
+import { DateTime, NonBlankText, Email, PageQuery, Uuid } from './common.js';
 
 /** A merchant's customer: unique per merchant by email, compared case-insensitively. */
 export const Member = z
@@ -19,10 +19,10 @@ export type Member = z.infer<typeof Member>;
 export const CreateMemberRequest = z
   .object({
     merchantId: Uuid,
-    email: z.string().trim().pipe(Email),
-    firstName: z.string().trim().min(1, 'Must not be empty.').max(100),
-    lastName: z.string().trim().min(1, 'Must not be empty.').max(100),
-    phone: z.string().trim().max(50).nullish(),
+    email: Email,
+    firstName: NonBlankText(100),
+    lastName: NonBlankText(100),
+    phone: z.string().max(50).nullish(),
   })
   .meta({ id: 'CreateMemberRequest' });
 export type CreateMemberRequest = z.infer<typeof CreateMemberRequest>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, Email, Uuid } from './common.js';
+import { DateTime, NonBlankText, Email, Uuid } from './common.js';
 
 /** Ordered from least to most privileged; a role includes every role before it. */
 export const MERCHANT_ROLES = ['Viewer', 'Staff', 'Admin', 'Owner'] as const;
@@ -15,7 +15,7 @@ export const CreateMerchantUserRequest = z
   .object({
     email: Email,
     password: Password,
-    fullName: z.string().trim().min(1).max(200),
+    fullName: NonBlankText(200),
     role: z.enum(MERCHANT_ROLES),
   })
   .meta({ id: 'CreateMerchantUserRequest' });

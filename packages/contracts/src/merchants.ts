@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, Email, Uuid } from './common.js';
+import { DateTime, NonBlankText, Email, Uuid } from './common.js';
 
 export const PROVIDER_ENVIRONMENTS = ['Staging', 'Production'] as const;
 export const BILLING_TERMINAL_ACTIONS = ['Cancel', 'Pause'] as const;
@@ -30,7 +30,7 @@ export const FeeFixed = z.union([z.number(), z.string()]).refine((v) => /^\d{1,6
 
 export const CreateMerchantRequest = z
   .object({
-    name: z.string().trim().min(1).max(200),
+    name: NonBlankText(200),
     contactEmail: Email,
     description: z.string().max(2000).nullish(),
     contactPhone: z.string().max(50).nullish(),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, Uuid } from './common.js';
+import { DateTime, NonBlankText, Uuid } from './common.js';
 
 export const PAYMENT_METHOD_TYPES = ['Card', 'BankAccount'] as const;
 export type PaymentMethodType = (typeof PAYMENT_METHOD_TYPES)[number];
@@ -44,11 +44,11 @@ const FULL_NUMBER_MESSAGE = 'Full card or account numbers and security codes mus
 /** Fields of a tokenisation result, shared by the payment-method endpoints and onboarding. */
 export const paymentMethodDetailsShape = {
   type: z.enum(PAYMENT_METHOD_TYPES),
-  brand: z.string().trim().min(1).max(50).nullish(),
+  brand: NonBlankText(50).nullish(),
   last4: Last4,
   expiryMonth: z.number().int('Must be a whole number.').min(1).max(12).nullish(),
   expiryYear: z.number().int('Must be a whole number.').min(2000).max(2100).nullish(),
-  accountName: z.string().trim().min(1, 'Must not be empty.').max(200).nullish(),
+  accountName: NonBlankText(200).nullish(),
   bsb: Bsb.nullish(),
 };
 

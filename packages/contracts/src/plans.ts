@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_CURRENCY, isSupportedCurrency, MoneyError, SUPPORTED_CURRENCIES, toMinorUnits } from '@billing/money';
-import { DateTime, PageQuery, Uuid } from './common.js';
+import { DateTime, NonBlankText, PageQuery, Uuid } from './common.js';
 
 export const PLAN_INTERVALS = ['Week', 'Fortnight', 'Month', 'Year'] as const;
 export type PlanInterval = (typeof PLAN_INTERVALS)[number];
@@ -55,7 +55,7 @@ export const CreatePlanRequest = z
   .object({
     merchantId: Uuid,
     productId: Uuid,
-    name: z.string().trim().min(1, 'Must not be empty.').max(200),
+    name: NonBlankText(200),
     amount: DecimalAmount,
     currency: Currency.default(DEFAULT_CURRENCY),
     interval: z.enum(PLAN_INTERVALS),
@@ -72,7 +72,7 @@ export const UpdatePlanRequest = z
   .object({
     id: Uuid.nullish(),
     merchantId: Uuid.nullish(),
-    name: z.string().trim().min(1, 'Must not be empty.').max(200).nullish(),
+    name: NonBlankText(200).nullish(),
     isActive: z.boolean().nullish(),
   })
   .meta({ id: 'UpdatePlanRequest' });

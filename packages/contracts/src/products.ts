@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, PageQuery, Uuid } from './common.js';
+import { DateTime, NonBlankText, PageQuery, Uuid } from './common.js';
 
 /** Something a merchant sells by subscription; plans price it and questions onboard it. */
 export const Product = z
@@ -17,7 +17,7 @@ export type Product = z.infer<typeof Product>;
 export const CreateProductRequest = z
   .object({
     merchantId: Uuid,
-    name: z.string().trim().min(1, 'Must not be empty.').max(200),
+    name: NonBlankText(200),
     description: z.string().max(2000).nullish(),
   })
   .meta({ id: 'CreateProductRequest' });

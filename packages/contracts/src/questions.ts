@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, Uuid } from './common.js';
+import { DateTime, NonBlankText, Uuid } from './common.js';
 
 /** Onboarding questions of a product, answered by members when they sign up. */
 export const QUESTION_KINDS = ['Text', 'SingleChoice', 'MultiChoice'] as const;
@@ -38,12 +38,12 @@ export const CreateQuestionRequest = z
   .object({
     merchantId: Uuid.nullish(),
     productId: Uuid.nullish(),
-    text: z.string().trim().min(1, 'Must not be empty.').max(1000),
+    text: NonBlankText(1000),
     kind: z.enum(QUESTION_KINDS),
     required: z.boolean().default(false),
     order: Int32.nullish(),
     options: z
-      .array(z.object({ label: z.string().trim().min(1, 'Must not be empty.').max(200) }))
+      .array(z.object({ label: NonBlankText(200) }))
       .max(MAX_QUESTION_OPTIONS)
       .nullish(),
   })

@@ -1,5 +1,6 @@
-import { MikroORM, type EntityManager, type EntitySchema, type Knex, type MigrationObject, type Options } from '@mikro-orm/postgresql';
+import { DriverException, MikroORM, type EntityManager, type EntitySchema, type Knex, type MigrationObject, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
+import { DomainError } from '@billing/contracts';
 import type { Logger } from './logger.js';
 
 export interface DatabaseOptions {
@@ -87,4 +88,25 @@ export async function queryPrepared<T = Record<string, any>>(orm: MikroORM, name
   } finally {
     await client.releaseConnection(conn);
   }
+}
+
+/**
+ * SQLSTATEs of text Postgres cannot store: 22021 character_not_in_repertoire (a NUL or invalid
+ * UTF-8 in a bound parameter), 22P05 untranslatable_character (`\u0000` in jsonb), and 08P01
+ * protocol_violation, which is what a NUL becomes when MikroORM inlines bound values into the
+ * statement text (the wire protocol's strings are NUL-terminated). MikroORM has no typed
+ * exception for them, so they arrive as its base DriverException (or as pg's own error).
+ */
+const INVALID_TEXT_SQLSTATES = new Set(['22021', '22P05', '08P01']);
+
+/**
+ * The bad-request error for text the database refused, or undefined for any other error. A
+ * backstop behind the gateway's input policy: the caller sent it, so it is their 400, not a
+ * 500 (which would also burn their Idempotency-Key). The message names no value: the driver's
+ * text quotes the SQL and its bound values, which must never reach a log or a client.
+ */
+export function invalidTextError(e: unknown): DomainError | undefined {
+  const code = e instanceof DriverException ? e.code : (e as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !INVALID_TEXT_SQLSTATES.has(code)) return undefined;
+  return new DomainError('bad_request', 'The request contains text that cannot be stored (a NUL character or invalid UTF-8).');
 }

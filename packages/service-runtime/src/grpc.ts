@@ -7,6 +7,7 @@ import { DomainError, ERROR_CODES, type ErrorCode } from '@billing/contracts';
 import { SERVICE_FILES, type ServiceDefinitions, type ServiceName } from '@billing/proto-types';
 import { currentTraceId, recordRpcCall } from '@billing/telemetry';
 import type { Logger } from './logger.js';
+import { invalidTextError } from './database.js';
 
 export { grpc };
 
@@ -76,6 +77,7 @@ const GRPC_STATUS: Record<ErrorCode, grpc.status> = {
   service_unavailable: grpc.status.UNAVAILABLE,
   payload_too_large: grpc.status.INVALID_ARGUMENT,
   unsupported_media_type: grpc.status.INVALID_ARGUMENT,
+  header_fields_too_large: grpc.status.INVALID_ARGUMENT,
   internal: grpc.status.INTERNAL,
 };
 
@@ -173,8 +175,10 @@ function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl): 
           callback(null, res as object);
         },
         (e: unknown) => {
-          const error = e instanceof DomainError ? toGrpcError(e) : toGrpcError(new DomainError('internal'));
-          if (!(e instanceof DomainError)) logger.error({ err: e, rpc: `${serviceName}/${method}`, traceId: currentTraceId() }, 'unhandled error in gRPC handler');
+          // Text the database refused is the caller's 400 (a backstop behind the gateway's input policy), not a 500.
+          const known = e instanceof DomainError ? e : invalidTextError(e);
+          const error = toGrpcError(known ?? new DomainError('internal'));
+          if (!known) logger.error({ err: e, rpc: `${serviceName}/${method}`, traceId: currentTraceId() }, 'unhandled error in gRPC handler');
           done(error.code ?? grpc.status.UNKNOWN);
           callback(error);
         },

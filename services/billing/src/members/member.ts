@@ -18,10 +18,11 @@ export class Member {
   static create(input: { merchantId: string; email: string; firstName: string; lastName: string; phone?: string | null }): Member {
     return Object.assign(new Member(), {
       merchantId: input.merchantId,
-      email: input.email.trim(),
-      firstName: input.firstName.trim(),
-      lastName: input.lastName.trim(),
-      phone: input.phone?.trim() || null,
+      // Stored exactly as sent (contract §2); lookups compare lower(email).
+      email: input.email,
+      firstName: input.firstName,
+      lastName: input.lastName,
+      phone: input.phone || null,
     });
   }
 

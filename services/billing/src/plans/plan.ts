@@ -39,14 +39,14 @@ export class Plan implements BillingSchedule {
     if (!Number.isInteger(input.trialDays) || input.trialDays < 0 || input.trialDays > MAX_TRIAL_DAYS) errors.trialDays = [`Must be between 0 and ${MAX_TRIAL_DAYS}.`];
     if (!input.name.trim()) errors.name = ['Must not be empty.'];
     if (Object.keys(errors).length) throw DomainError.validation(errors);
-    return Object.assign(new Plan(), { ...input, name: input.name.trim(), interval: input.interval as PlanInterval });
+    return Object.assign(new Plan(), { ...input, name: input.name, interval: input.interval as PlanInterval });
   }
 
   /** Absent fields are unchanged. Price and schedule never change: subscriptions rely on them. */
   update(change: { name?: string | null; isActive?: boolean | null }, now = new Date()): void {
     if (change.name != null) {
       if (!change.name.trim()) throw DomainError.field('name', 'Must not be empty.');
-      this.name = change.name.trim();
+      this.name = change.name;
     }
     if (change.isActive != null) this.isActive = change.isActive;
     this.updatedAt = now;

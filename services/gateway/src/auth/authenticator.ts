@@ -25,6 +25,7 @@ export class Authenticator {
   ) {}
 
   async authenticate(token: string): Promise<Principal> {
+    if (token.startsWith('sk_') || token.split('.').length === 3) this.requireSyncedFeed();
     if (token.startsWith('sk_')) {
       if (!API_KEY_PATTERN.test(token)) throw unauthenticated('The API key is invalid or revoked.');
       return { kind: 'apiKey', ...(await this.apiKeys.authenticate(token)) };
@@ -32,6 +33,16 @@ export class Authenticator {
     if (token.split('.').length === 3) return this.authenticateJwt(token);
     if (constantTimeEqual(token, this.adminToken)) return { kind: 'admin' };
     throw unauthenticated();
+  }
+
+  /**
+   * API keys and JWTs are honoured only once this replica has read the credential-change feed:
+   * before that it cannot know which of them were revoked. 503 with Retry-After meanwhile.
+   */
+  private requireSyncedFeed(): void {
+    if (!this.feed.isSynced) {
+      throw new DomainError('service_unavailable', 'This gateway has not yet loaded credential revocations; retry shortly.', { retryAfterSeconds: 1 });
+    }
   }
 
   private async authenticateJwt(token: string): Promise<Principal> {

@@ -27,6 +27,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   service_unavailable: 503,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  header_fields_too_large: 431,
   internal: 500,
 };
 

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { DomainError, fieldErrorsOf } from '@billing/contracts';
 import { currentTraceId, recordHttpRequest } from '@billing/telemetry';
@@ -6,14 +8,18 @@ import { authorize } from '../auth/access.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import { parseBearer } from '../auth/bearer.js';
 import type { Principal } from '../auth/principal.js';
+import { assertStorableText, assertUtf8Query, decodeUtf8Body } from './input-policy.js';
 import { HTTP_STATUS, problemOf, PROBLEM_CONTENT_TYPE } from './problem.js';
 import type { RouteContext, RouteResult, RouteSpec } from './route.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+/** Every response, success or error, carries the request's trace id (W3C trace id, 32 hex) in this header. */
+export const TRACE_ID_HEADER = 'x-trace-id';
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
+    /** Set by the first hook, before anything can fail; also sent as the `X-Trace-Id` header. */
     traceId?: string;
     /** The JSON body bytes exactly as received (idempotency fingerprints hash them). */
     rawBody?: Buffer;
@@ -43,7 +49,7 @@ function sendProblem(reply: FastifyReply, request: FastifyRequest, e: DomainErro
   if (typeof retry === 'number') reply.header('retry-after', String(Math.max(1, Math.ceil(retry))));
   else if (status === 503) reply.header('retry-after', '1');
   const problem = problemOf(e, request.url.split('?')[0], status);
-  problem.traceId ??= request.traceId;
+  problem.traceId = request.traceId ?? problem.traceId;
   return reply.code(status).type(PROBLEM_CONTENT_TYPE).send(problem);
 }
 
@@ -79,15 +85,31 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 500 },
     // Only behind a known proxy may X-Forwarded-For name the client (it keys anonymous rate limits).
     trustProxy: (opts.trustProxy ?? false) as boolean,
+    // Errors Node's HTTP parser raises before fastify sees a request (431, bad header bytes).
+    clientErrorHandler: answerClientError,
   });
 
+  // First hook of every request, routed or not: the trace id exists before anything can fail.
+  // It is that of the HTTP server span OpenTelemetry's http instrumentation opened for the
+  // request (continuing any `traceparent`); on untraced paths (/health) the caller's
+  // `traceparent`, else (and without tracing, in unit tests) a fresh one.
+  app.addHook('onRequest', (request, reply, done) => {
+    request.traceId = currentTraceId() ?? traceIdOf(request.headers.traceparent) ?? randomBytes(16).toString('hex');
+    reply.header(TRACE_ID_HEADER, request.traceId);
+    done();
+  });
   // JSON parser that tolerates an empty body (POST /pause with a JSON content type) and marks
   // malformed JSON distinctly.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(/^application\/(?:[\w.+-]+\+)?json(?:\s*;.*)?$/i, { parseAs: 'buffer' }, (req, body: string | Buffer, done) => {
     req.rawBody = typeof body === 'string' ? Buffer.from(body) : body;
-    const text = body.toString().trim();
-    if (text === '') return done(null, undefined);
+    let text: string;
+    try {
+      text = decodeUtf8Body(req.rawBody);
+    } catch (e) {
+      return done(e as Error, undefined);
+    }
+    if (text.trim() === '') return done(null, undefined);
     try {
       done(null, JSON.parse(text));
     } catch {
@@ -95,11 +117,6 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     }
   });
 
-  // The request's span is the HTTP server span of OpenTelemetry's http instrumentation (named
-  // for the route by its fastify instrumentation), continuing any `traceparent`.
-  app.addHook('onRequest', async (request) => {
-    request.traceId = currentTraceId();
-  });
   // One access-log line per request. The route template, never the URL: paths and query strings
   // can carry personal data.
   app.addHook('onResponse', async (request, reply) => {
@@ -122,6 +139,10 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
       method: spec.method,
       url: spec.url,
       handler: async (request, reply) => {
+        // Text no service may store is refused first, like malformed JSON: before a credential
+        // costs a lookup, and before the idempotency step, so it never claims (or burns) a key.
+        assertUtf8Query(request.url);
+        assertStorableText({ query: request.query, params: request.params, body: request.body });
         let principal: Principal | undefined;
         if (!('anonymous' in spec.auth)) {
           const token = parseBearer(request.headers.authorization);
@@ -147,6 +168,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
         if (result.headers) reply.headers(result.headers);
         reply.code(result.status);
         if (result.body === undefined || result.status === 204) return reply.send();
+        if (result.status >= 400 && isObject(result.body)) result.body.traceId ??= request.traceId;
         return reply.type(result.contentType ?? (result.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8')).send(JSON.stringify(result.body));
       },
     });
@@ -159,4 +181,51 @@ function parse(schema: import('zod').ZodType | undefined, value: unknown): unkno
   const r = schema.safeParse(value);
   if (!r.success) throw DomainError.validation(fieldErrorsOf(r.error));
   return r.data;
+}
+
+/** The trace id of a valid W3C `traceparent` header (version 00), or undefined. */
+function traceIdOf(header: string | string[] | undefined): string | undefined {
+  const m = typeof header === 'string' ? /^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(header.trim()) : null;
+  return m && !/^0+$/.test(m[1]!) ? m[1] : undefined;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
+
+/**
+ * Answers errors of Node's HTTP parser (fastify's `clientErrorHandler`), raised before any
+ * route, hook or reply exists: header section over the limit (431), bytes no HTTP header may
+ * hold, a malformed request line (400), a request not received in time (408). Written raw to
+ * the socket as problem details with a fresh trace id, then the connection is closed (the
+ * parser cannot find the next request on it).
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const traceId = randomBytes(16).toString('hex');
+  let e: DomainError;
+  let status: number;
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    [e, status] = [new DomainError('header_fields_too_large', 'The request header section exceeds the size limit.'), 431];
+  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    [e, status] = [new DomainError('bad_request', 'The request was not received in time.'), 408];
+  } else {
+    [e, status] = [new DomainError('bad_request', 'The request could not be parsed: malformed request line or header.'), 400];
+  }
+  const body = JSON.stringify({ ...problemOf(e, undefined, status), traceId });
+  socket.end(
+    `HTTP/1.1 ${status} ${REASONS[status]}\r\n` +
+      `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      `${TRACE_ID_HEADER}: ${traceId}\r\n` +
+      'X-Content-Type-Options: nosniff\r\n' +
+      'Cache-Control: no-store\r\n' +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
 }

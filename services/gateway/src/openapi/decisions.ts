@@ -10,7 +10,8 @@ const SECTIONS_TEXT = `Authentication
 - Credential kinds: platform admin token, API key (sk_...), merchant-user JWT, customer JWT, checkout-session JWT. Each JWT kind has its own "aud" and header "typ"; ES256 only; a token of the wrong kind for an endpoint is 401.
 - API keys act with the reach of an Admin merchant user. The platform admin token may name any existing merchant.
 - Public signing keys: GET /.well-known/jwks.json.
-- Revoking a key, deactivating a user or changing a user's role ends existing credentials on the next request at the gateway that served the change and within one second at every other replica.
+- Revoking a key, deactivating a user or changing a user's role ends existing credentials on the next request at the gateway that served the change and within one second at every other replica. No revocation is skipped, whatever order the changes commit in.
+- Until a gateway replica has read identity's credential-change feed once (at start-up), it answers requests carrying an API key or a JWT with 503 and Retry-After: 1 (it cannot yet know which were revoked); the platform admin token is served.
 - Reactivating a user does not revive tokens issued before the deactivation; the user signs in again.
 - The platform admin token has no merchant: GET /api/Merchants/me with it is 401.
 - Endpoints that hash a password (sign-in, sign-up, password reset, creating a merchant user) are forwarded with a 15 s deadline; every other call with GRPC_DEADLINE_MS (5 s).
@@ -19,6 +20,19 @@ Errors
 - Every error is application/problem+json with type, title, status, detail, instance and traceId. Validation errors carry "errors" keyed by camelCase JSON path ("orders[0].id"; "$" for the body as a whole). Malformed JSON is 400, a body over 1 MiB 413, a non-JSON Content-Type 415, an unknown route 404.
 - A malformed UUID in the path is 400 (validation); a well-formed unknown id is 404.
 - 503 (with Retry-After) when a backing service is unreachable; never a hang: every forwarded call has a deadline.
+- Errors raised before any route, by the HTTP parser, are problem details too: a header section over the limit (16 KiB) is 431 with type .../header-fields-too-large; bytes no header may hold, a header name with a space or a malformed request line is 400 .../bad-request; a request not received in time 408. The connection is closed after them.
+- An unknown method on a known path (PUT /api/Products) is 404, like an unknown path.
+
+Trace ids
+- Every response, success or error, carries the request's trace id (W3C, 32 lower-case hex) in the header X-Trace-Id; a problem's traceId is the same value. It is set before anything else runs (even for the errors above). A valid W3C traceparent request header supplies the trace id; otherwise a fresh one is minted. Backing services' logs and spans carry the same id.
+
+Text (contract section 2)
+- Text is stored and returned exactly as sent: no trimming, no case folding, no Unicode normalisation (a decomposed "e" + U+0301 stays decomposed). Lookups keep their own rules (member and account emails match case-insensitively).
+- A required text field (names, question text, option labels, fullName, firstName, lastName) must contain at least one non-whitespace character, else 400 naming it; whitespace-only optional text is stored as sent, an empty optional string counts as absent where the field says so (customer profile).
+- A request body that is not valid UTF-8 is 400 with "errors" naming the field that holds the bad bytes ("$" when it cannot be told). Invalid bytes are never replaced with U+FFFD.
+- A NUL (U+0000) or an unpaired UTF-16 surrogate (e.g. "\\ud800") in any body string at any depth, in a property name, in a query value or a path segment is 400 with "errors" naming every such field by its camelCase JSON path ("customer.email", "items[0].name") or query parameter name; percent-encoded bytes in the query that are not UTF-8 ("%FF") likewise.
+- These checks run before authentication and before the Idempotency-Key is looked at (like malformed JSON), so a refused request never claims or consumes a key. As a backstop, text the database refuses is 400 bad-request, never 500.
+- Codes are normalised, not stored as sent: currency is upper-cased, a BSB is stored as 123-456.
 
 Merchants
 - providerMerchantProfileId is null until gateway credentials are configured.

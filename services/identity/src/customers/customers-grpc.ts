@@ -60,9 +60,9 @@ export function toCustomerAccountMessage(a: CustomerAccount) {
 
 const EnsureCustomerAccountInput = z.object({
   email: Email,
-  firstName: z.string().trim().min(1).max(100),
-  lastName: z.string().trim().min(1).max(100),
-  phone: z.string().trim().max(50).optional(),
+  firstName: z.string().max(100).regex(/\S/),
+  lastName: z.string().max(100).regex(/\S/),
+  phone: z.string().max(50).optional(),
 });
 
 const invalidToken = () => DomainError.field('token', 'The token is invalid, expired or already used.');

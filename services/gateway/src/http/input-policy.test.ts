@@ -1,0 +1,39 @@
+import { DomainError } from '@billing/contracts';
+import { describe, expect, it } from 'vitest';
+import { assertStorableText, assertUtf8Query, decodeUtf8Body } from './input-policy.js';
+
+function fieldsOf(fn: () => void): string[] {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(DomainError);
+    return Object.keys((e as DomainError).extensions.errors ?? {});
+  }
+  return [];
+}
+
+describe('input policy', () => {
+  it('names a NUL at any depth of the body by its camelCase JSON path', () => {
+    expect(fieldsOf(() => assertStorableText({ body: { customer: { email: 'a\u0000@x' }, items: [{ name: 'ok' }, { name: '\u0000' }] } }))).toEqual(['customer.email', 'items[1].name']);
+  });
+
+  it('names a NUL in a query value by its parameter', () => {
+    expect(fieldsOf(() => assertStorableText({ query: { email: 'x\u0000' } }))).toEqual(['email']);
+  });
+
+  it('refuses lone surrogates but keeps paired ones and whitespace as sent', () => {
+    expect(fieldsOf(() => assertStorableText({ body: { a: 'x\ud800', b: '\udc00y', c: '😀', d: '  padded  ' } }))).toEqual(['a', 'b']);
+  });
+
+  it('decodes valid UTF-8 (including a genuine U+FFFD) and names the field holding invalid bytes', () => {
+    expect(decodeUtf8Body(Buffer.from('{"a":"caf\u00e9 \ufffd"}'))).toBe('{"a":"caf\u00e9 \ufffd"}');
+    const bad = Buffer.concat([Buffer.from('{"ok":"\ufffd","name":"x'), Buffer.from([0xff]), Buffer.from('"}')]);
+    expect(fieldsOf(() => decodeUtf8Body(bad))).toEqual(['name']);
+    expect(fieldsOf(() => decodeUtf8Body(Buffer.from([0x7b, 0xff])))).toEqual(['$']);
+  });
+
+  it('refuses percent-encoded bytes in the query that are not UTF-8', () => {
+    expect(fieldsOf(() => assertUtf8Query('/api/x?email=%FF'))).toEqual(['email']);
+    expect(fieldsOf(() => assertUtf8Query('/api/x?email=caf%C3%A9'))).toEqual([]);
+  });
+});

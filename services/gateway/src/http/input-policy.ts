@@ -1,0 +1,119 @@
+import { DomainError, fieldPath, type FieldErrors } from '@billing/contracts';
+
+/**
+ * The gateway's one input policy for text (contract §2 as amended), applied before a request
+ * reaches a handler, a backing service or the idempotency store:
+ * - a body that is not valid UTF-8 is 400 (never silently replaced by U+FFFD);
+ * - a NUL (U+0000) or a lone UTF-16 surrogate (which no UTF-8 text can carry; `\ud800` in JSON)
+ *   in any body string, at any depth, or in any query value is 400 naming the field;
+ * - text is otherwise passed on exactly as sent: no trimming, no normalisation.
+ */
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const lossyUtf8 = new TextDecoder('utf-8');
+
+/** An unpaired UTF-16 surrogate: a high one not followed by a low one, or a low one not after a high one. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+const NUL_MESSAGE = 'Must not contain a NUL character (U+0000).';
+const SURROGATE_MESSAGE = 'Must be valid Unicode text (no unpaired surrogates).';
+const INVALID_UTF8_MESSAGE = 'Must be valid UTF-8.';
+
+/** Why `s` cannot be stored as text, or undefined when it can. */
+function textProblem(s: string): string | undefined {
+  if (s.includes('\u0000')) return NUL_MESSAGE;
+  if (LONE_SURROGATE.test(s)) return SURROGATE_MESSAGE;
+  return undefined;
+}
+
+/** Adds a problem for every string (value or property name) in `value` that cannot be stored. */
+function collect(value: unknown, path: PropertyKey[], errors: FieldErrors): void {
+  if (typeof value === 'string') {
+    const problem = textProblem(value);
+    if (problem) (errors[fieldPath(path)] ??= []).push(problem);
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => collect(v, [...path, i], errors));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      const keyProblem = textProblem(k);
+      // A bad property name is named by its escaped form, so the path itself stays printable.
+      if (keyProblem) (errors[fieldPath([...path, JSON.stringify(k).slice(1, -1)])] ??= []).push(keyProblem);
+      else collect(v, [...path, k], errors);
+    }
+  }
+}
+
+/** The JSON body text of `raw`, or a 400 naming the field holding invalid UTF-8 where it can. */
+export function decodeUtf8Body(raw: Buffer): string {
+  try {
+    return utf8.decode(raw);
+  } catch {
+    throw DomainError.validation(invalidUtf8Fields(raw), 'The request body is not valid UTF-8.');
+  }
+}
+
+/**
+ * Which fields of a body that failed strict decoding hold the invalid bytes: each string the
+ * lossy decode turned into U+FFFD whose JSON form does not appear in the raw bytes (a genuine
+ * U+FFFD sent as UTF-8 does). `$` when the body is not JSON or the field cannot be told.
+ */
+function invalidUtf8Fields(raw: Buffer): FieldErrors {
+  const errors: FieldErrors = {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(lossyUtf8.decode(raw));
+  } catch {
+    return { $: [INVALID_UTF8_MESSAGE] };
+  }
+  const visit = (value: unknown, path: PropertyKey[]): void => {
+    if (typeof value === 'string') {
+      if (value.includes('\ufffd') && !raw.includes(Buffer.from(JSON.stringify(value).slice(1, -1)))) (errors[fieldPath(path)] ??= []).push(INVALID_UTF8_MESSAGE);
+    } else if (Array.isArray(value)) value.forEach((v, i) => visit(v, [...path, i]));
+    else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) {
+        if (k.includes('\ufffd') && !raw.includes(Buffer.from(JSON.stringify(k).slice(1, -1)))) (errors[fieldPath([...path, k])] ??= []).push(INVALID_UTF8_MESSAGE);
+        else visit(v, [...path, k]);
+      }
+    }
+  };
+  visit(parsed, []);
+  return Object.keys(errors).length > 0 ? errors : { $: [INVALID_UTF8_MESSAGE] };
+}
+
+/**
+ * Throws a 400 naming every body field and query value that holds text no service may store.
+ * Query values are named by their parameter (`email`); body fields by their JSON path.
+ */
+export function assertStorableText(input: { body?: unknown; query?: unknown; params?: unknown }): void {
+  const errors: FieldErrors = {};
+  if (input.query !== undefined) collect(input.query, [], errors);
+  if (input.params !== undefined) collect(input.params, [], errors);
+  if (input.body !== undefined) collect(input.body, [], errors);
+  if (Object.keys(errors).length > 0) throw DomainError.validation(errors);
+}
+
+/**
+ * A 400 when the query string percent-encodes bytes that are not UTF-8 (`?q=%FF`): the query
+ * parser would otherwise hand on U+FFFD or the raw escape.
+ */
+export function assertUtf8Query(url: string): void {
+  const q = url.indexOf('?');
+  if (q < 0) return;
+  for (const pair of url.slice(q + 1).split('&')) {
+    if (!pair.includes('%')) continue;
+    const eq = pair.indexOf('=');
+    const name = eq < 0 ? pair : pair.slice(0, eq);
+    try {
+      decodeURIComponent(pair.replace(/\+/g, ' ').slice(eq < 0 ? 0 : eq + 1));
+      decodeURIComponent(name);
+    } catch {
+      let field = name;
+      try {
+        field = decodeURIComponent(name);
+      } catch {
+        field = '$query';
+      }
+      throw DomainError.validation({ [field]: [INVALID_UTF8_MESSAGE] }, 'The query string is not valid UTF-8.');
+    }
+  }
+}

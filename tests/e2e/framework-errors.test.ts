@@ -1,0 +1,93 @@
+import { connect } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { adminToken, gateway } from '../support/e2e.js';
+import { inject } from 'vitest';
+
+/**
+ * Regression for: errors raised before a handler runs (unknown route or method, malformed JSON,
+ * 413, 415) had no `traceId`, and header-level errors (431, bad header bytes) were fastify's own
+ * JSON rather than problem details. Every response carries its trace id in `X-Trace-Id`.
+ */
+const http = gateway();
+const TRACE_ID = /^[0-9a-f]{32}$/;
+
+function expectProblem(res: { status: number; headers: Record<string, string>; body: any }, status: number) {
+  expect(res.status).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(res.body).toMatchObject({ status, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+  expect(res.body.traceId).toMatch(TRACE_ID);
+  expect(res.headers['x-trace-id']).toBe(res.body.traceId);
+}
+
+/** Sends bytes on a raw socket (what fetch refuses to send) and parses the one response. */
+function rawRequest(bytes: Buffer): Promise<{ status: number; headers: Record<string, string>; body: any }> {
+  const url = new URL(inject('gatewayUrl'));
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname, () => socket.write(bytes));
+    const chunks: Buffer[] = [];
+    socket.on('data', (c) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const [head, ...rest] = text.split('\r\n\r\n');
+      const [statusLine, ...headerLines] = head.split('\r\n');
+      const headers = Object.fromEntries(headerLines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(rest.join('\r\n\r\n')) });
+    });
+  });
+}
+
+describe('errors raised by the framework are problem details with a trace id', () => {
+  it('an unknown route is 404', async () => {
+    expectProblem(await http('GET', '/api/NoSuchThing'), 404);
+  });
+
+  it('an unknown method on a known route is 404', async () => {
+    expectProblem(await http('PUT', '/api/Products', { token: adminToken(), body: {} }), 404);
+  });
+
+  it('malformed JSON is 400', async () => {
+    expectProblem(await http('POST', '/api/admin/merchants', { token: adminToken(), body: '{"name": ', headers: { 'content-type': 'application/json' } }), 400);
+  });
+
+  it('a body over 1 MiB is 413', async () => {
+    const big = JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) });
+    expectProblem(await http('POST', '/api/admin/merchants', { token: adminToken(), body: big, headers: { 'content-type': 'application/json' } }), 413);
+  });
+
+  it('an unsupported Content-Type is 415', async () => {
+    expectProblem(await http('POST', '/api/admin/merchants', { token: adminToken(), body: 'name=x', headers: { 'content-type': 'text/plain' } }), 415);
+  });
+
+  it('a header section over the limit is 431 (raised by the HTTP parser, before any route)', async () => {
+    const res = await rawRequest(Buffer.from(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\n\r\n`));
+    expectProblem(res, 431);
+  });
+
+  it('bytes no header may hold are 400 (raised by the HTTP parser)', async () => {
+    const res = await rawRequest(Buffer.concat([Buffer.from('GET /health HTTP/1.1\r\nHost: x\r\nX-Bad: a'), Buffer.from([0x01, 0x7f]), Buffer.from('b\r\n\r\n')]));
+    expectProblem(res, 400);
+  });
+
+  it('a header name with a space is 400 (raised by the HTTP parser)', async () => {
+    expectProblem(await rawRequest(Buffer.from('GET /health HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n')), 400);
+  });
+});
+
+describe('every response carries its trace id in X-Trace-Id', () => {
+  it('a success without traceparent gets a fresh trace id', async () => {
+    const res = await http('GET', '/health');
+    expect(res.status).toBe(200);
+    expect(res.headers['x-trace-id']).toMatch(TRACE_ID);
+  });
+
+  it("a request with traceparent keeps the caller's trace id, in the header and in a problem", async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const headers = { traceparent: `00-${traceId}-00f067aa0ba902b7-01` };
+    expect((await http('GET', '/health', { headers })).headers['x-trace-id']).toBe(traceId);
+    const problem = await http('GET', '/api/Products', { headers });
+    expect(problem.status).toBe(401);
+    expect(problem.body.traceId).toBe(traceId);
+    expect(problem.headers['x-trace-id']).toBe(traceId);
+  });
+});
