@@ -26,8 +26,12 @@ COPY --from=build /app/proto ./proto
 # Container health check: node scripts/healthcheck.mjs grpc 127.0.0.1:50051 | http http://127.0.0.1:8080/health
 COPY --from=build /app/scripts/healthcheck.mjs ./scripts/healthcheck.mjs
 COPY --from=build /app/scripts/lib ./scripts/lib
-# File-based email/SMS channels write under DATA_DIR (default .data).
-RUN mkdir -p .data && chown node:node .data
+# docker-compose's grpc-certs job: the installation's gRPC authority and service certificates.
+COPY --from=build /app/scripts/grpc-certs.mjs ./scripts/grpc-certs.mjs
+# File-based email/SMS channels write under DATA_DIR (default .data). The grpc-* directories
+# exist owned by node so the named volumes mounted on them start writable by node.
+RUN mkdir -p .data/grpc-ca .data/grpc-tls/identity .data/grpc-tls/billing .data/grpc-tls/checkout .data/grpc-tls/webhooks .data/grpc-tls/gateway \
+ && chown -R node:node .data
 USER node
 # exec: node is PID 1 and receives SIGTERM from `docker stop` directly.
 CMD ["/bin/sh", "-c", "exec node services/${SERVICE}/dist/main.js"]

@@ -238,7 +238,7 @@ async function start() {
     logLevel: process.env.LOG_LEVEL || 'info',
     adminToken: token,
     ports: 'default',
-    host: process.env.HOST || '0.0.0.0',
+    host: process.env.HOST || '127.0.0.1',
     migrate: true,
     detached: true,
     onSpawn: (name, pid) => {

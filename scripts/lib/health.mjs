@@ -1,4 +1,5 @@
 // Readiness checks: grpc.health.v1.Health/Check for gRPC services, GET for HTTP ones.
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { canConnect } from './ports.mjs';
@@ -28,8 +29,10 @@ function loadHealthClient() {
 /**
  * True when the gRPC server at `address` (`host:port`) reports SERVING for `service` ('' is
  * the server as a whole). Without @grpc/grpc-js, true when the port accepts connections.
+ * `tls`: paths of the authority and of a client certificate and key of the installation (the
+ * services require one); plaintext without.
  * @param {string} address
- * @param {{ service?: string, timeoutMs?: number }} [opts]
+ * @param {{ service?: string, timeoutMs?: number, serverName?: string, tls?: { GRPC_TLS_CA?: string, GRPC_TLS_CERT?: string, GRPC_TLS_KEY?: string } }} [opts]
  * @returns {Promise<boolean>}
  */
 export async function checkGrpcHealth(address, opts = {}) {
@@ -38,7 +41,14 @@ export async function checkGrpcHealth(address, opts = {}) {
     const i = address.lastIndexOf(':');
     return canConnect(address.slice(0, i), Number(address.slice(i + 1)), opts.timeoutMs);
   }
-  const client = new loaded.Health(address, loaded.grpc.credentials.createInsecure());
+  const { GRPC_TLS_CA: ca, GRPC_TLS_CERT: cert, GRPC_TLS_KEY: key } = opts.tls ?? {};
+  const secure = Boolean(ca && cert && key);
+  const credentials = secure
+    ? loaded.grpc.credentials.createSsl(fs.readFileSync(/** @type {string} */ (ca)), fs.readFileSync(/** @type {string} */ (key)), fs.readFileSync(/** @type {string} */ (cert)))
+    : loaded.grpc.credentials.createInsecure();
+  // The server's certificate must name the service (`serverName`), as the services' clients check.
+  const names = secure && opts.serverName ? { 'grpc.ssl_target_name_override': opts.serverName, 'grpc.default_authority': opts.serverName } : {};
+  const client = new loaded.Health(address, credentials, names);
   try {
     return await new Promise((resolve) => {
       const deadline = new Date(Date.now() + (opts.timeoutMs ?? 1000));

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureGrpcCertificates, GRPC_PEERS } from './grpc-certs.mjs';
 import { checkGrpcHealth, checkHttpHealth } from './health.mjs';
 import { canConnect, findFreePort } from './ports.mjs';
 import { describeExit, spawnProcess, waitUntil } from './processes.mjs';
@@ -28,6 +29,9 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
  *   service's usual port, or the one its listen variable sets in `baseEnv`, when free.
  * @property {number} [portBase] Service number i of the manifest listens on portBase + i.
  * @property {string} [host] Address the services bind; default 127.0.0.1.
+ * @property {string} [grpcCertsDir] Where the installation's gRPC authority and service
+ *   certificates are (created when missing); default `.data/grpc-tls`. Each service gets its
+ *   own as GRPC_TLS_CA/GRPC_TLS_CERT/GRPC_TLS_KEY unless `env`/`serviceEnv` set them.
  * @property {boolean} [migrate] Run `main.js migrate` for each service before starting any.
  * @property {boolean} [detached] Run the services in their own process groups, so a terminal
  *   Ctrl-C reaches only the launcher, which then stops them dependents-first. Default false:
@@ -63,6 +67,8 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
  * @property {string} databaseUrl
  * @property {string} natsUrl
  * @property {string[]} services Names of the started services, in start order.
+ * @property {import('./grpc-certs.mjs').GrpcCertificates} grpcCerts The certificates the services
+ *   use; `grpcCerts.envFor('gateway')` lets a test call a service as the gateway.
  * @property {Record<string, ServiceProcess>} processes
  * @property {() => Promise<void>} stop Stops every service, dependents first.
  */
@@ -81,6 +87,9 @@ export async function startPlatform(opts) {
   const adminToken = opts.adminToken ?? randomBytes(32).toString('base64url');
   const mode = opts.mode ?? 'development';
   const specs = selectServices(opts.services);
+  const grpcCerts = ensureGrpcCertificates(opts.grpcCertsDir ?? path.join(REPO_ROOT, '.data', 'grpc-tls'));
+  /** @param {string} name */
+  const tlsEnvOf = (name) => (GRPC_PEERS.includes(name) ? grpcCerts.envFor(name) : {});
   const names = new Set(specs.map((s) => s.name));
 
   /** @type {Map<string, number>} */
@@ -102,6 +111,7 @@ export async function startPlatform(opts) {
       NATS_URL: opts.natsUrl,
       PLATFORM_MODE: mode,
       LOG_LEVEL: opts.logLevel ?? 'info',
+      ...tlsEnvOf(spec.name),
     });
     for (const [k, template] of Object.entries(spec.listen)) env[k] = fillTemplate(template, { host, port: /** @type {number} */ (ports.get(spec.name)) });
     for (const [k, target] of Object.entries(spec.connectsTo ?? {})) if (names.has(target)) env[k] = addressOf(target);
@@ -125,6 +135,10 @@ export async function startPlatform(opts) {
           const svc = createServiceProcess(spec, {
             opts,
             env: () => envFor(spec),
+            tls: () => {
+              const env = envFor(spec);
+              return { GRPC_TLS_CA: env.GRPC_TLS_CA, GRPC_TLS_CERT: env.GRPC_TLS_CERT, GRPC_TLS_KEY: env.GRPC_TLS_KEY };
+            },
             port: () => /** @type {number} */ (ports.get(spec.name)),
             address: () => addressOf(spec.name),
             connectHost,
@@ -156,6 +170,7 @@ export async function startPlatform(opts) {
     databaseUrl: opts.databaseUrl,
     natsUrl: opts.natsUrl,
     services: specs.map((s) => s.name),
+    grpcCerts,
     processes,
     stop: () => stopAll(waves, processes),
   };
@@ -230,7 +245,7 @@ function isPortClash(logs) {
 
 /**
  * @param {ServiceSpec} spec
- * @param {{ opts: StartPlatformOptions, env: () => NodeJS.ProcessEnv, port: () => number, address: () => string, connectHost: string }} ctx
+ * @param {{ opts: StartPlatformOptions, env: () => NodeJS.ProcessEnv, tls: () => Record<string, string | undefined>, port: () => number, address: () => string, connectHost: string }} ctx
  * @returns {ServiceProcess}
  */
 function createServiceProcess(spec, ctx) {
@@ -244,7 +259,8 @@ function createServiceProcess(spec, ctx) {
 
   const healthy = () => {
     const port = ctx.port();
-    if (spec.protocol === 'grpc') return checkGrpcHealth(`${ctx.connectHost}:${port}`);
+    // A service checks itself with its own certificate, as in a container.
+    if (spec.protocol === 'grpc') return checkGrpcHealth(`${ctx.connectHost}:${port}`, { tls: ctx.tls(), serverName: spec.name });
     if (spec.healthPath) return checkHttpHealth(`${ctx.address()}${spec.healthPath}`);
     return canConnect(ctx.connectHost, port);
   };

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createClient, type ServiceClient } from '@billing/service-runtime';
+import { configureGrpcTransport, createClient, type ServiceClient } from '@billing/service-runtime';
 import { startPlatform } from '../../scripts/lib/start-platform.mjs';
 import { messagesTo, tokenFromLink, waitForMessage } from '../support/mailbox.js';
 import { apiClient, createApiKey, createMerchant, unique, type ApiClient } from '../support/fixtures.js';
@@ -385,6 +385,8 @@ describe('with a 2-second lockout window', () => {
       },
     });
     locked = apiClient(platform.gatewayUrl!);
+    // Identity answers Customers to the gateway only: call it with the gateway's certificate.
+    configureGrpcTransport({ PLATFORM_MODE: 'test', ...platform.grpcCerts.envFor('gateway') });
     customers = createClient('identity.v1.Customers', platform.processes.identity!.address, 10_000);
   }, 120_000);
 

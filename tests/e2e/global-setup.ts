@@ -13,6 +13,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('databaseUrl', platform.databaseUrl);
   project.provide('natsUrl', platform.natsUrl);
   project.provide('dataDir', platform.dataDir);
+  project.provide('identityGrpcAddress', platform.processes.identity?.address ?? '');
+  project.provide('grpcCertsDir', platform.grpcCerts.dir);
   project.provide('sandboxProviderUrl', platform.processes['sandbox-provider']?.address ?? '');
   return () => platform.stop();
 }

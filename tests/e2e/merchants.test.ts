@@ -71,7 +71,7 @@ describe('PUT /api/admin/merchants/{id}/provider', () => {
     expect(JSON.stringify(res.body)).not.toContain('gw-secret-pass');
 
     const { rows } = await db.query('select provider_credentials_sealed from billing.merchants where id = $1', [m.id]);
-    expect(rows[0].provider_credentials_sealed).toMatch(/^v1:/);
+    expect(rows[0].provider_credentials_sealed).toMatch(/^v2:/);
     expect(rows[0].provider_credentials_sealed).not.toContain('gw-secret-pass');
     expect(rows[0].provider_credentials_sealed).not.toContain('gw-user');
   });

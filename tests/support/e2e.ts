@@ -11,6 +11,10 @@ declare module 'vitest' {
     natsUrl: string;
     /** The sandbox payment provider's HTTP API (fault switch, tokenisation); '' when not running. */
     sandboxProviderUrl: string;
+    /** identity's gRPC address (`127.0.0.1:<port>`). */
+    identityGrpcAddress: string;
+    /** The installation's gRPC authority and service certificates (`ca.crt`, `<service>.crt`, `<service>.key`). */
+    grpcCertsDir: string;
     /** DATA_DIR of the shared platform's services (email files in `mail/`, SMS in `sms/`). */
     dataDir: string;
   }

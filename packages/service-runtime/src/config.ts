@@ -1,12 +1,15 @@
 import { z } from 'zod';
+import { GrpcTlsConfig } from './grpc-transport.js';
 
 export const PlatformMode = z.enum(['development', 'test', 'production']);
 export type PlatformMode = z.infer<typeof PlatformMode>;
 
 /** Settings every service reads. */
 export const BaseConfig = z.object({
-  PLATFORM_MODE: PlatformMode.default('development'),
+  /** Production unless asked otherwise: the launcher asks for development, the tests for test. */
+  PLATFORM_MODE: PlatformMode.default('production'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ...GrpcTlsConfig.shape,
 });
 
 /**
@@ -22,24 +25,50 @@ export function parseConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessE
 }
 
 /**
- * A secret that must be set in production; in development and test a fixed, clearly-labelled
- * value is used so the platform starts with no setup.
+ * Development defaults of secrets, published in this repository: usable outside production
+ * only. Every such default is listed here so production can refuse it when set explicitly.
  */
-export function secretWithDevDefault(name: string, devDefault: string, min = 32) {
-  return z
-    .string()
-    .min(min, `${name} must be at least ${min} characters`)
-    .optional()
-    .transform((v, ctx) => v ?? devDefault)
-    .describe(name);
+export const DEV_ENCRYPTION_KEY = 'development-only-encryption-key-do-not-use-in-production';
+const PUBLISHED_SECRETS = new Set([DEV_ENCRYPTION_KEY]);
+
+/** Bits of empirical (per-character) entropy; a crude check that a value is not a word or a pattern. */
+function characterEntropyBits(value: string): number {
+  const counts = new Map<string, number>();
+  for (const c of value) counts.set(c, (counts.get(c) ?? 0) + 1);
+  let perChar = 0;
+  for (const n of counts.values()) perChar -= (n / value.length) * Math.log2(n / value.length);
+  return perChar * value.length;
 }
 
-/** Rejects a dev-default secret when running in production mode. */
-export function requireInProduction(mode: PlatformMode, values: Record<string, string | undefined>): void {
+/**
+ * Why `value` is not a production secret, or undefined when it is one: it must not be a
+ * published development value, must encode at least 32 bytes as hex or base64(url) (e.g.
+ * `openssl rand -base64 32`), and must look random: at least 160 bits of per-character entropy
+ * (encoded random 32 bytes measure 178 or more), which rules out repeated characters, words
+ * and short patterns. A heuristic: it cannot prove a value random, only refuse obvious non-random ones.
+ */
+export function secretProblem(value: string | undefined): string | undefined {
+  if (!value) return 'is required';
+  if (PUBLISHED_SECRETS.has(value)) return 'is the published development value';
+  const bytes = /^[0-9a-fA-F]+$/.test(value) ? value.length / 2 : /^[A-Za-z0-9+/_-]+={0,2}$/.test(value) ? Math.floor((value.replace(/=+$/, '').length * 3) / 4) : 0;
+  if (bytes === 0) return 'must be random bytes encoded as hex or base64 (e.g. openssl rand -base64 32)';
+  if (bytes < 32) return `encodes ${bytes} bytes; at least 32 random bytes are required (e.g. openssl rand -base64 32)`;
+  if (characterEntropyBits(value) < 160) return 'does not look random (repeated characters or a pattern); use openssl rand -base64 32';
+  return undefined;
+}
+
+/**
+ * In production, refuses to start unless every given secret of the parsed config passes
+ * `secretProblem`; prints each problem (never a value) and exits. Outside production, any value.
+ */
+export function refuseWeakSecretsInProduction(mode: PlatformMode, secrets: Record<string, string | undefined>): void {
   if (mode !== 'production') return;
-  const missing = Object.entries(values).filter(([name]) => !process.env[name]).map(([name]) => name);
-  if (missing.length) {
-    process.stderr.write(`Invalid configuration: ${missing.join(', ')} must be set in production mode\n`);
+  const problems = Object.entries(secrets).flatMap(([name, value]) => {
+    const problem = secretProblem(value);
+    return problem ? [`  ${name} ${problem}`] : [];
+  });
+  if (problems.length) {
+    process.stderr.write(`Invalid configuration for production mode:\n${problems.join('\n')}\n`);
     process.exit(78);
   }
 }

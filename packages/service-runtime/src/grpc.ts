@@ -6,6 +6,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { DomainError, ERROR_CODES, type ErrorCode } from '@billing/contracts';
 import { SERVICE_FILES, type ServiceDefinitions, type ServiceName } from '@billing/proto-types';
 import { currentTraceId, recordRpcCall } from '@billing/telemetry';
+import { callerOf, clientCredentialsFor, serverCredentialsFor, serverNameOptions, type GrpcPeer } from './grpc-transport.js';
 import type { Logger } from './logger.js';
 import { invalidTextError } from './database.js';
 
@@ -157,18 +158,40 @@ export type ServiceClient<N extends ServiceName> = {
 
 type UntypedImpl = Record<string, (request: any, call: grpc.ServerUnaryCall<any, any>) => Promise<unknown>>;
 
+/** `<service>/<Method>` of every generated service, e.g. `identity.v1.ApiKeys/CreateApiKey`. */
+export type MethodName = { [N in ServiceName]: `${N}/${keyof ServiceDefinitions[N] & string}` }[ServiceName];
+
 /**
- * Adapts async handlers to grpc-js unary handlers: maps DomainError to status + metadata, logs
- * anything else with the trace id before answering INTERNAL without internals, and records the
- * call's duration and status. (Server spans, continuing the caller's trace, come from
- * OpenTelemetry's grpc-js instrumentation.)
+ * Which services may call what, by the identity in their verified certificate: a rule for a
+ * whole service (`identity.v1.ApiKeys`) or one method (`identity.v1.ApiKeys/CreateApiKey`, which
+ * wins). Every registered method needs a rule; there is no default, so a new service or method
+ * is refused to everyone until its callers are listed.
  */
-function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl): grpc.UntypedServiceImplementation {
+export type CallerRules = Partial<Record<ServiceName | MethodName, readonly GrpcPeer[]>>;
+
+const callerRules = new WeakMap<grpc.Server, CallerRules>();
+
+/**
+ * Adapts async handlers to grpc-js unary handlers: refuses a caller the rules do not list
+ * (UNAUTHENTICATED without a verified certificate, PERMISSION_DENIED for another service), maps
+ * DomainError to status + metadata, logs anything else with the trace id before answering
+ * INTERNAL without internals, and records the call's duration and status. (Server spans,
+ * continuing the caller's trace, come from OpenTelemetry's grpc-js instrumentation.)
+ */
+function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl, allowedCallers: (method: string) => ReadonlySet<string>): grpc.UntypedServiceImplementation {
   const out: grpc.UntypedServiceImplementation = {};
   for (const [method, fn] of Object.entries(impl)) {
+    const allowed = allowedCallers(method);
     out[method] = (call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) => {
       const started = performance.now();
       const done = (status: grpc.status) => recordRpcCall(serviceName, method, grpc.status[status] ?? String(status), (performance.now() - started) / 1000);
+      const caller = callerOf(call);
+      if (!caller || !allowed.has(caller)) {
+        logger.warn({ rpc: `${serviceName}/${method}`, caller: caller ?? null }, 'refused gRPC call from a caller without the right to it');
+        const refusal = toGrpcError(caller ? new DomainError('forbidden', `${caller} may not call ${serviceName}/${method}.`) : new DomainError('unauthenticated', 'A client certificate of this installation is required.'));
+        done(refusal.code ?? grpc.status.PERMISSION_DENIED);
+        return callback(refusal);
+      }
       fn(call.request, call).then(
         (res) => {
           done(grpc.status.OK);
@@ -190,16 +213,28 @@ function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl): 
 
 /**
  * Registers the implementation of the service `name` (e.g. `billing.v1.Members`) on `server`.
- * The implementation is checked against the types generated from its proto.
+ * The implementation is checked against the types generated from its proto; each method is
+ * served only to the callers the server's rules list for it (throws when a method has none).
  */
 export function addGrpcService<N extends ServiceName>(server: grpc.Server, name: N, logger: Logger, impl: ServiceImpl<N>): void {
   const definition = serviceDefinition(SERVICE_FILES[name], name);
-  server.addService(definition.service, unaryHandlers(name, logger, impl as unknown as UntypedImpl));
+  const rules = callerRules.get(server);
+  if (!rules) throw new Error('addGrpcService: create the server with createGrpcServer(callerRules)');
+  const allowedCallers = (method: string) => {
+    const listed = rules[`${name}/${method}` as MethodName] ?? rules[name];
+    if (!listed) throw new Error(`no caller rule for ${name}/${method}: list the services that may call it in this service's caller rules`);
+    return new Set<string>(listed);
+  };
+  server.addService(definition.service, unaryHandlers(name, logger, impl as unknown as UntypedImpl, allowedCallers));
 }
 
-/** A gRPC server with the standard health service; every registered service reports SERVING. */
-export function createGrpcServer(): { server: grpc.Server; setServing: (serving: boolean) => void } {
+/**
+ * A gRPC server with the standard health service (open to every peer the transport admits);
+ * every registered service reports SERVING. `callers` says which service may call which method.
+ */
+export function createGrpcServer(callers: CallerRules): { server: grpc.Server; setServing: (serving: boolean) => void } {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  callerRules.set(server, callers);
   let serving = true;
   const Health = serviceDefinition('grpc/health/v1/health.proto', 'grpc.health.v1.Health');
   server.addService(Health.service, {
@@ -211,10 +246,17 @@ export function createGrpcServer(): { server: grpc.Server; setServing: (serving:
   return { server, setServing: (s) => (serving = s) };
 }
 
+/** Binds `address` with the process's transport (see `configureGrpcTransport`). */
 export function listen(server: grpc.Server, address: string): Promise<number> {
-  return new Promise((resolvePort, reject) =>
-    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolvePort(port))),
-  );
+  return new Promise((resolvePort, reject) => {
+    let credentials: grpc.ServerCredentials;
+    try {
+      credentials = serverCredentialsFor(address);
+    } catch (e) {
+      return reject(e);
+    }
+    server.bindAsync(address, credentials, (err, port) => (err ? reject(err) : resolvePort(port)));
+  });
 }
 
 export function shutdownServer(server: grpc.Server, graceMs = 5000): Promise<void> {
@@ -238,13 +280,14 @@ export interface CallOptions {
 /**
  * A promise-returning client for the service `name` (e.g. `billing.v1.Members`), typed from
  * its proto. Every call carries a deadline and the current trace context; errors come back
- * as DomainError.
+ * as DomainError. It uses the process's transport (see `configureGrpcTransport`).
  */
 export function createClient<N extends ServiceName>(name: N, address: string, defaultDeadlineMs = 5000): ServiceClient<N> {
   const Ctor = serviceDefinition(SERVICE_FILES[name], name);
-  const client = new Ctor(address, grpc.credentials.createInsecure(), {
+  const client = new Ctor(address, clientCredentialsFor(address), {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.enable_retries': 0,
+    ...serverNameOptions(name.split('.')[0]!),
   }) as grpc.Client & Record<string, Function>;
   const api: Record<string, unknown> = { close: () => client.close(), raw: client };
   for (const method of Object.keys(Ctor.service)) {

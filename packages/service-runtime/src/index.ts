@@ -2,6 +2,7 @@ export * from './config.js';
 export * from './logger.js';
 export * from './lifecycle.js';
 export * from './grpc.js';
+export * from './grpc-transport.js';
 export * from './database.js';
 export * from './batcher.js';
 export * from './nats.js';

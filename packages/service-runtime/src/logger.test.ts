@@ -27,6 +27,13 @@ describe('errorForLog', () => {
     expect(JSON.parse(lines[0]!).err).toMatchObject({ code: '23505', constraint: 'member_email_unique', table: 'member', message: 'database error 23505 (constraint member_email_unique)' });
   });
 
+  it('keeps them out when the database error is the cause of another', () => {
+    const logged = JSON.stringify(errorForLog(new Error('could not create the member', { cause: databaseError() })));
+    expect(logged).not.toContain('ada@example.com');
+    expect(logged).toContain('could not create the member');
+    expect(logged).toContain('member_email_unique');
+  });
+
   it('leaves other errors as pino shows them', () => {
     expect(errorForLog(new TypeError('boom'))).toMatchObject({ type: 'TypeError', message: 'boom' });
   });

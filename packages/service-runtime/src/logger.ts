@@ -16,7 +16,7 @@ export function createLogger(service: string, level = process.env.LOG_LEVEL ?? '
       const traceId = currentTraceId();
       return traceId ? { traceId } : {};
     },
-    serializers: { err: errorForLog },
+    serializers: { err: errorForLog, error: errorForLog },
     redact: {
       paths: ['password', 'newPassword', 'token', 'key', 'signingSecret', 'gatewayPassword', 'gatewayUsername', 'merchantGuid', '*.password', '*.token', 'headers.authorization', 'req.headers.authorization'],
       censor: '[redacted]',
@@ -48,7 +48,14 @@ function isDatabaseError(e: unknown): e is DatabaseErrorLike & Error {
  * SQLSTATE and the names of the constraint, table and column are kept.
  */
 export function errorForLog(e: unknown): unknown {
-  if (!isDatabaseError(e)) return e instanceof Error ? stdSerializers.err(e) : e;
+  if (!isDatabaseError(e)) {
+    if (!(e instanceof Error)) return e;
+    // pino's serializer appends every cause's message to this one's: not a database error's.
+    for (let cause = e.cause, depth = 0; cause instanceof Error && depth < 10; cause = cause.cause, depth++) {
+      if (isDatabaseError(cause)) return { type: e.name, message: e.message, stack: e.stack, cause: errorForLog(e.cause) };
+    }
+    return stdSerializers.err(e);
+  }
   const code = e.sqlState ?? e.code;
   const message = `database error ${code ?? 'unknown'}${e.constraint ? ` (constraint ${e.constraint})` : ''}`;
   const frames = (e.stack ?? '').split('\n').filter((l) => /^\s+at /.test(l));

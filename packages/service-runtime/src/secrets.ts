@@ -1,28 +1,33 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * AES-256-GCM envelope for secrets that must be recoverable (signing secrets, gateway
- * credentials). Stored as `v1:<iv>:<tag>:<ciphertext>` in base64url. The key is derived from
- * the configured encryption key with SHA-256 so any sufficiently long string works.
+ * credentials), one per purpose. Sealed as `v2:<iv>:<tag>:<ciphertext>` (base64url) with a key
+ * derived by HKDF-SHA256 from the configured encryption key and the purpose (e.g.
+ * `identity/api-key-signing-secrets`), so one configured key never encrypts two kinds of
+ * secret and two services' keys differ even when an operator configures the same value.
+ * `v1` values (key = SHA-256 of the configured key, before purposes) are still opened.
  */
 export class SecretBox {
   private readonly key: Buffer;
+  private readonly legacyKey: Buffer;
 
-  constructor(encryptionKey: string) {
-    this.key = createHash('sha256').update(encryptionKey).digest();
+  constructor(encryptionKey: string, purpose: string) {
+    this.key = Buffer.from(hkdfSync('sha256', encryptionKey, 'billing-platform secret box', purpose, 32));
+    this.legacyKey = createHash('sha256').update(encryptionKey).digest();
   }
 
   seal(plaintext: string): string {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join(':');
+    return ['v2', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join(':');
   }
 
   open(sealed: string): string {
     const [v, iv, tag, ct] = sealed.split(':');
-    if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('unrecognised sealed secret');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
+    if ((v !== 'v1' && v !== 'v2') || !iv || !tag || ct === undefined) throw new Error('unrecognised sealed secret');
+    const decipher = createDecipheriv('aes-256-gcm', v === 'v2' ? this.key : this.legacyKey, Buffer.from(iv, 'base64url'));
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
     return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
   }

@@ -1,8 +1,9 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, addGrpcService, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
 import { MemberAnswerSchema } from './answers/member-answer.js';
 import { answersGrpc } from './answers/answers-grpc.js';
 import type { BillingConfig } from './config.js';
+import { BILLING_CALLERS } from './grpc-callers.js';
 import { MerchantSchema } from './merchants/merchant.js';
 import { merchantsGrpc } from './merchants/merchants-grpc.js';
 import { MIGRATIONS } from './migrations/index.js';
@@ -43,11 +44,12 @@ export interface BillingApp {
 /** Composition root of the billing service. */
 export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   const logger = createLogger('billing', config.LOG_LEVEL);
+  configureGrpcTransport(config, config.BILLING_GRPC_ADDRESS);
   const orm = await openBillingDatabase(config);
   await migrate(orm, config.DB_SCHEMA);
-  const box = new SecretBox(config.ENCRYPTION_KEY);
+  const box = new SecretBox(config.BILLING_ENCRYPTION_KEY, 'billing/payment-gateway-credentials');
 
-  const { server } = createGrpcServer();
+  const { server } = createGrpcServer(BILLING_CALLERS);
   addGrpcService(server, 'billing.v1.Merchants', logger, merchantsGrpc(orm, box));
   const providers = new PaymentProviders(new SandboxPaymentProvider(config.PAYMENT_PROVIDER_URL, config.PAYMENT_PROVIDER_TIMEOUT_MS));
   addGrpcService(server, 'billing.v1.Products', logger, productsGrpc(orm));

@@ -1,13 +1,12 @@
 import { z } from 'zod';
-import { BaseConfig, parseConfig, requireInProduction } from '@billing/service-runtime';
-
-const DEV_ENCRYPTION_KEY = 'development-only-encryption-key-do-not-use-in-production';
+import { BaseConfig, DEV_ENCRYPTION_KEY, refuseWeakSecretsInProduction, parseConfig } from '@billing/service-runtime';
 
 export const BillingConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
-  BILLING_GRPC_ADDRESS: z.string().default('0.0.0.0:50052'),
-  ENCRYPTION_KEY: z.string().min(32).default(DEV_ENCRYPTION_KEY),
+  BILLING_GRPC_ADDRESS: z.string().default('127.0.0.1:50052'),
+  /** Key of the secrets billing keeps encrypted; its own, never another service's. Development default outside production. */
+  BILLING_ENCRYPTION_KEY: z.string().min(32).default(DEV_ENCRYPTION_KEY),
   DB_SCHEMA: z.string().default('billing'),
   DB_POOL_MAX: z.coerce.number().int().min(1).default(10),
   /** Base URL of the sandbox payment provider (Staging merchants). */
@@ -29,6 +28,6 @@ export type BillingConfig = z.infer<typeof BillingConfig>;
 
 export function loadConfig(env = process.env): BillingConfig {
   const config = parseConfig(BillingConfig, env);
-  requireInProduction(config.PLATFORM_MODE, { ENCRYPTION_KEY: env.ENCRYPTION_KEY });
+  refuseWeakSecretsInProduction(config.PLATFORM_MODE, { BILLING_ENCRYPTION_KEY: config.BILLING_ENCRYPTION_KEY });
   return config;
 }

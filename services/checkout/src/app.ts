@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import {
   addGrpcService,
+  configureGrpcTransport,
   createDeliveryChannels,
   createGrpcServer,
   createLogger,
@@ -16,6 +17,7 @@ import { createCheckoutBackends } from './backends.js';
 import { checkoutGrpc } from './checkout-grpc.js';
 import { SessionCompletion } from './completion/complete-session.js';
 import type { CheckoutConfig } from './config.js';
+import { CHECKOUT_CALLERS } from './grpc-callers.js';
 import { InvitationSchema } from './invitations/invitation.js';
 import { invitationsGrpc } from './invitations/invitations-grpc.js';
 import { LinkSchema } from './links/link.js';
@@ -46,6 +48,7 @@ export interface CheckoutApp {
  */
 export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp> {
   const logger = createLogger('checkout', config.LOG_LEVEL);
+  configureGrpcTransport(config, config.CHECKOUT_GRPC_ADDRESS);
   const orm = await openCheckoutDatabase(config);
   await migrate(orm, config.DB_SCHEMA);
   const backends = createCheckoutBackends(config);
@@ -59,7 +62,7 @@ export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp
     logger,
   });
 
-  const { server } = createGrpcServer();
+  const { server } = createGrpcServer(CHECKOUT_CALLERS);
   addGrpcService(
     server,
     'checkout.v1.Invitations',

@@ -1,12 +1,5 @@
-import { createClient, type CallOptions, type ServiceClient } from '@billing/service-runtime';
+import { createClient, type ServiceClient } from '@billing/service-runtime';
 import type { CheckoutConfig } from './config.js';
-
-/**
- * How the checkout service names itself to identity's internal-only services (signing secrets,
- * checkout tokens). Declared once here so the caller identity can move to transport
- * credentials without touching the call sites.
- */
-export const AS_CHECKOUT: CallOptions = { metadata: { 'x-internal-caller': 'checkout' } };
 
 /** gRPC clients of the services checkout's flows drive: identity (customer accounts, link keys, session tokens) and billing. */
 export interface CheckoutBackends {

@@ -5,7 +5,7 @@ import { BaseConfig, MessagingConfig, parseConfig } from '@billing/service-runti
 export const CheckoutConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
-  CHECKOUT_GRPC_ADDRESS: z.string().default('0.0.0.0:50053'),
+  CHECKOUT_GRPC_ADDRESS: z.string().default('127.0.0.1:50053'),
   DB_SCHEMA: z.string().default('checkout'),
   IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),
   BILLING_GRPC_URL: z.string().default('127.0.0.1:50052'),

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { createLogger, migrate, openDatabase, type Logger } from '@billing/service-runtime';
+import { configureGrpcTransport, createLogger, migrate, openDatabase, type Logger } from '@billing/service-runtime';
 import { apiKeyRoutes } from './api-keys/api-key-routes.js';
 import { MerchantAccess } from './auth/access.js';
 import { ApiKeyCache } from './auth/api-key-cache.js';
@@ -53,6 +53,7 @@ export interface GatewayApp {
 /** Composition root of the gateway: credentials, cross-cutting pipeline, feature routes. */
 export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   const logger = createLogger('gateway', config.LOG_LEVEL);
+  configureGrpcTransport(config);
   const orm = await openGatewayDatabase(config);
   await migrate(orm, config.DB_SCHEMA);
   const backends: Backends = createBackends(config);

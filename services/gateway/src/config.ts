@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { BaseConfig, parseConfig } from '@billing/service-runtime';
+import { BaseConfig, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const GatewayConfig = BaseConfig.extend({
   HOST: z.string().default('0.0.0.0'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  /** Platform admin bearer token; required (at least 32 characters) in production. */
+  /** Platform admin bearer token; in production required, 32 random bytes (hex or base64). */
   BILLING_ADMIN_TOKEN: z.string().min(32, 'BILLING_ADMIN_TOKEN must be at least 32 characters').optional(),
   IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),
   BILLING_GRPC_URL: z.string().default('127.0.0.1:50052'),
@@ -51,13 +51,11 @@ export type GatewayConfig = z.infer<typeof GatewayConfig> & { BILLING_ADMIN_TOKE
 
 export function loadConfig(env = process.env): GatewayConfig {
   const config = parseConfig(GatewayConfig, env);
+  refuseWeakSecretsInProduction(config.PLATFORM_MODE, { BILLING_ADMIN_TOKEN: config.BILLING_ADMIN_TOKEN });
   if (!config.BILLING_ADMIN_TOKEN) {
-    if (config.PLATFORM_MODE === 'production') {
-      process.stderr.write('Invalid configuration: BILLING_ADMIN_TOKEN must be set in production mode\n');
-      process.exit(78);
-    }
+    // Development or test only (production refused above). Not printed: logs never hold secrets.
     config.BILLING_ADMIN_TOKEN = randomBytes(32).toString('base64url');
-    process.stdout.write(`BILLING_ADMIN_TOKEN not set; generated one for this process: ${config.BILLING_ADMIN_TOKEN}\n`);
+    process.stdout.write('BILLING_ADMIN_TOKEN not set: the admin API is closed (a random token nobody knows); set it to use the admin API\n');
   }
   return config as GatewayConfig;
 }

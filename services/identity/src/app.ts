@@ -1,10 +1,11 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, createDeliveryChannels, addGrpcService, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, createDeliveryChannels, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
 import { ApiKeySchema } from './api-keys/api-key.js';
 import { apiKeysGrpc } from './api-keys/api-keys-grpc.js';
 import { webhookSigningGrpc } from './api-keys/webhook-signing-grpc.js';
 import { checkoutTokensGrpc } from './checkout-tokens/checkout-tokens-grpc.js';
 import type { IdentityConfig } from './config.js';
+import { IDENTITY_CALLERS } from './grpc-callers.js';
 import { CredentialChangeSchema } from './credential-changes/credential-change.js';
 import { credentialsGrpc } from './credential-changes/credentials-grpc.js';
 import { CustomerAccountSchema } from './customers/customer-account.js';
@@ -34,15 +35,16 @@ export interface IdentityApp {
 /** Composition root of the identity service. */
 export async function startIdentity(config: IdentityConfig): Promise<IdentityApp> {
   const logger = createLogger('identity', config.LOG_LEVEL);
+  configureGrpcTransport(config, config.IDENTITY_GRPC_ADDRESS);
   const orm = await openIdentityDatabase(config);
   await migrate(orm, config.DB_SCHEMA);
 
-  const box = new SecretBox(config.ENCRYPTION_KEY);
+  const box = new SecretBox(config.IDENTITY_ENCRYPTION_KEY, 'identity/api-key-signing-secrets');
   const hasher = new PasswordHasher();
-  const issuer = new TokenIssuer(box);
+  const issuer = new TokenIssuer(new SecretBox(config.IDENTITY_ENCRYPTION_KEY, 'identity/token-signing-keys'));
   await issuer.load(orm.em.fork());
 
-  const { server } = createGrpcServer();
+  const { server } = createGrpcServer(IDENTITY_CALLERS);
   addGrpcService(server, 'identity.v1.MerchantUsers', logger, merchantUsersGrpc(orm, hasher, issuer));
   addGrpcService(server, 'identity.v1.ApiKeys', logger, apiKeysGrpc(orm, box, { production: config.PLATFORM_MODE === 'production' }));
   const customers = customersGrpc({

@@ -1,13 +1,12 @@
 import { z } from 'zod';
-import { BaseConfig, MessagingConfig, parseConfig, requireInProduction } from '@billing/service-runtime';
-
-const DEV_ENCRYPTION_KEY = 'development-only-encryption-key-do-not-use-in-production';
+import { BaseConfig, DEV_ENCRYPTION_KEY, refuseWeakSecretsInProduction, MessagingConfig, parseConfig } from '@billing/service-runtime';
 
 export const IdentityConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
-  IDENTITY_GRPC_ADDRESS: z.string().default('0.0.0.0:50051'),
-  ENCRYPTION_KEY: z.string().min(32).default(DEV_ENCRYPTION_KEY),
+  IDENTITY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
+  /** Key of the secrets identity keeps encrypted; its own, never another service's. Development default outside production. */
+  IDENTITY_ENCRYPTION_KEY: z.string().min(32).default(DEV_ENCRYPTION_KEY),
   DB_SCHEMA: z.string().default('identity'),
   /** Email (`<DATA_DIR>/mail/`) and SMS (`SMS_PROVIDER`) delivery channels. */
   ...MessagingConfig.shape,
@@ -22,6 +21,6 @@ export type IdentityConfig = z.infer<typeof IdentityConfig>;
 
 export function loadConfig(env = process.env): IdentityConfig {
   const config = parseConfig(IdentityConfig, env);
-  requireInProduction(config.PLATFORM_MODE, { ENCRYPTION_KEY: env.ENCRYPTION_KEY });
+  refuseWeakSecretsInProduction(config.PLATFORM_MODE, { IDENTITY_ENCRYPTION_KEY: config.IDENTITY_ENCRYPTION_KEY });
   return config;
 }

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { buildSandbox } from './app.js';
 import { SandboxConfig } from './config.js';
 
-const sandbox = buildSandbox(SandboxConfig.parse({ LOG_LEVEL: 'silent' }));
+const sandbox = buildSandbox(SandboxConfig.parse({ PLATFORM_MODE: 'test', LOG_LEVEL: 'silent' }));
 const { app } = sandbox;
 afterAll(() => app.close());
 

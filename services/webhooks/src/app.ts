@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { addGrpcService, createGrpcServer, createLogger, listen, migrate, openDatabase, shutdownServer, type Logger } from '@billing/service-runtime';
+import { addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, shutdownServer, type Logger } from '@billing/service-runtime';
 import type { WebhooksConfig } from './config.js';
+import { WEBHOOKS_CALLERS } from './grpc-callers.js';
 import { AttemptRecorder } from './deliveries/attempt-recorder.js';
 import { deliveriesGrpc } from './deliveries/deliveries-grpc.js';
 import { AttemptSchema, DeliverySchema, ReplaySchema } from './deliveries/delivery.js';
@@ -33,6 +34,7 @@ export interface WebhooksApp {
  */
 export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp> {
   const logger = createLogger('webhooks', config.LOG_LEVEL);
+  configureGrpcTransport(config, config.WEBHOOKS_GRPC_ADDRESS);
   const orm = await openWebhooksDatabase(config);
   await migrate(orm, config.DB_SCHEMA);
 
@@ -52,7 +54,7 @@ export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp
   }, 3600_000);
   pruner.unref();
 
-  const { server } = createGrpcServer();
+  const { server } = createGrpcServer(WEBHOOKS_CALLERS);
   addGrpcService(server, 'webhooks.v1.WebhookDeliveries', logger, deliveriesGrpc(orm, scheduler));
   const port = await listen(server, config.WEBHOOKS_GRPC_ADDRESS);
   logger.info({ port }, 'webhooks listening');

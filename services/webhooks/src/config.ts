@@ -11,7 +11,7 @@ const RetrySchedule = z
 export const WebhooksConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
-  WEBHOOKS_GRPC_ADDRESS: z.string().default('0.0.0.0:50054'),
+  WEBHOOKS_GRPC_ADDRESS: z.string().default('127.0.0.1:50054'),
   /** Identity, which answers the signing secret of a key. */
   IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),
   DB_SCHEMA: z.string().default('webhooks'),

@@ -3,7 +3,7 @@ import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, type FieldErrors } from '@billing/contracts';
 import { queryRows, recordEvent, type Logger } from '@billing/service-runtime';
 import type { CompletionResult__Output as CompletionResult } from '@billing/proto-types/checkout/v1/CompletionResult';
-import { AS_CHECKOUT, type CheckoutBackends } from '../backends.js';
+import type { CheckoutBackends } from '../backends.js';
 import { BankToken } from '../sessions/bank-token.js';
 import { CheckoutSession } from '../sessions/session.js';
 import { findSession } from '../sessions/sessions.js';
@@ -58,7 +58,7 @@ export class SessionCompletion {
 
   private async provision(s: CheckoutSession, providerToken: string): Promise<CompletionResult> {
     const customer = { email: s.email!, firstName: s.firstName!, lastName: s.lastName!, phone: s.phone ?? undefined };
-    const account = await this.backends.customers.EnsureCustomerAccount(customer, AS_CHECKOUT);
+    const account = await this.backends.customers.EnsureCustomerAccount(customer);
     this.fault('after-customer');
     const { member } = await this.backends.members.CreateMember({ merchantId: s.merchantId, ...customer });
     this.fault('after-member');

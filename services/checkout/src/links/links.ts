@@ -4,7 +4,7 @@ import { DomainError } from '@billing/contracts';
 import { sha256Hex } from '@billing/service-runtime';
 import type { CheckoutLink__Output as CheckoutLink } from '@billing/proto-types/checkout/v1/CheckoutLink';
 import type { ResolveLinkReply__Output as ResolveLinkReply } from '@billing/proto-types/checkout/v1/ResolveLinkReply';
-import { AS_CHECKOUT, type CheckoutBackends } from '../backends.js';
+import type { CheckoutBackends } from '../backends.js';
 import { CheckoutSession } from '../sessions/session.js';
 import { decodeLink, encodeLink, signLink, verifyLink, type LinkPayload } from './link-codec.js';
 import { Link } from './link.js';
@@ -37,7 +37,7 @@ export class Links {
   /** The key's merchant and signing secret, or undefined when it is unknown, revoked or expired. */
   private async usableKey(apiKeyId: string, now: Date): Promise<SigningKey | undefined> {
     try {
-      const key = await this.backends.signing.GetSigningSecret({ apiKeyId }, AS_CHECKOUT);
+      const key = await this.backends.signing.GetSigningSecret({ apiKeyId });
       if (key.revoked || (key.expiresAt && new Date(key.expiresAt) <= now)) return undefined;
       return { merchantId: key.merchantId.toLowerCase(), secret: key.signingSecret };
     } catch (e) {
@@ -111,7 +111,7 @@ export class Links {
       session = await this.open(payload, linkHash);
     }
     if (session.linkHash !== linkHash) return { outcome: 'NonceAlreadyUsed' };
-    const issued = await this.backends.tokens.IssueCheckoutToken({ sessionId: session.id, merchantId }, AS_CHECKOUT);
+    const issued = await this.backends.tokens.IssueCheckoutToken({ sessionId: session.id, merchantId });
     return { outcome: 'Ok', sessionId: session.id, sessionToken: issued.token, expiresAt: issued.expiresAt };
   }
 

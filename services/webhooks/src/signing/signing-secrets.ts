@@ -1,9 +1,6 @@
 import { createClient, type ServiceClient } from '@billing/service-runtime';
 import { signingKey } from './signature.js';
 
-/** Metadata naming this service to identity's internal-only WebhookSigning service. */
-const CALLER = { 'x-internal-caller': 'webhooks' };
-
 /**
  * Signing keys of API keys, fetched from identity over gRPC (so the plaintext secret is never on
  * the event bus) and kept in memory only. Secrets do not change during a key's life, so an entry
@@ -28,7 +25,7 @@ export class SigningSecrets {
     let pending = this.inFlight.get(apiKeyId);
     if (!pending) {
       pending = this.client
-        .GetSigningSecret({ apiKeyId }, { metadata: CALLER })
+        .GetSigningSecret({ apiKeyId })
         .then((res) => {
           const key = signingKey(res.signingSecret);
           this.cache.set(apiKeyId, { key, at: Date.now() });

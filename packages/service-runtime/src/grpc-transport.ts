@@ -1,0 +1,130 @@
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+import { z } from 'zod';
+import type { PlatformMode } from './config.js';
+
+/**
+ * The services that hold a certificate of the installation's authority. A peer is known by its
+ * certificate's subject common name, which is its service name.
+ */
+export const GRPC_PEERS = ['identity', 'billing', 'checkout', 'webhooks', 'gateway'] as const;
+export type GrpcPeer = (typeof GRPC_PEERS)[number];
+
+/**
+ * Mutual TLS material of this process (PEM files): the installation's authority, which every
+ * peer's certificate must be signed by, and this service's own certificate and key. All three
+ * or none; without them gRPC runs in plaintext and no call is authorised.
+ */
+export const GrpcTlsConfig = z.object({
+  GRPC_TLS_CA: z.string().min(1).optional(),
+  GRPC_TLS_CERT: z.string().min(1).optional(),
+  GRPC_TLS_KEY: z.string().min(1).optional(),
+});
+export type GrpcTlsConfig = z.infer<typeof GrpcTlsConfig>;
+
+interface Transport {
+  mode: PlatformMode | undefined;
+  server: grpc.ServerCredentials;
+  client: grpc.ChannelCredentials;
+  secure: boolean;
+}
+
+const INSECURE: Transport = { mode: undefined, server: grpc.ServerCredentials.createInsecure(), client: grpc.credentials.createInsecure(), secure: false };
+let transport: Transport = INSECURE;
+
+function readPem(variable: string, file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (e) {
+    throw new Error(`${variable}: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+}
+
+/**
+ * Sets the credentials every gRPC server (`listen`) and client (`createClient`) of this process
+ * uses, from its parsed config. Call once at start-up, before listening or creating clients;
+ * with the address the service will listen on, it throws at once (before any other start-up
+ * work) when production would serve it in plaintext off loopback. One credentials object is
+ * shared by every client, so clients of one target share one connection (grpc-js pools
+ * subchannels by target, options and credentials).
+ */
+export function configureGrpcTransport(config: GrpcTlsConfig & { PLATFORM_MODE: PlatformMode }, listenAddress?: string): void {
+  setTransport(config);
+  if (listenAddress !== undefined) refuseInsecureOutsideLoopback(listenAddress, 'serve gRPC on');
+}
+
+function setTransport(config: GrpcTlsConfig & { PLATFORM_MODE: PlatformMode }): void {
+  const { GRPC_TLS_CA: ca, GRPC_TLS_CERT: cert, GRPC_TLS_KEY: key } = config;
+  const given = [ca, cert, key].filter(Boolean).length;
+  if (given === 0) {
+    transport = { ...INSECURE, mode: config.PLATFORM_MODE };
+    return;
+  }
+  if (given !== 3) throw new Error('GRPC_TLS_CA, GRPC_TLS_CERT and GRPC_TLS_KEY must be set together');
+  const caPem = readPem('GRPC_TLS_CA', ca!);
+  const certPem = readPem('GRPC_TLS_CERT', cert!);
+  const keyPem = readPem('GRPC_TLS_KEY', key!);
+  transport = {
+    mode: config.PLATFORM_MODE,
+    // `true`: a peer without a certificate of the authority is refused during the handshake.
+    server: grpc.ServerCredentials.createSsl(caPem, [{ cert_chain: certPem, private_key: keyPem }], true),
+    client: grpc.credentials.createSsl(caPem, keyPem, certPem),
+    secure: true,
+  };
+}
+
+function hostOf(address: string): string {
+  const target = address.replace(/^dns:(\/\/[^/]*\/)?/, '');
+  if (target.startsWith('[')) return target.slice(1, target.indexOf(']'));
+  const colons = target.split(':').length - 1;
+  return colons === 1 ? target.slice(0, target.lastIndexOf(':')) : target;
+}
+
+/** True for `localhost`, 127.0.0.0/8 and ::1 (with or without a port). */
+export function isLoopbackAddress(address: string): boolean {
+  const host = hostOf(address).toLowerCase();
+  if (host === 'localhost') return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1' || host === '0:0:0:0:0:0:0:1';
+}
+
+function refuseInsecureOutsideLoopback(address: string, what: string): void {
+  if (transport.secure || transport.mode !== 'production' || isLoopbackAddress(address)) return;
+  throw new Error(
+    `refusing to ${what} ${address} without TLS in production mode: set GRPC_TLS_CA, GRPC_TLS_CERT and GRPC_TLS_KEY (or use a loopback address)`,
+  );
+}
+
+/** Credentials for serving on `address`; throws in production when they would be plaintext off loopback. */
+export function serverCredentialsFor(address: string): grpc.ServerCredentials {
+  refuseInsecureOutsideLoopback(address, 'serve gRPC on');
+  return transport.server;
+}
+
+/** Credentials for calling `address`; throws in production when they would be plaintext off loopback. */
+export function clientCredentialsFor(address: string): grpc.ChannelCredentials {
+  refuseInsecureOutsideLoopback(address, 'call gRPC at');
+  return transport.client;
+}
+
+/**
+ * Channel options that make a client check the server's certificate names `service` (the
+ * first part of the service's proto package, e.g. `identity`), rather than the host it dialled:
+ * a certificate of another service is refused even at the right address.
+ */
+export function serverNameOptions(service: string): grpc.ChannelOptions {
+  return transport.secure ? { 'grpc.ssl_target_name_override': service, 'grpc.default_authority': service } : {};
+}
+
+/**
+ * The service that made a call, from the certificate it presented and the server verified
+ * against the authority; undefined on a plaintext connection. Never from metadata, which the
+ * caller writes.
+ */
+export function callerOf(call: grpc.ServerUnaryCall<unknown, unknown>): string | undefined {
+  const auth = call.getAuthContext();
+  if (auth?.transportSecurityType !== 'ssl') return undefined;
+  const cn = auth.sslPeerCertificate?.subject?.CN as string | string[] | undefined;
+  return Array.isArray(cn) ? undefined : cn || undefined;
+}

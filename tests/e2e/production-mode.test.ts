@@ -1,0 +1,70 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../../scripts/lib/start-platform.mjs';
+
+// Services used to start in development mode unless told otherwise, and production mode
+// accepted the published development encryption key when it was set explicitly.
+const DEV_KEY = 'development-only-encryption-key-do-not-use-in-production';
+const strong = () => randomBytes(32).toString('base64');
+
+/** Runs a built service with only `env` (no PLATFORM_MODE unless given) until it exits. */
+function runService(service: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(REPO_ROOT, 'services', service, 'dist', 'main.js')], {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+describe('production mode refuses unsafe settings at start-up', () => {
+  it('is the default: identity without PLATFORM_MODE or a key refuses the development key', async () => {
+    const { code, output } = await runService('identity', {});
+    expect(code).toBe(78);
+    expect(output).toContain('IDENTITY_ENCRYPTION_KEY is the published development value');
+  });
+
+  it('refuses the published development key even when set explicitly', async () => {
+    const { code, output } = await runService('billing', { PLATFORM_MODE: 'production', BILLING_ENCRYPTION_KEY: DEV_KEY });
+    expect(code).toBe(78);
+    expect(output).toContain('BILLING_ENCRYPTION_KEY is the published development value');
+    expect(output).not.toContain(DEV_KEY);
+  });
+
+  it('refuses a key of fewer than 32 random bytes', async () => {
+    const short = randomBytes(24).toString('base64');
+    const { code, output } = await runService('identity', { PLATFORM_MODE: 'production', IDENTITY_ENCRYPTION_KEY: short });
+    expect(code).toBe(78);
+    expect(output).toContain('IDENTITY_ENCRYPTION_KEY encodes 24 bytes; at least 32 random bytes are required');
+    expect(output).not.toContain(short);
+  });
+
+  it('refuses an admin token that is long enough but not random', async () => {
+    const { code, output } = await runService('gateway', { PLATFORM_MODE: 'production', BILLING_ADMIN_TOKEN: 'ab'.repeat(32) });
+    expect(code).toBe(78);
+    expect(output).toContain('BILLING_ADMIN_TOKEN does not look random');
+  });
+
+  it('refuses to serve gRPC in plaintext on a non-loopback address', async () => {
+    const { code, output } = await runService('checkout', { PLATFORM_MODE: 'production', CHECKOUT_GRPC_ADDRESS: '0.0.0.0:0' });
+    expect(code).not.toBe(0);
+    expect(output).toContain('refusing to serve gRPC on 0.0.0.0:0 without TLS in production mode');
+  });
+
+  it('starts with strong secrets (identity gets past its configuration to the database)', async () => {
+    const { output } = await runService('identity', { PLATFORM_MODE: 'production', IDENTITY_ENCRYPTION_KEY: strong() });
+    expect(output).not.toContain('Invalid configuration');
+  });
+});
