@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '@billing/contracts';
+import { recordRateLimitRejection } from '@billing/telemetry';
 import type { Logger } from '@billing/service-runtime';
 import { credentialId, type Principal } from '../auth/principal.js';
 import { KvBucketStore, type SharedBucketStore } from './kv-bucket-store.js';
@@ -87,6 +88,7 @@ export class RateLimiter {
     }
     if (!decision.allowed) {
       const seconds = decision.retryAfterSeconds;
+      recordRateLimitRejection(principal ? 'credential' : 'anonymous');
       throw new DomainError('rate_limited', `Rate limit exceeded; retry in ${seconds} second(s).`, { retryAfterSeconds: seconds });
     }
   }
