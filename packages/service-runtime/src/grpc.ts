@@ -118,6 +118,26 @@ type MethodTypes<M> = {
 };
 
 /**
+ * What a handler must answer: the decoded shape of the reply (every field present, as the caller
+ * will see it), not the loose encode shape whose fields are all optional, so a handler that
+ * omits or misnames a reply field does not compile. int64 fields (decoded as strings) also take
+ * numbers, as the encoder does.
+ */
+type Reply<Out, In> = Out extends Buffer
+  ? Out
+  : Out extends (infer O)[]
+    ? In extends (infer I)[]
+      ? Reply<O, I>[]
+      : Out
+    : Out extends object
+      ? { [K in keyof Out]: K extends keyof In ? Reply<Out[K], NonNullable<In[K]>> : Out[K] }
+      : Out extends string
+        ? number extends In
+          ? string | number
+          : Out
+        : Out;
+
+/**
  * The async implementation of a service, typed from its generated definition: each method
  * receives the decoded request and resolves with the reply (or throws a DomainError).
  */
@@ -125,7 +145,7 @@ export type ServiceImpl<N extends ServiceName> = {
   [K in keyof ServiceDefinitions[N]]: (
     request: MethodTypes<ServiceDefinitions[N][K]>['reqOut'],
     call: grpc.ServerUnaryCall<MethodTypes<ServiceDefinitions[N][K]>['reqOut'], MethodTypes<ServiceDefinitions[N][K]>['res']>,
-  ) => Promise<MethodTypes<ServiceDefinitions[N][K]>['res']>;
+  ) => Promise<Reply<MethodTypes<ServiceDefinitions[N][K]>['resOut'], MethodTypes<ServiceDefinitions[N][K]>['res']>>;
 };
 
 /** A promise-returning client of a service, typed from its generated definition. */
