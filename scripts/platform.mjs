@@ -17,6 +17,7 @@ import { ensurePostgres, redact } from './lib/postgres.mjs';
 import { describeExit, sleep } from './lib/processes.mjs';
 import { SERVICES } from './lib/services.mjs';
 import { REPO_ROOT, startPlatform } from './lib/start-platform.mjs';
+import { createSupervisor } from './lib/supervisor.mjs';
 import { buildAll, ensureDependencies } from './lib/workspace.mjs';
 
 const DATA_DIR = path.join(REPO_ROOT, '.data');
@@ -222,6 +223,8 @@ async function start() {
   if (missing.length === SERVICES.length) throw new Error('no service is built');
 
   let stopping = false;
+  /** @type {ReturnType<typeof createSupervisor> | undefined} */
+  let supervisor;
   const token = adminToken();
   /** @type {{ pid: number | undefined, signal: NodeJS.Signals }[]} */
   const infraChildren = [
@@ -248,12 +251,27 @@ async function start() {
     onLog: (name, line) => print(name, line),
     onUnexpectedExit: (name, status) => {
       if (stopping) return;
-      log(`${name} ${describeExit(status)}; stopping the platform`);
+      if (supervisor) return supervisor.exited(name, status);
+      log(`${name} ${describeExit(status)} while the platform was starting; stopping the platform`);
       stopping = true;
       void exit(1);
     },
   });
   cleanups.push(platform.stop);
+  // From here on a service that dies is restarted with back-off; one that keeps dying right
+  // after its start stops the platform.
+  supervisor = createSupervisor({
+    log,
+    start: (name) => /** @type {NonNullable<typeof platform.processes[string]>} */ (platform.processes[name]).start(),
+    giveUp: (_name, reason) => {
+      if (stopping) return;
+      log(`${reason}; stopping the platform`);
+      stopping = true;
+      void exit(1);
+    },
+  });
+  supervisor.started(platform.services);
+  cleanups.push(() => supervisor?.stop());
 
   onSignal = () => {
     if (stopping) return;

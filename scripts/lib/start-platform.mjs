@@ -51,6 +51,7 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
  * @property {number} port
  * @property {string} address `127.0.0.1:<port>` for gRPC, `http://127.0.0.1:<port>` for HTTP.
  * @property {number | undefined} pid Undefined while not running.
+ * @property {string} [metricsUrl] Its operations listener: `/metrics`, `/health/live`, `/health/ready`.
  * @property {string[]} logs Recent output lines across restarts, oldest first.
  * @property {() => boolean} running
  * @property {(signal?: NodeJS.Signals) => boolean} kill Sends a signal. An exit it causes is
@@ -95,6 +96,13 @@ export async function startPlatform(opts) {
   /** @type {Map<string, number>} */
   const ports = new Map();
   for (const spec of specs) ports.set(spec.name, await choosePort(spec, opts, baseEnv));
+  // Each service's operations listener (/metrics, /health/live, /health/ready), on 127.0.0.1.
+  /** @type {Map<string, number>} */
+  const metricsPorts = new Map();
+  for (const spec of specs) {
+    const index = SERVICES.indexOf(spec);
+    metricsPorts.set(spec.name, opts.portBase !== undefined ? opts.portBase + 100 + index : await findFreePort(opts.ports === 'default' ? METRICS_PORT_BASE + index : undefined));
+  }
   /** @param {string} name */
   const addressOf = (name) => {
     const spec = /** @type {ServiceSpec} */ (SERVICES.find((s) => s.name === name));
@@ -113,6 +121,8 @@ export async function startPlatform(opts) {
       LOG_LEVEL: opts.logLevel ?? 'info',
       ...tlsEnvOf(spec.name),
     });
+    env.METRICS_HOST = '127.0.0.1';
+    env.METRICS_PORT = String(metricsPorts.get(spec.name));
     for (const [k, template] of Object.entries(spec.listen)) env[k] = fillTemplate(template, { host, port: /** @type {number} */ (ports.get(spec.name)) });
     for (const [k, target] of Object.entries(spec.connectsTo ?? {})) if (names.has(target)) env[k] = addressOf(target);
     const launch = { adminToken, mode, addressOf: (/** @type {string} */ name) => (names.has(name) ? addressOf(name) : undefined) };
@@ -143,6 +153,7 @@ export async function startPlatform(opts) {
             address: () => addressOf(spec.name),
             connectHost,
           });
+          svc.metricsUrl = `http://127.0.0.1:${metricsPorts.get(spec.name)}`;
           processes[spec.name] = svc;
           try {
             await svc.start();
@@ -175,6 +186,9 @@ export async function startPlatform(opts) {
     stop: () => stopAll(waves, processes),
   };
 }
+
+/** `npm start` puts service i's operations listener on this port + i (or the next free one). */
+const METRICS_PORT_BASE = 9464;
 
 /** @param {string} name */
 export function distEntry(name) {

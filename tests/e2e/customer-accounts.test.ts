@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { configureGrpcTransport, createClient } from '@billing/service-runtime';
+import { configureGrpcTransport, createClient, type ServiceClient } from '@billing/service-runtime';
 import { startPlatform } from '../../scripts/lib/start-platform.mjs';
 import { messagesTo, tokenFromLink, waitForMessage } from '../support/mailbox.js';
 import { apiClient, createApiKey, createMerchant, unique, type ApiClient } from '../support/fixtures.js';
@@ -367,7 +367,7 @@ describe('suspension', () => {
 describe('with a 2-second lockout window', () => {
   let platform: Awaited<ReturnType<typeof startPlatform>>;
   let locked: ApiClient;
-  let customers: Record<string, (req: unknown) => Promise<any>> & { close(): void };
+  let customers: ServiceClient<'identity.v1.Customers'>;
 
   beforeAll(async () => {
     platform = await startPlatform({

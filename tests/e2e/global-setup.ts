@@ -16,5 +16,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('identityGrpcAddress', platform.processes.identity?.address ?? '');
   project.provide('grpcCertsDir', platform.grpcCerts.dir);
   project.provide('sandboxProviderUrl', platform.processes['sandbox-provider']?.address ?? '');
+  project.provide('metricsUrls', Object.fromEntries(Object.entries(platform.processes).map(([name, p]) => [name, p.metricsUrl ?? ''])));
   return () => platform.stop();
 }

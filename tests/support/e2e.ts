@@ -17,6 +17,8 @@ declare module 'vitest' {
     grpcCertsDir: string;
     /** DATA_DIR of the shared platform's services (email files in `mail/`, SMS in `sms/`). */
     dataDir: string;
+    /** Each service's operations listener (`/metrics`, `/health/live`, `/health/ready`), by service name. */
+    metricsUrls: Record<string, string>;
   }
 }
 

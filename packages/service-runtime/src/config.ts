@@ -9,6 +9,10 @@ export const BaseConfig = z.object({
   /** Production unless asked otherwise: the launcher asks for development, the tests for test. */
   PLATFORM_MODE: PlatformMode.default('production'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Address of the operations listener (`/metrics`, `/health/live`, `/health/ready`). */
+  METRICS_HOST: z.string().default('127.0.0.1'),
+  /** Port of the operations listener; 0 picks a free one. */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   ...GrpcTlsConfig.shape,
 });
 

@@ -118,6 +118,26 @@ type MethodTypes<M> = {
 };
 
 /**
+ * What a handler must answer: the decoded shape of the reply (every field present, as the caller
+ * will see it), not the loose encode shape whose fields are all optional, so a handler that
+ * omits or misnames a reply field does not compile. int64 fields (decoded as strings) also take
+ * numbers, as the encoder does.
+ */
+type Reply<Out, In> = Out extends Buffer
+  ? Out
+  : Out extends (infer O)[]
+    ? In extends (infer I)[]
+      ? Reply<O, I>[]
+      : Out
+    : Out extends object
+      ? { [K in keyof Out]: K extends keyof In ? Reply<Out[K], NonNullable<In[K]>> : Out[K] }
+      : Out extends string
+        ? number extends In
+          ? string | number
+          : Out
+        : Out;
+
+/**
  * The async implementation of a service, typed from its generated definition: each method
  * receives the decoded request and resolves with the reply (or throws a DomainError).
  */
@@ -125,7 +145,7 @@ export type ServiceImpl<N extends ServiceName> = {
   [K in keyof ServiceDefinitions[N]]: (
     request: MethodTypes<ServiceDefinitions[N][K]>['reqOut'],
     call: grpc.ServerUnaryCall<MethodTypes<ServiceDefinitions[N][K]>['reqOut'], MethodTypes<ServiceDefinitions[N][K]>['res']>,
-  ) => Promise<MethodTypes<ServiceDefinitions[N][K]>['res']>;
+  ) => Promise<Reply<MethodTypes<ServiceDefinitions[N][K]>['resOut'], MethodTypes<ServiceDefinitions[N][K]>['res']>>;
 };
 
 /** A promise-returning client of a service, typed from its generated definition. */
@@ -262,12 +282,19 @@ export interface CallOptions {
  * its proto. Every call carries a deadline and the current trace context; errors come back
  * as DomainError. It uses the process's transport (see `configureGrpcTransport`).
  */
-export function createClient<N extends ServiceName>(name: N, address: string, defaultDeadlineMs = 5000): ServiceClient<N> {
+export function createClient<N extends ServiceName>(
+  name: N,
+  address: string,
+  defaultDeadlineMs = 5000,
+  options: { serverName?: string } = {},
+): ServiceClient<N> {
   const Ctor = serviceDefinition(SERVICE_FILES[name], name);
   const client = new Ctor(address, clientCredentialsFor(address), {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.enable_retries': 0,
-    ...serverNameOptions(name.split('.')[0]!),
+    // The certificate to expect: the service named by the package (`billing.v1.…` → billing),
+    // or, for services every server offers (grpc.health), the one the caller names.
+    ...serverNameOptions(options.serverName ?? name.split('.')[0]!),
   }) as grpc.Client & Record<string, Function>;
   const api: Record<string, unknown> = { close: () => client.close(), raw: client };
   for (const method of Object.keys(Ctor.service)) {

@@ -13,3 +13,4 @@ export * from './outbox-relay.js';
 export * from './event-stream.js';
 export * from './network-address.js';
 export * from './scope.js';
+export * from './health.js';

@@ -4,7 +4,7 @@ import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jets
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { eventSubject, eventVersion, type EventEnvelope } from '@billing/contracts';
-import { publishMessage } from '@billing/telemetry';
+import { observeGauge, publishMessage } from '@billing/telemetry';
 import { queryRows } from './database.js';
 import { ensureEventsStream } from './event-stream.js';
 import type { Logger } from './logger.js';
@@ -322,6 +322,14 @@ export function startOutboxRelay(opts: { orm: MikroORM; schema: string; natsUrl:
   if (settings.OUTBOX_RELAY_CRASH_FILE && settings.PLATFORM_MODE === 'production') {
     throw new Error('OUTBOX_RELAY_CRASH_FILE is a test hook and is refused in production mode');
   }
+  observeGauge('outbox.lag', 's', 'Age of the oldest unpublished outbox row (0 when every event is published).', async () => {
+    // Scrape-time aggregate over the partial index of unpublished rows.
+    const [row] = await queryRows<{ lag: string | null }>(
+      opts.orm.em.fork(),
+      `select extract(epoch from now() - min("occurred_at")) as "lag" from "${opts.schema}"."outbox" where "published_at" is null`,
+    );
+    return [{ value: Math.max(0, Number(row?.lag ?? 0)), attributes: { schema: opts.schema } }];
+  });
   return new OutboxRelay({
     ...opts,
     batchSize: settings.OUTBOX_BATCH_SIZE,

@@ -14,6 +14,8 @@ export function startMetrics(serviceName: string): void {
   exporter = new PrometheusExporter({ preventServerStart: true });
   provider = new MeterProvider({ resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }), readers: [exporter] });
   metrics.setGlobalMeterProvider(provider);
+  // Counters are reported (at 0) before their first event, so dashboards and alerts see them.
+  for (const name of PRIMED_COUNTERS[serviceName] ?? []) counter(name).add(0);
 }
 
 export async function stopMetrics(): Promise<void> {
@@ -54,11 +56,27 @@ const rpcDuration = lazy(() =>
   meter().createHistogram('rpc.server.call.duration', { unit: 's', description: 'Duration of gRPC calls served, by service, method and status.', advice: { explicitBucketBoundaries: DURATION_BUCKETS_SECONDS } }),
 );
 const counters = new Map<string, Counter>();
+
+const DESCRIPTIONS = {
+  'webhook.deliveries': 'Webhook delivery attempts, by outcome and HTTP status.',
+  'billing.runs': 'Billing runs, by outcome.',
+  'billing.charges': 'Charges attempted, by outcome.',
+  'gateway.rate_limit.rejections': 'Requests refused with 429 by the rate limiter.',
+  'gateway.idempotency.replays': 'Requests answered by replaying a stored idempotent outcome.',
+} as const;
+type CounterName = keyof typeof DESCRIPTIONS;
+
+/** Counters each service reports from its start. */
+const PRIMED_COUNTERS: Record<string, CounterName[]> = {
+  webhooks: ['webhook.deliveries'],
+  billing: ['billing.runs', 'billing.charges'],
+  gateway: ['gateway.rate_limit.rejections', 'gateway.idempotency.replays'],
+};
 const histograms = new Map<string, Histogram>();
 
-function counter(name: string, description: string): Counter {
+function counter(name: CounterName): Counter {
   let c = counters.get(name);
-  if (!c) counters.set(name, (c = meter().createCounter(name, { description })));
+  if (!c) counters.set(name, (c = meter().createCounter(name, { description: DESCRIPTIONS[name] })));
   return c;
 }
 
@@ -81,29 +99,29 @@ export function recordRpcCall(service: string, method: string, code: string, dur
 /** A webhook delivery attempt: its outcome (`succeeded`, `failed`, `refused`, `timeout`) and HTTP status (0 when none). */
 export function recordWebhookAttempt(outcome: string, statusCode: number | null, durationSeconds: number, eventType: string): void {
   const attrs = { outcome, 'http.response.status_code': statusCode ?? 0, 'event.type': eventType };
-  counter('webhook.deliveries', 'Webhook delivery attempts, by outcome and HTTP status.').add(1, attrs);
+  counter('webhook.deliveries').add(1, attrs);
   histogram('webhook.delivery.duration', 's', 'Duration of webhook delivery attempts.').record(durationSeconds, { outcome, 'event.type': eventType });
 }
 
 /** A billing run (one pass over the charges that are due): `succeeded` or `failed`. */
 export function recordBillingRun(outcome: 'succeeded' | 'failed', durationSeconds: number, attributes: Attributes = {}): void {
-  counter('billing.runs', 'Billing runs, by outcome.').add(1, { outcome, ...attributes });
+  counter('billing.runs').add(1, { outcome, ...attributes });
   histogram('billing.run.duration', 's', 'Duration of billing runs.').record(durationSeconds, { outcome, ...attributes });
 }
 
 /** A charge attempted by billing: `succeeded`, `declined`, `failed` (provider error), … */
 export function recordCharge(outcome: string, attributes: Attributes = {}): void {
-  counter('billing.charges', 'Charges attempted, by outcome.').add(1, { outcome, ...attributes });
+  counter('billing.charges').add(1, { outcome, ...attributes });
 }
 
 /** A request refused by the gateway's rate limiter. `scope` says which limit (`merchant`, `anonymous`, …). */
 export function recordRateLimitRejection(scope: string): void {
-  counter('gateway.rate_limit.rejections', 'Requests refused with 429 by the rate limiter.').add(1, { scope });
+  counter('gateway.rate_limit.rejections').add(1, { scope });
 }
 
 /** A request answered from a stored idempotent outcome instead of being run again. */
 export function recordIdempotencyReplay(method: string): void {
-  counter('gateway.idempotency.replays', 'Requests answered by replaying a stored idempotent outcome.').add(1, { 'http.request.method': method });
+  counter('gateway.idempotency.replays').add(1, { 'http.request.method': method });
 }
 
 /**

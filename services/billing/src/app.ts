@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, startOps, postgresDependency, natsDependency, type Logger } from '@billing/service-runtime';
 import { MemberAnswerSchema } from './answers/member-answer.js';
 import { answersGrpc } from './answers/answers-grpc.js';
 import type { BillingConfig } from './config.js';
@@ -49,7 +49,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   await migrate(orm, config.DB_SCHEMA);
   const box = new SecretBox(config.BILLING_ENCRYPTION_KEY, 'billing/payment-gateway-credentials');
 
-  const { server } = createGrpcServer(BILLING_CALLERS);
+  const { server, setServing } = createGrpcServer(BILLING_CALLERS);
   addGrpcService(server, 'billing.v1.Merchants', logger, merchantsGrpc(orm, box));
   const providers = new PaymentProviders(new SandboxPaymentProvider(config.PAYMENT_PROVIDER_URL, config.PAYMENT_PROVIDER_TIMEOUT_MS));
   addGrpcService(server, 'billing.v1.Products', logger, productsGrpc(orm));
@@ -71,6 +71,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   addGrpcService(server, 'billing.v1.Answers', logger, answersGrpc(orm));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'billing-outbox' });
   const port = await listen(server, config.BILLING_GRPC_ADDRESS);
+  const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, setServing, dependencies: [postgresDependency(orm), natsDependency(config.NATS_URL, 'billing')] });
   logger.info({ port }, 'billing listening');
   runner.start(config.BILLING_RUN_INTERVAL_MS);
 
@@ -78,6 +79,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
     port,
     logger,
     close: async () => {
+      await ops.close();
       await runner.stop();
       await shutdownServer(server);
       await relay.stop();

@@ -11,6 +11,10 @@ import {
   OutboxMessageSchema,
   shutdownServer,
   startOutboxRelay,
+  startOps,
+  postgresDependency,
+  natsDependency,
+  grpcServiceDependency,
   type Logger,
 } from '@billing/service-runtime';
 import { createCheckoutBackends } from './backends.js';
@@ -62,7 +66,7 @@ export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp
     logger,
   });
 
-  const { server } = createGrpcServer(CHECKOUT_CALLERS);
+  const { server, setServing } = createGrpcServer(CHECKOUT_CALLERS);
   addGrpcService(
     server,
     'checkout.v1.Invitations',
@@ -81,11 +85,13 @@ export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp
   addGrpcService(server, 'checkout.v1.Pages', logger, pagesGrpc());
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'checkout-outbox' });
   const port = await listen(server, config.CHECKOUT_GRPC_ADDRESS);
+  const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, setServing, dependencies: [postgresDependency(orm), natsDependency(config.NATS_URL, 'checkout'), grpcServiceDependency('identity', config.IDENTITY_GRPC_URL), grpcServiceDependency('billing', config.BILLING_GRPC_URL)] });
   logger.info({ port }, 'checkout listening');
   return {
     port,
     logger,
     close: async () => {
+      await ops.close();
       await shutdownServer(server);
       await relay.stop();
       backends.close();

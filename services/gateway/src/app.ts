@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { configureGrpcTransport, createLogger, migrate, openDatabase, type Logger } from '@billing/service-runtime';
+import { configureGrpcTransport, createLogger, migrate, openDatabase, grpcServiceDependency, natsDependency, postgresDependency, startOps, type Logger } from '@billing/service-runtime';
 import { apiKeyRoutes } from './api-keys/api-key-routes.js';
 import { MerchantAccess } from './auth/access.js';
 import { ApiKeyCache } from './auth/api-key-cache.js';
@@ -120,6 +120,26 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   );
   app.get(DOCS_SCRIPT_PATH, async (_req, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(docsScript));
   app.get('/health', async () => ({ status: 'ok' }));
+  // Ready when its database, NATS and every backend are: an unready backend makes the gateway
+  // unready too, so a load balancer sends its traffic elsewhere.
+  const ops = await startOps({
+    host: config.METRICS_HOST,
+    port: config.METRICS_PORT,
+    logger,
+    dependencies: [
+      postgresDependency(orm),
+      ...(config.RATE_LIMIT_PER_SECOND > 0 ? [natsDependency(config.NATS_URL, 'gateway')] : []),
+      grpcServiceDependency('identity', config.IDENTITY_GRPC_URL),
+      grpcServiceDependency('billing', config.BILLING_GRPC_URL),
+      grpcServiceDependency('checkout', config.CHECKOUT_GRPC_URL),
+      grpcServiceDependency('webhooks', config.WEBHOOKS_GRPC_URL),
+    ],
+  });
+  app.get('/health/live', async () => ({ status: 'ok' }));
+  app.get('/health/ready', async (_req, reply) => {
+    const report = await ops.readiness.evaluate();
+    return reply.code(report.status === 'ready' ? 200 : 503).send(report);
+  });
   app.get('/.well-known/jwks.json', async () => identityJwks());
   registerPages(app, backends.checkout.pages, logger);
 
@@ -133,6 +153,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     logger,
     close: async () => {
       await app.close();
+      await ops.close();
       feed.stop();
       await apiKeys.stop();
       await limits.stop();

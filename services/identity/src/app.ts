@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, createDeliveryChannels, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, createDeliveryChannels, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, startOps, postgresDependency, natsDependency, type Logger } from '@billing/service-runtime';
 import { ApiKeySchema } from './api-keys/api-key.js';
 import { apiKeysGrpc } from './api-keys/api-keys-grpc.js';
 import { webhookSigningGrpc } from './api-keys/webhook-signing-grpc.js';
@@ -46,7 +46,7 @@ export async function startIdentity(config: IdentityConfig): Promise<IdentityApp
   const issuer = new TokenIssuer(new SecretBox(config.IDENTITY_ENCRYPTION_KEY, 'identity/token-signing-keys'));
   await issuer.load(orm.em.fork());
 
-  const { server } = createGrpcServer(IDENTITY_CALLERS);
+  const { server, setServing } = createGrpcServer(IDENTITY_CALLERS);
   addGrpcService(server, 'identity.v1.MerchantUsers', logger, merchantUsersGrpc(orm, hasher, issuer, new LoginLockout('merchant_user', { threshold: config.MERCHANT_USER_LOCKOUT_THRESHOLD, lockSeconds: config.MERCHANT_USER_LOCKOUT_SECONDS, maxLockSeconds })));
   addGrpcService(server, 'identity.v1.ApiKeys', logger, apiKeysGrpc(orm, box, { production: config.PLATFORM_MODE === 'production' }));
   const customers = customersGrpc({
@@ -66,12 +66,14 @@ export async function startIdentity(config: IdentityConfig): Promise<IdentityApp
   addGrpcService(server, 'identity.v1.CheckoutTokens', logger, checkoutTokensGrpc(issuer));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'identity-outbox' });
   const port = await listen(server, config.IDENTITY_GRPC_ADDRESS);
+  const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, setServing, dependencies: [postgresDependency(orm), natsDependency(config.NATS_URL, 'identity')] });
   logger.info({ port }, 'identity listening');
 
   return {
     port,
     logger,
     close: async () => {
+      await ops.close();
       await shutdownServer(server);
       stopCustomerHousekeeping();
       await relay.stop();

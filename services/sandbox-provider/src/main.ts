@@ -2,7 +2,7 @@ import { startTelemetry, stopTelemetry } from '@billing/telemetry';
 
 // First, and awaited: OpenTelemetry patches fastify as it loads, so everything else is imported after it.
 await startTelemetry('sandbox-provider');
-const { closeOnSignals } = await import('@billing/service-runtime');
+const { closeOnSignals, startOps } = await import('@billing/service-runtime');
 const { buildSandbox } = await import('./app.js');
 const { loadConfig } = await import('./config.js');
 
@@ -12,8 +12,10 @@ if (process.argv[2] !== 'migrate') {
   const { app, logger } = buildSandbox(config);
   await app.listen({ host: config.SANDBOX_PROVIDER_HOST, port: config.SANDBOX_PROVIDER_PORT });
   logger.info({ port: config.SANDBOX_PROVIDER_PORT }, 'sandbox payment provider listening');
+  const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, dependencies: [] });
   closeOnSignals(logger, async () => {
     await app.close();
+    await ops.close();
     await stopTelemetry();
   });
 }

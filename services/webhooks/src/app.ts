@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, shutdownServer, type Logger } from '@billing/service-runtime';
+import { addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, shutdownServer, startOps, postgresDependency, natsDependency, grpcServiceDependency, type Logger } from '@billing/service-runtime';
+import { observeGauge } from '@billing/telemetry';
 import type { WebhooksConfig } from './config.js';
 import { WEBHOOKS_CALLERS } from './grpc-callers.js';
 import { AttemptRecorder } from './deliveries/attempt-recorder.js';
@@ -11,7 +12,7 @@ import { HttpSender } from './deliveries/http-sender.js';
 import { pruneFinished } from './deliveries/retention.js';
 import { RetryPolicy } from './deliveries/retry-policy.js';
 import { EndpointSchema } from './endpoints/endpoint.js';
-import { EventConsumer } from './events/event-consumer.js';
+import { EventConsumer, WEBHOOKS_CONSUMER } from './events/event-consumer.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { SigningSecrets } from './signing/signing-secrets.js';
 
@@ -49,20 +50,29 @@ export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp
   const scheduler = new DueScheduler(orm, dispatcher, { pollMs: config.WEBHOOK_POLL_MS, leaseMs: config.WEBHOOK_LEASE_MS, perEndpoint: config.WEBHOOK_ENDPOINT_CONCURRENCY * 4 }, logger).start();
   dispatcher.onDrained = () => scheduler.nudge();
   const consumer = new EventConsumer(orm, dispatcher, { natsUrl: config.NATS_URL, leaseMs: config.WEBHOOK_LEASE_MS, ackWaitMs: config.WEBHOOK_ACK_WAIT_MS }, logger).start();
+  observeGauge('nats.consumer.pending', '{message}', 'Messages of the webhooks JetStream consumer not yet delivered (state=pending) or not yet acked (state=ack_pending).', async () => {
+    const p = await consumer.pending();
+    return p && [
+      { value: p.pending, attributes: { consumer: WEBHOOKS_CONSUMER, state: 'pending' } },
+      { value: p.ackPending, attributes: { consumer: WEBHOOKS_CONSUMER, state: 'ack_pending' } },
+    ];
+  });
   const pruner = setInterval(() => {
     pruneFinished(orm, config.WEBHOOK_RETENTION_DAYS).catch((e) => logger.warn({ err: e }, 'pruning webhook deliveries failed'));
   }, 3600_000);
   pruner.unref();
 
-  const { server } = createGrpcServer(WEBHOOKS_CALLERS);
+  const { server, setServing } = createGrpcServer(WEBHOOKS_CALLERS);
   addGrpcService(server, 'webhooks.v1.WebhookDeliveries', logger, deliveriesGrpc(orm, scheduler));
   const port = await listen(server, config.WEBHOOKS_GRPC_ADDRESS);
+  const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, setServing, dependencies: [postgresDependency(orm), natsDependency(config.NATS_URL, 'webhooks'), grpcServiceDependency('identity', config.IDENTITY_GRPC_URL)] });
   logger.info({ port }, 'webhooks listening');
 
   return {
     port,
     logger,
     close: async () => {
+      await ops.close();
       clearInterval(pruner);
       await shutdownServer(server);
       await consumer.stop();

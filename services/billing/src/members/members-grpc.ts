@@ -1,6 +1,6 @@
 import { ForeignKeyConstraintViolationException, raw, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateMemberRequest, DomainError, pageWindow, parseOrThrow } from '@billing/contracts';
-import { recordEvent } from '@billing/service-runtime';
+import { recordEvent, type ServiceImpl } from '@billing/service-runtime';
 import { findScoped } from '../merchant-scope.js';
 import { Member } from './member.js';
 
@@ -14,14 +14,14 @@ function byEmail(merchantId: string, email: string) {
   return { merchantId, [raw((alias) => `lower(${alias}.email)`)]: email.trim().toLowerCase() };
 }
 
-export function membersGrpc(orm: MikroORM) {
+export function membersGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Members'> {
   return {
     /**
      * Returns the existing member of that email unchanged, or creates one and records
      * `member.created` in the same transaction. Two concurrent creates race on the unique index:
      * the loser's insert fails and it answers with the winner's member.
      */
-    CreateMember: async (req: { merchantId: string; email: string; firstName: string; lastName: string; phone?: string }) => {
+    CreateMember: async (req) => {
       const input = parseOrThrow(CreateMemberRequest, req);
       const merchantId = input.merchantId.toLowerCase();
       const existing = await orm.em.fork().findOne(Member, byEmail(merchantId, input.email));
@@ -43,9 +43,9 @@ export function membersGrpc(orm: MikroORM) {
       }
     },
 
-    GetMember: async (req: { merchantId: string; id: string }) => (await findMember(orm.em.fork(), req)).toMessage(),
+    GetMember: async (req) => (await findMember(orm.em.fork(), req)).toMessage(),
 
-    ListMembers: async (req: { merchantId: string; email?: string; page: number; pageSize: number }) => {
+    ListMembers: async (req) => {
       const where = req.email ? byEmail(req.merchantId, req.email) : { merchantId: req.merchantId };
       const [items, total] = await orm.em.fork().findAndCount(Member, where, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageWindow(req) });
       return { items: items.map((m) => m.toMessage()), totalCount: total };

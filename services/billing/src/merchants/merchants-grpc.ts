@@ -1,16 +1,34 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { BILLING_TERMINAL_ACTIONS, CreateMerchantRequest, DomainError, FeePercent, isUuidText, parseOrThrow, RetryOffsetsDays, UpdateProviderRequest } from '@billing/contracts';
 import { z } from 'zod';
-import type { Merchant as MerchantMessage } from '@billing/proto-types/billing/v1/Merchant';
+import type { Merchant__Output as MerchantMessage } from '@billing/proto-types/billing/v1/Merchant';
 import type { SecretBox, ServiceImpl } from '@billing/service-runtime';
 import { Merchant } from './merchant.js';
 import { MerchantReader } from './merchant-reader.js';
 
 /** Merchant as the proto message: nullable strings become absent fields. */
 export function toMerchantMessage(v: ReturnType<Merchant['toView']>): MerchantMessage {
-  const out: Record<string, unknown> = {};
-  for (const [k, val] of Object.entries(v)) if (val !== null) out[k] = val;
-  return out as MerchantMessage;
+  return {
+    id: v.id,
+    name: v.name ?? '',
+    description: v.description ?? undefined,
+    contactEmail: v.contactEmail ?? '',
+    contactPhone: v.contactPhone ?? undefined,
+    country: v.country ?? undefined,
+    timeZone: v.timeZone ?? undefined,
+    isActive: v.isActive,
+    gatewayConfigured: v.gatewayConfigured,
+    createdAt: v.createdAt,
+    updatedAt: v.updatedAt,
+    providerEnvironment: v.providerEnvironment,
+    merchantGuidConfigured: v.merchantGuidConfigured,
+    providerMerchantProfileId: v.providerMerchantProfileId ?? undefined,
+    billingRetryOffsetsDays: v.billingRetryOffsetsDays,
+    billingTerminalAction: v.billingTerminalAction,
+    bankSettlementWindowDays: v.bankSettlementWindowDays,
+    platformFeePercent: v.platformFeePercent,
+    platformFeeFixedMinor: String(v.platformFeeFixedMinor), // int64 travels as a decimal string
+  };
 }
 
 export function merchantsGrpc(orm: MikroORM, box: SecretBox): ServiceImpl<'billing.v1.Merchants'> {

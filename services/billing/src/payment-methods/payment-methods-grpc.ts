@@ -59,7 +59,7 @@ export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders): 
     },
 
     /** Validates the token with the merchant's payment provider, then stores what it stands for. */
-    AddPaymentMethodFromToken: async (req: MemberRef & { providerToken: string }) => {
+    AddPaymentMethodFromToken: async (req) => {
       const token = (req.providerToken ?? '').trim();
       if (!token) throw DomainError.field('providerToken', 'Required.');
       const em = orm.em.fork();
@@ -77,19 +77,19 @@ export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders): 
       }
     },
 
-    GetPaymentMethod: async (req: MemberRef & { id: string }) => {
+    GetPaymentMethod: async (req) => {
       const pm = await orm.em.fork().findOne(PaymentMethod, scopedTo(req.merchantId, { id: req.id }));
       if (!pm || pm.memberId !== req.memberId.toLowerCase()) throw new DomainError('not_found', 'Payment method not found.');
       return pm.toMessage();
     },
 
-    ListPaymentMethods: async (req: MemberRef) => {
+    ListPaymentMethods: async (req) => {
       const em = orm.em.fork();
       const member = await findMember(em, { merchantId: req.merchantId, id: req.memberId });
       return { items: (await methodsOf(em, member)).map((m) => m.toMessage()) };
     },
 
-    ReorderPaymentMethods: async (req: MemberRef & { orderedIds: string[] }) =>
+    ReorderPaymentMethods: async (req) =>
       orm.em.fork().transactional(async (em) => {
         const member = await findMember(em, { merchantId: req.merchantId, id: req.memberId }, { lock: true });
         const methods = await methodsOf(em, member, true);

@@ -58,7 +58,7 @@ export class Plan implements BillingSchedule {
       merchantId: this.merchantId,
       productId: this.productId,
       name: this.name,
-      amountMinor: this.amountMinor,
+      amountMinor: String(this.amountMinor), // int64 travels as a decimal string
       currency: this.currency,
       interval: this.interval,
       intervalCount: this.intervalCount,

@@ -1,3 +1,4 @@
+import type { ServiceImpl } from '@billing/service-runtime';
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, pageWindow } from '@billing/contracts';
 import { findScoped } from '../merchant-scope.js';
@@ -9,19 +10,9 @@ export function findPlan(em: EntityManager, ref: { merchantId: string; id: strin
   return findScoped(em, Plan, ref, 'Plan', opts);
 }
 
-export function plansGrpc(orm: MikroORM) {
+export function plansGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Plans'> {
   return {
-    CreatePlan: async (req: {
-      merchantId: string;
-      productId: string;
-      name: string;
-      amountMinor: string | number;
-      currency: string;
-      interval: string;
-      intervalCount: number;
-      trialDays: number;
-      isActive: boolean;
-    }) => {
+    CreatePlan: async (req) => {
       const em = orm.em.fork();
       if (!req.merchantId) throw DomainError.field('merchantId', 'Required.');
       const product = await findProduct(em, { merchantId: req.merchantId, id: req.productId });
@@ -30,9 +21,9 @@ export function plansGrpc(orm: MikroORM) {
       return plan.toMessage();
     },
 
-    GetPlan: async (req: { merchantId: string; id: string }) => (await findPlan(orm.em.fork(), req)).toMessage(),
+    GetPlan: async (req) => (await findPlan(orm.em.fork(), req)).toMessage(),
 
-    ListPlans: async (req: { merchantId: string; productId?: string; isActive?: boolean; page: number; pageSize: number }) => {
+    ListPlans: async (req) => {
       const where: Record<string, unknown> = { merchantId: req.merchantId };
       if (req.productId) where.productId = req.productId.toLowerCase();
       if (req.isActive !== undefined) where.isActive = req.isActive;
@@ -40,7 +31,7 @@ export function plansGrpc(orm: MikroORM) {
       return { items: items.map((p) => p.toMessage()), totalCount: total };
     },
 
-    UpdatePlan: async (req: { merchantId: string; id: string; name?: string; isActive?: boolean }) =>
+    UpdatePlan: async (req) =>
       orm.em.fork().transactional(async (em) => {
         const plan = await findPlan(em, req, { lock: true });
         plan.update({ name: req.name, isActive: req.isActive });

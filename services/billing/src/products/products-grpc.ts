@@ -1,3 +1,4 @@
+import type { ServiceImpl } from '@billing/service-runtime';
 import { ForeignKeyConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateProductRequest, DomainError, pageWindow, parseOrThrow } from '@billing/contracts';
 import { findScoped } from '../merchant-scope.js';
@@ -8,9 +9,9 @@ export function findProduct(em: EntityManager, ref: { merchantId: string; id: st
   return findScoped(em, Product, ref, 'Product', opts);
 }
 
-export function productsGrpc(orm: MikroORM) {
+export function productsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Products'> {
   return {
-    CreateProduct: async (req: { merchantId: string; name: string; description?: string }) => {
+    CreateProduct: async (req) => {
       const input = parseOrThrow(CreateProductRequest, req);
       const product = Product.create({ ...input, merchantId: input.merchantId.toLowerCase() });
       try {
@@ -22,9 +23,9 @@ export function productsGrpc(orm: MikroORM) {
       return product.toMessage();
     },
 
-    GetProduct: async (req: { merchantId: string; id: string }) => (await findProduct(orm.em.fork(), req)).toMessage(),
+    GetProduct: async (req) => (await findProduct(orm.em.fork(), req)).toMessage(),
 
-    ListProducts: async (req: { merchantId: string; page: number; pageSize: number }) => {
+    ListProducts: async (req) => {
       const [items, total] = await orm.em.fork().findAndCount(Product, { merchantId: req.merchantId }, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageWindow(req) });
       return { items: items.map((p) => p.toMessage()), totalCount: total };
     },

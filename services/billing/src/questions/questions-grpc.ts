@@ -1,3 +1,4 @@
+import type { ServiceImpl } from '@billing/service-runtime';
 import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateQuestionRequest, DomainError, parseOrThrow } from '@billing/contracts';
 import { scopedTo } from '../merchant-scope.js';
@@ -5,9 +6,9 @@ import { findProduct } from '../products/products-grpc.js';
 import { compareQuestions, Question } from './question.js';
 import { applyQuestionOrder } from './question-order.js';
 
-export function questionsGrpc(orm: MikroORM) {
+export function questionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Questions'> {
   return {
-    CreateQuestion: async (req: { merchantId: string; productId: string; text: string; kind: string; required: boolean; order?: number; optionLabels: string[] }) => {
+    CreateQuestion: async (req) => {
       const input = parseOrThrow(CreateQuestionRequest, {
         text: req.text,
         kind: req.kind,
@@ -37,20 +38,20 @@ export function questionsGrpc(orm: MikroORM) {
       });
     },
 
-    GetQuestion: async (req: { merchantId: string; productId: string; id: string }) => {
+    GetQuestion: async (req) => {
       const question = await orm.em.fork().findOne(Question, scopedTo(req.merchantId, { id: req.id }));
       if (!question || question.productId !== req.productId.toLowerCase()) throw new DomainError('not_found', 'Question not found.');
       return question.toMessage();
     },
 
-    ListQuestions: async (req: { merchantId: string; productId: string }) => {
+    ListQuestions: async (req) => {
       const em = orm.em.fork();
       const product = await findProduct(em, { merchantId: req.merchantId, id: req.productId });
       const items = await em.find(Question, { productId: product.id }, { orderBy: { order: 'asc', id: 'asc' } });
       return { items: items.sort(compareQuestions).map((q) => q.toMessage()) };
     },
 
-    ReorderQuestions: async (req: { merchantId: string; productId: string; orders: { id: string; order: number }[] }) => {
+    ReorderQuestions: async (req) => {
       await orm.em.fork().transactional(async (em) => {
         const product = await findProduct(em, { merchantId: req.merchantId, id: req.productId });
         const questions = await em.find(Question, { productId: product.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });

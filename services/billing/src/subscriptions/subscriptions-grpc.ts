@@ -1,6 +1,6 @@
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DateOrDateTime, DomainError, isUuidText, pageWindow, parseOrThrow, SUBSCRIPTION_STATUSES } from '@billing/contracts';
-import { recordEvent } from '@billing/service-runtime';
+import { recordEvent, type ServiceImpl } from '@billing/service-runtime';
 import { findScoped } from '../merchant-scope.js';
 import { Plan } from '../plans/plan.js';
 import { Subscription } from './subscription.js';
@@ -44,7 +44,7 @@ async function repeatedCreate(em: EntityManager, req: { merchantId: string; memb
   return existing;
 }
 
-export function subscriptionsGrpc(orm: MikroORM) {
+export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscriptions'> {
   const store = new SubscriptionStore(orm);
   /** Loads, changes and saves one subscription with its events, under a row lock. */
   const transition = (ref: { merchantId: string; id: string }, change: (sub: Subscription, em: EntityManager) => Promise<void> | void) =>
@@ -61,7 +61,7 @@ export function subscriptionsGrpc(orm: MikroORM) {
      * `subscriptions_live_unique`: of concurrent creates exactly one inserts, and the others
      * answer `subscription_exists` naming the winner.
      */
-    CreateSubscription: async (req: { merchantId: string; memberId: string; planId: string; paymentMethodId?: string; startDate?: string; id?: string }) => {
+    CreateSubscription: async (req) => {
       if (!req.merchantId) throw DomainError.field('merchantId', 'Required.');
       const startDate = parseInstant('startDate', req.startDate);
       if (req.id !== undefined) {
@@ -91,9 +91,9 @@ export function subscriptionsGrpc(orm: MikroORM) {
       throw alreadyExists(winner);
     },
 
-    GetSubscription: async (req: { merchantId: string; id: string }) => (await findSubscription(orm.em.fork(), req)).toMessage(),
+    GetSubscription: async (req) => (await findSubscription(orm.em.fork(), req)).toMessage(),
 
-    ListSubscriptions: async (req: { merchantId: string; memberId?: string; planId?: string; status?: string; page: number; pageSize: number }) => {
+    ListSubscriptions: async (req) => {
       const where: Record<string, unknown> = { merchantId: req.merchantId };
       if (req.memberId) where.memberId = req.memberId.toLowerCase();
       if (req.planId) where.planId = req.planId.toLowerCase();
@@ -105,14 +105,14 @@ export function subscriptionsGrpc(orm: MikroORM) {
       return { items: items.map((s) => s.toMessage()), totalCount: total };
     },
 
-    PauseSubscription: async (req: { merchantId: string; id: string; resumeAt?: string }) => {
+    PauseSubscription: async (req) => {
       const resumeAt = parseInstant('resumeAt', req.resumeAt);
       return transition(req, (sub) => sub.pause(resumeAt));
     },
 
-    ResumeSubscription: async (req: { merchantId: string; id: string }) =>
+    ResumeSubscription: async (req) =>
       transition(req, async (sub, em) => sub.resume(await em.findOneOrFail(Plan, { id: sub.planId }))),
 
-    CancelSubscription: async (req: { merchantId: string; id: string; atPeriodEnd: boolean }) => transition(req, (sub) => sub.cancel(Boolean(req.atPeriodEnd))),
+    CancelSubscription: async (req) => transition(req, (sub) => sub.cancel(Boolean(req.atPeriodEnd))),
   };
 }

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, type FieldErrors } from '@billing/contracts';
 import { queryRows, recordEvent, type Logger } from '@billing/service-runtime';
-import type { CompletionResult } from '@billing/proto-types/checkout/v1/CompletionResult';
+import type { CompletionResult__Output as CompletionResult } from '@billing/proto-types/checkout/v1/CompletionResult';
 import type { CheckoutBackends } from '../backends.js';
 import { BankToken } from '../sessions/bank-token.js';
 import { CheckoutSession } from '../sessions/session.js';

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ServiceImpl } from '@billing/service-runtime';
+import type { PageAsset__Output } from '@billing/proto-types/checkout/v1/PageAsset';
 
 /** Where `web/build.mjs` puts the built pages: dist/web beside this service's compiled code. */
 export const DEFAULT_PAGES_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'web');
@@ -28,19 +29,20 @@ function fileOf(requested: string): string | undefined {
  * change only with a new build, which means a new process).
  */
 export function pagesGrpc(dir = DEFAULT_PAGES_DIR): ServiceImpl<'checkout.v1.Pages'> {
-  const cache = new Map<string, Promise<{ found: boolean; content?: Buffer; contentType?: string; etag?: string }>>();
-  const load = async (file: string) => {
+  const NOT_FOUND: PageAsset__Output = { found: false, content: Buffer.alloc(0), contentType: '', etag: '' };
+  const cache = new Map<string, Promise<PageAsset__Output>>();
+  const load = async (file: string): Promise<PageAsset__Output> => {
     try {
       const content = await readFile(path.join(dir, file));
       return { found: true, content, contentType: CONTENT_TYPES[path.extname(file)] ?? 'application/octet-stream', etag: `"${createHash('sha256').update(content).digest('base64url').slice(0, 22)}"` };
     } catch {
-      return { found: false };
+      return NOT_FOUND;
     }
   };
   return {
     GetPageAsset: async (req) => {
       const file = fileOf(req.path);
-      if (!file) return { found: false };
+      if (!file) return NOT_FOUND;
       let hit = cache.get(file);
       if (!hit) {
         hit = load(file);

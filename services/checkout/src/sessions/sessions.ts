@@ -1,6 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type FieldErrors } from '@billing/contracts';
-import type { CheckoutSession as SessionView } from '@billing/proto-types/checkout/v1/CheckoutSession';
+import type { CheckoutSession__Output as SessionView } from '@billing/proto-types/checkout/v1/CheckoutSession';
 import type { CheckoutBackends } from '../backends.js';
 import { BankToken } from './bank-token.js';
 import { CheckoutSession } from './session.js';

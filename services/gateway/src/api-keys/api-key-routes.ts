@@ -5,16 +5,28 @@ import type { CredentialFeed } from '../auth/credential-feed.js';
 import { merchantOf } from '../auth/principal.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
-import { assertSameId, nullFill } from '../http/views.js';
+import { assertSameId, orNull, present } from '../http/views.js';
+import type { ApiKey__Output } from '@billing/proto-types/identity/v1/ApiKey';
+import type { CreatedApiKey__Output } from '@billing/proto-types/identity/v1/CreatedApiKey';
 
-const API_KEY_FIELDS = Object.keys(ApiKey.shape);
-
-export function toApiKey(msg: Record<string, any>): ApiKey {
-  return nullFill<ApiKey>({ ...msg, webhookEvents: msg.webhookEventsAll ? null : msg.webhookEvents }, API_KEY_FIELDS);
+export function toApiKey(k: ApiKey__Output): ApiKey {
+  return {
+    id: k.id,
+    name: k.name,
+    keyPrefix: k.keyPrefix,
+    signingSecretPrefix: k.signingSecretPrefix,
+    webhookUrl: orNull(k.webhookUrl),
+    webhookEvents: k.webhookEventsAll ? null : k.webhookEvents,
+    webhookEnabled: k.webhookEnabled,
+    expiresAt: orNull(k.expiresAt),
+    lastUsedAt: orNull(k.lastUsedAt),
+    revokedAt: orNull(k.revokedAt),
+    createdAt: k.createdAt,
+  };
 }
 
-function toCreatedApiKey(res: { apiKey: Record<string, unknown>; key: string; signingSecret: string }): CreatedApiKey {
-  return { ...toApiKey(res.apiKey), key: res.key, signingSecret: res.signingSecret };
+function toCreatedApiKey(res: CreatedApiKey__Output): CreatedApiKey {
+  return { ...toApiKey(present(res.apiKey, 'apiKey')), key: res.key, signingSecret: res.signingSecret };
 }
 
 const IdParams = z.object({ id: Uuid });
@@ -88,7 +100,7 @@ export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: C
       responses: { 204: null, 404: null },
       handler: async ({ params, principal }) => {
         const key = await keys.RevokeApiKey({ merchantId: merchantOf(principal) ?? '', id: params.id });
-        feed.apply({ kind: 'api_key', subjectId: key.id, revoked: true, at: key.revokedAt });
+        feed.apply({ kind: 'api_key', subjectId: key.id, revoked: true, at: present(key.revokedAt, 'revokedAt') });
         return noContent();
       },
     }),

@@ -78,7 +78,7 @@ export class CredentialFeed {
   private async pollChanges(): Promise<void> {
     for (;;) {
       const res = await this.identity.credentials.ListCredentialChanges({ afterCursor: this.cursor }, { deadlineMs: 2000 });
-      for (const c of res.changes as Change[]) this.apply(c);
+      for (const c of res.changes) this.apply(c);
       const advanced = res.cursor !== this.cursor;
       this.cursor = res.cursor;
       this.synced = true;

@@ -1,13 +1,6 @@
-import { createClient as createTypedClient, type CallOptions, type ServiceClient as TypedServiceClient } from '@billing/service-runtime';
+import { createClient, type ServiceClient } from '@billing/service-runtime';
 import type { ServiceName } from '@billing/proto-types';
 import type { GatewayConfig } from '../config.js';
-
-// Transitional: the routes still treat replies as untyped records; they move to
-// ServiceClient<N> (typed from proto/) route file by route file.
-type Rpc = (request: any, options?: CallOptions) => Promise<any>;
-type ServiceClient<_N extends ServiceName> = Record<string, Rpc> & { close(): void };
-const createClient = <N extends ServiceName>(name: N, address: string, deadlineMs: number) =>
-  createTypedClient(name, address, deadlineMs) as unknown as ServiceClient<N>;
 
 export interface IdentityClients {
   merchantUsers: ServiceClient<'identity.v1.MerchantUsers'>;
@@ -38,7 +31,7 @@ export interface CheckoutClients {
   invitations: ServiceClient<'checkout.v1.Invitations'>;
   onboarding: ServiceClient<'checkout.v1.Onboarding'>;
   checkout: ServiceClient<'checkout.v1.Checkout'>;
-  pages: TypedServiceClient<'checkout.v1.Pages'>;
+  pages: ServiceClient<'checkout.v1.Pages'>;
 }
 
 export interface Backends {
@@ -78,7 +71,7 @@ export function createBackends(config: GatewayConfig): Backends {
     invitations: createClient('checkout.v1.Invitations', config.CHECKOUT_GRPC_URL, d),
     onboarding: createClient('checkout.v1.Onboarding', config.CHECKOUT_GRPC_URL, d),
     checkout: createClient('checkout.v1.Checkout', config.CHECKOUT_GRPC_URL, d),
-    pages: createTypedClient('checkout.v1.Pages', config.CHECKOUT_GRPC_URL, d),
+    pages: createClient('checkout.v1.Pages', config.CHECKOUT_GRPC_URL, d),
   };
   return {
     identity,

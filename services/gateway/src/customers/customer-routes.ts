@@ -17,23 +17,39 @@ import type { CredentialFeed } from '../auth/credential-feed.js';
 import type { Principal } from '../auth/principal.js';
 import { PASSWORD_WORK_DEADLINE_MS, type Backends } from '../backends/clients.js';
 import { defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
-import { nullFill } from '../http/views.js';
-
-const ACCOUNT_FIELDS = Object.keys(CustomerAccount.shape);
+import { orNull, present } from '../http/views.js';
+import type { CustomerAccount__Output } from '@billing/proto-types/identity/v1/CustomerAccount';
+import type { CustomerSignInResult__Output } from '@billing/proto-types/identity/v1/CustomerSignInResult';
 
 /** The REST profile of identity's CustomerAccount message (absent optional fields are null). */
-export function toCustomerAccount(msg: Record<string, unknown>): CustomerAccount {
-  return nullFill<CustomerAccount>(msg, ACCOUNT_FIELDS);
+export function toCustomerAccount(a: CustomerAccount__Output): CustomerAccount {
+  return {
+    id: a.id,
+    email: a.email,
+    firstName: a.firstName,
+    lastName: a.lastName,
+    fullName: a.fullName,
+    dateOfBirth: orNull(a.dateOfBirth),
+    phone: orNull(a.phone),
+    addressLine1: orNull(a.addressLine1),
+    addressLine2: orNull(a.addressLine2),
+    city: orNull(a.city),
+    state: orNull(a.state),
+    postCode: orNull(a.postCode),
+    country: orNull(a.country),
+    emailVerified: a.emailVerified,
+    createdAt: a.createdAt,
+  };
 }
 
-function toSignInResult(res: { token: string; expiresAt: string; account: Record<string, any> }): CustomerSignInResult {
-  const { id, email, fullName, emailVerified } = res.account;
+function toSignInResult(res: CustomerSignInResult__Output): CustomerSignInResult {
+  const { id, email, fullName, emailVerified } = present(res.account, 'account');
   return { token: res.token, expiresAt: res.expiresAt, account: { id, email, fullName, emailVerified } };
 }
 
 /** Proto has no null: a null optional field is sent as absent. */
-function withoutNulls<T extends Record<string, unknown>>(body: T): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(body).filter(([, v]) => v !== null && v !== undefined));
+function withoutNulls<T extends object>(body: T): { [K in keyof T]: Exclude<T[K], null> } {
+  return Object.fromEntries(Object.entries(body).filter(([, v]) => v !== null && v !== undefined)) as { [K in keyof T]: Exclude<T[K], null> };
 }
 
 function accountIdOf(principal: Principal): string {
@@ -164,7 +180,10 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       auth: { admin: true },
       params: IdParams,
       responses: { 200: PasswordResetToken, 404: null },
-      handler: async ({ params }) => ok(await customers.IssuePasswordReset({ id: params.id })),
+      handler: async ({ params }) => {
+        const { token, expiresAt } = await customers.IssuePasswordReset({ id: params.id });
+        return ok({ token, expiresAt });
+      },
     }),
     defineRoute({
       method: 'POST',

@@ -1,10 +1,23 @@
 import { DomainError } from '@billing/contracts';
 
-/** Proto messages omit absent optional fields; REST bodies show them as null. */
-export function nullFill<T>(msg: Record<string, unknown>, fields: readonly string[]): T {
-  const out: Record<string, unknown> = {};
-  for (const f of fields) out[f] = msg[f] ?? null;
-  return out as T;
+/**
+ * A reply's embedded message (proto3 decodes an unset message field as null). A backend that
+ * leaves it unset broke its contract: a 500, not a REST body with holes.
+ */
+export function present<T>(value: T | null | undefined, what: string): T {
+  if (value == null) throw new Error(`backend reply without ${what}`);
+  return value;
+}
+
+/** A proto string that the REST contract types as one of `values`; anything else is a backend bug. */
+export function oneOf<T extends string>(values: readonly T[], value: string, what: string): T {
+  if ((values as readonly string[]).includes(value)) return value as T;
+  throw new Error(`backend reply with unknown ${what} ${JSON.stringify(value)}`);
+}
+
+/** Proto3 optional fields decode as absent; REST bodies show them as null. */
+export function orNull<T>(value: T | undefined): T | null {
+  return value ?? null;
 }
 
 /** A body id that differs from the path id is a 400: the path identifies the resource. */

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { DomainError } from '@billing/contracts';
+import { recordIdempotencyReplay } from '@billing/telemetry';
 import type { Logger } from '@billing/service-runtime';
 import { credentialId, merchantOf, type Principal } from '../auth/principal.js';
 import { HTTP_STATUS } from '../http/problem.js';
@@ -114,6 +115,7 @@ export class IdempotencyEngine {
         case 'in_progress':
           throw this.inProgress();
         case 'replay':
+          recordIdempotencyReplay(method);
           return replayOf(verdict.response);
       }
     }

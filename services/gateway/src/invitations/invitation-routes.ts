@@ -1,14 +1,31 @@
 import { z } from 'zod';
-import { CreateInvitationRequest, DomainError, Invitation, InvitationResult, ListInvitationsQuery, Paged, toPage, Uuid } from '@billing/contracts';
+import { CreateInvitationRequest, DomainError, Invitation, INVITATION_STATUSES, InvitationResult, ListInvitationsQuery, Paged, toPage, Uuid } from '@billing/contracts';
 import { scopeOf } from '@billing/service-runtime';
 import type { MerchantAccess } from '../auth/access.js';
 import { merchantOf, type Principal } from '../auth/principal.js';
 import type { Backends } from '../backends/clients.js';
 import { defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
-import { nullFill } from '../http/views.js';
+import { oneOf, orNull, present } from '../http/views.js';
+import type { Invitation__Output } from '@billing/proto-types/checkout/v1/Invitation';
 
-const INVITATION_FIELDS = Object.keys(Invitation.shape);
-const toInvitation = (msg: Record<string, unknown>): Invitation => nullFill<Invitation>(msg, INVITATION_FIELDS);
+function toInvitation(i: Invitation__Output): Invitation {
+  return {
+    id: i.id,
+    merchantId: i.merchantId,
+    firstName: i.firstName,
+    lastName: i.lastName,
+    email: orNull(i.email),
+    phone: orNull(i.phone),
+    status: oneOf(INVITATION_STATUSES, i.status, 'status'),
+    expiresAt: i.expiresAt,
+    createdAt: i.createdAt,
+    acceptedAt: orNull(i.acceptedAt),
+    completedAt: orNull(i.completedAt),
+    revokedAt: orNull(i.revokedAt),
+    memberId: orNull(i.memberId),
+    subscriptionId: orNull(i.subscriptionId),
+  };
+}
 
 /** The scope of a merchant credential, or the platform for the admin token. */
 const scopeOfCaller = (principal: Principal) => scopeOf(merchantOf(principal) ?? null);
@@ -42,7 +59,7 @@ export function invitationRoutes(backends: Backends, access: MerchantAccess): Ro
           phone: body.phone ?? undefined,
           expiresInDays: body.expiresInDays ?? undefined,
         });
-        const inv = res.invitation;
+        const inv = present(res.invitation, 'invitation');
         const result: InvitationResult = { outcome: 'Ok', invitationId: inv.id, token: res.token, expiresAt: inv.expiresAt, email: inv.email ?? null, phone: inv.phone ?? null };
         return ok(result);
       },

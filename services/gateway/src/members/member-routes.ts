@@ -4,10 +4,21 @@ import type { MerchantAccess } from '../auth/access.js';
 import { merchantScope } from '../auth/merchant-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
-import { nullFill } from '../http/views.js';
+import { orNull, present } from '../http/views.js';
+import type { Member__Output } from '@billing/proto-types/billing/v1/Member';
 
-const MEMBER_FIELDS = Object.keys(Member.shape);
-export const toMember = (msg: Record<string, unknown>): Member => nullFill<Member>(msg, MEMBER_FIELDS);
+export function toMember(m: Member__Output): Member {
+  return {
+    id: m.id,
+    merchantId: m.merchantId,
+    email: m.email,
+    firstName: m.firstName,
+    lastName: m.lastName,
+    phone: orNull(m.phone),
+    createdAt: m.createdAt,
+    updatedAt: m.updatedAt,
+  };
+}
 
 const IdParams = z.object({ id: Uuid });
 
@@ -27,7 +38,7 @@ export function memberRoutes(backends: Backends, access: MerchantAccess): RouteS
       handler: async ({ body, principal }) => {
         await access.assert(principal, body.merchantId);
         const res = await members.CreateMember({ ...body, merchantId: body.merchantId.toLowerCase(), phone: body.phone ?? undefined });
-        const member = toMember(res.member);
+        const member = toMember(present(res.member, 'member'));
         return res.created ? created(member, `/api/Members/${member.id}`) : ok(member);
       },
     }),

@@ -1,9 +1,15 @@
 import { z } from 'zod';
-import { CreateMerchantUserRequest, MerchantLoginRequest, MerchantSignInResult, MerchantUser, UpdateMerchantUserRequest, Uuid } from '@billing/contracts';
+import { CreateMerchantUserRequest, MERCHANT_ROLES, MerchantLoginRequest, MerchantSignInResult, MerchantUser, UpdateMerchantUserRequest, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import type { CredentialFeed } from '../auth/credential-feed.js';
 import { PASSWORD_WORK_DEADLINE_MS, type Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
+import { oneOf, present } from '../http/views.js';
+import type { MerchantUser__Output } from '@billing/proto-types/identity/v1/MerchantUser';
+
+export function toMerchantUser(u: MerchantUser__Output): MerchantUser {
+  return { id: u.id, merchantId: u.merchantId, email: u.email, fullName: u.fullName, role: oneOf(MERCHANT_ROLES, u.role, 'role'), isActive: u.isActive };
+}
 
 export function merchantUserRoutes(backends: Backends, access: MerchantAccess, feed: CredentialFeed): RouteSpec[] {
   const users = backends.identity.merchantUsers;
@@ -19,7 +25,7 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       responses: { 200: MerchantSignInResult, 400: null, 401: null, 429: null },
       handler: async ({ body, request }) => {
         const res = await users.LoginMerchantUser({ ...body, client: request.ip }, { deadlineMs: PASSWORD_WORK_DEADLINE_MS });
-        const { isActive: _active, ...user } = res.user;
+        const { isActive: _active, ...user } = toMerchantUser(present(res.user, 'user'));
         return ok({ token: res.token, expiresAt: res.expiresAt, user });
       },
     }),
@@ -36,7 +42,7 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       handler: async ({ params, body, principal }) => {
         await access.assert(principal, params.id);
         const user = await users.CreateMerchantUser({ ...body, merchantId: params.id }, { deadlineMs: PASSWORD_WORK_DEADLINE_MS });
-        return created(user, `/api/admin/merchants/${params.id}/users/${user.id}`);
+        return created(toMerchantUser(user), `/api/admin/merchants/${params.id}/users/${user.id}`);
       },
     }),
     defineRoute({
@@ -54,7 +60,7 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
         const before = Date.now();
         const user = await users.UpdateMerchantUser({ merchantId: params.id, userId: params.userId, ...body });
         if (body.isActive === false || body.role !== undefined) feed.apply({ kind: 'merchant_user', subjectId: user.id, revoked: true, at: new Date(before).toISOString() });
-        return ok(user);
+        return ok(toMerchantUser(user));
       },
     }),
   ];

@@ -1,19 +1,37 @@
 import { z } from 'zod';
-import { CreateMerchantRequest, CurrentMerchant, DomainError, Merchant, Paged, PageQuery, toCurrentMerchant, toPage, UpdateMerchantBillingRequest, UpdateProviderRequest, Uuid } from '@billing/contracts';
+import { BILLING_TERMINAL_ACTIONS, CreateMerchantRequest, CurrentMerchant, DomainError, Merchant, PROVIDER_ENVIRONMENTS, Paged, PageQuery, toCurrentMerchant, toPage, UpdateMerchantBillingRequest, UpdateProviderRequest, Uuid } from '@billing/contracts';
 import { toMajorUnits, toMinorUnits } from '@billing/money';
 import type { Backends } from '../backends/clients.js';
 import { merchantOf } from '../auth/principal.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
-import { assertSameId, nullFill } from '../http/views.js';
-
-const MERCHANT_FIELDS = Object.keys(Merchant.shape);
+import { assertSameId, oneOf, orNull } from '../http/views.js';
+import type { Merchant__Output } from '@billing/proto-types/billing/v1/Merchant';
+import type { UpdateBillingTermsRequest } from '@billing/proto-types/billing/v1/UpdateBillingTermsRequest';
+import type { UpdateProviderRequest as UpdateProviderMessage } from '@billing/proto-types/billing/v1/UpdateProviderRequest';
 
 /** Merchant message → REST: the fee terms become decimals (percent, and the fixed part in AUD major units). */
-export function toMerchant(msg: Record<string, unknown>): Merchant {
-  const m = nullFill<Merchant>(msg, MERCHANT_FIELDS);
-  m.platformFeePercent = Number(msg.platformFeePercent ?? 1.5);
-  m.platformFeeFixed = toMajorUnits(Number(msg.platformFeeFixedMinor ?? 30), 'AUD');
-  return m;
+export function toMerchant(m: Merchant__Output): Merchant {
+  return {
+    id: m.id,
+    name: m.name,
+    description: orNull(m.description),
+    contactEmail: m.contactEmail,
+    contactPhone: orNull(m.contactPhone),
+    country: orNull(m.country),
+    timeZone: orNull(m.timeZone),
+    isActive: m.isActive,
+    gatewayConfigured: m.gatewayConfigured,
+    createdAt: m.createdAt,
+    updatedAt: m.updatedAt,
+    providerEnvironment: oneOf(PROVIDER_ENVIRONMENTS, m.providerEnvironment, 'providerEnvironment'),
+    merchantGuidConfigured: m.merchantGuidConfigured,
+    providerMerchantProfileId: orNull(m.providerMerchantProfileId),
+    billingRetryOffsetsDays: m.billingRetryOffsetsDays,
+    billingTerminalAction: oneOf(BILLING_TERMINAL_ACTIONS, m.billingTerminalAction, 'billingTerminalAction'),
+    bankSettlementWindowDays: m.bankSettlementWindowDays,
+    platformFeePercent: Number(m.platformFeePercent),
+    platformFeeFixed: toMajorUnits(Number(m.platformFeeFixedMinor), 'AUD'),
+  };
 }
 
 /** Fee terms of a create or update body → the message's exact forms (percent text, fixed minor units). */
@@ -38,8 +56,20 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       body: CreateMerchantRequest,
       responses: { 201: Merchant, 400: null, 401: null },
       handler: async ({ body }) => {
-        const { platformFeePercent: _p, platformFeeFixed: _f, ...rest } = body;
-        const m = toMerchant(await merchants.CreateMerchant({ ...rest, ...feeTerms(body) }));
+        const m = toMerchant(
+          await merchants.CreateMerchant({
+            name: body.name,
+            contactEmail: body.contactEmail,
+            description: body.description ?? undefined,
+            contactPhone: body.contactPhone ?? undefined,
+            country: body.country ?? undefined,
+            timeZone: body.timeZone ?? undefined,
+            billingRetryOffsetsDays: body.billingRetryOffsetsDays ?? undefined,
+            billingTerminalAction: body.billingTerminalAction ?? undefined,
+            bankSettlementWindowDays: body.bankSettlementWindowDays ?? undefined,
+            ...feeTerms(body),
+          }),
+        );
         return created(m, `/api/admin/merchants/${m.id}`);
       },
     }),
@@ -78,8 +108,13 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       body: UpdateMerchantBillingRequest,
       responses: { 200: Merchant, 400: null, 404: null },
       handler: async ({ params, body }) => {
-        const req: Record<string, unknown> = { id: params.id, ...feeTerms(body) };
-        for (const f of ['billingRetryOffsetsDays', 'billingTerminalAction', 'bankSettlementWindowDays'] as const) if (body[f] != null) req[f] = body[f];
+        const req: UpdateBillingTermsRequest = {
+          id: params.id,
+          ...feeTerms(body),
+          billingRetryOffsetsDays: body.billingRetryOffsetsDays ?? undefined,
+          billingTerminalAction: body.billingTerminalAction ?? undefined,
+          bankSettlementWindowDays: body.bankSettlementWindowDays ?? undefined,
+        };
         return ok(toMerchant(await merchants.UpdateBillingTerms(req)));
       },
     }),
@@ -95,8 +130,13 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       responses: { 200: Merchant, 400: null, 404: null },
       handler: async ({ params, body }) => {
         assertSameId('id', body.id, params.id);
-        const req: Record<string, unknown> = { id: params.id };
-        for (const f of ['providerEnvironment', 'gatewayUsername', 'gatewayPassword', 'merchantGuid'] as const) if (body[f] != null) req[f] = body[f];
+        const req: UpdateProviderMessage = {
+          id: params.id,
+          providerEnvironment: body.providerEnvironment ?? undefined,
+          gatewayUsername: body.gatewayUsername ?? undefined,
+          gatewayPassword: body.gatewayPassword ?? undefined,
+          merchantGuid: body.merchantGuid ?? undefined,
+        };
         return ok(toMerchant(await merchants.UpdateProvider(req)));
       },
     }),

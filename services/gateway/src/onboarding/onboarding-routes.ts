@@ -12,13 +12,22 @@ import {
   SaveOnboardingDetailsRequest,
   SaveOnboardingPaymentMethodRequest,
   Uuid,
+  ACCOUNT_STATES,
+  INVITATION_STATUSES,
+  ONBOARDING_STEPS,
+  PLAN_INTERVALS,
+  QUESTION_KINDS,
   type OnboardingPlan,
 } from '@billing/contracts';
 import { toMajorUnits } from '@billing/money';
 import type { Principal } from '../auth/principal.js';
 import type { Backends } from '../backends/clients.js';
 import { defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
-import { nullFill } from '../http/views.js';
+import { oneOf, orNull } from '../http/views.js';
+import type { AcceptedInvitation__Output } from '@billing/proto-types/checkout/v1/AcceptedInvitation';
+import type { InvitationPreview__Output } from '@billing/proto-types/checkout/v1/InvitationPreview';
+import type { OnboardingPlan__Output } from '@billing/proto-types/checkout/v1/OnboardingPlan';
+import type { OnboardingState__Output } from '@billing/proto-types/checkout/v1/OnboardingState';
 
 function accountIdOf(principal: Principal): string {
   if (principal.kind !== 'customer') throw new DomainError('unauthenticated', 'A customer token is required.');
@@ -26,31 +35,96 @@ function accountIdOf(principal: Principal): string {
 }
 
 /** Plan of the wizard: minor units become a decimal amount, once, here. */
-const toOnboardingPlan = (p: Record<string, any>): OnboardingPlan => ({
+const toOnboardingPlan = (p: OnboardingPlan__Output): OnboardingPlan => ({
   id: p.id,
   productId: p.productId,
   name: p.name,
   amount: toMajorUnits(Number(p.amountMinor), p.currency),
   currency: p.currency,
-  interval: p.interval,
+  interval: oneOf(PLAN_INTERVALS, p.interval, 'interval'),
   intervalCount: p.intervalCount,
   trialDays: p.trialDays,
 });
 
-const PREVIEW_FIELDS = Object.keys(InvitationPreview.shape);
-const DETAILS_FIELDS = ['firstName', 'lastName', 'phone', 'addressLine1', 'city', 'state', 'postCode', 'country'];
-const PAYMENT_METHOD_FIELDS = ['type', 'brand', 'last4', 'expiryMonth', 'expiryYear', 'accountName', 'bsb'];
-
-function toOnboardingState(s: Record<string, any>): OnboardingState {
-  const base = nullFill<OnboardingState>(s, Object.keys(OnboardingState.shape));
+function toInvitationPreview(p: InvitationPreview__Output): InvitationPreview {
   return {
-    ...base,
-    details: s.details ? nullFill(s.details, DETAILS_FIELDS) : null,
-    paymentMethod: s.paymentMethod ? nullFill(s.paymentMethod, PAYMENT_METHOD_FIELDS) : null,
-    answers: (s.answers ?? []).map((a: any) => ({ questionId: a.questionId, textValue: a.textValue ?? null, optionIds: a.optionIds ?? [] })),
-    answersSaved: Boolean(s.answersSaved),
-    plans: (s.plans ?? []).map(toOnboardingPlan),
-    questions: s.questions ?? [],
+    invitationId: p.invitationId,
+    merchantName: p.merchantName,
+    firstName: p.firstName,
+    lastName: p.lastName,
+    email: orNull(p.email),
+    phone: orNull(p.phone),
+    expiresAt: p.expiresAt,
+    status: oneOf(INVITATION_STATUSES, p.status, 'status'),
+    accountState: oneOf(ACCOUNT_STATES, p.accountState, 'accountState'),
+  };
+}
+
+function toAcceptedInvitation(a: AcceptedInvitation__Output): AcceptedInvitation {
+  return {
+    invitationId: a.invitationId,
+    merchantName: a.merchantName,
+    firstName: a.firstName,
+    lastName: a.lastName,
+    email: orNull(a.email),
+    phone: orNull(a.phone),
+    expiresAt: a.expiresAt,
+    plans: a.plans.map(toOnboardingPlan),
+  };
+}
+
+function toOnboardingState(s: OnboardingState__Output): OnboardingState {
+  const d = s.details;
+  const pm = s.paymentMethod;
+  return {
+    invitationId: s.invitationId,
+    status: oneOf(INVITATION_STATUSES, s.status, 'status'),
+    step: oneOf(ONBOARDING_STEPS, s.step, 'step'),
+    merchantName: s.merchantName,
+    firstName: s.firstName,
+    lastName: s.lastName,
+    email: orNull(s.email),
+    phone: orNull(s.phone),
+    expiresAt: s.expiresAt,
+    details: d
+      ? {
+          firstName: d.firstName,
+          lastName: d.lastName,
+          phone: orNull(d.phone),
+          addressLine1: orNull(d.addressLine1),
+          city: orNull(d.city),
+          state: orNull(d.state),
+          postCode: orNull(d.postCode),
+          country: orNull(d.country),
+        }
+      : null,
+    paymentMethod: pm
+      ? {
+          type: pm.type,
+          brand: orNull(pm.brand),
+          last4: pm.last4,
+          expiryMonth: orNull(pm.expiryMonth),
+          expiryYear: orNull(pm.expiryYear),
+          accountName: orNull(pm.accountName),
+          bsb: orNull(pm.bsb),
+        }
+      : null,
+    planId: orNull(s.planId),
+    answers: s.answers.map((a) => ({ questionId: a.questionId, textValue: orNull(a.textValue), optionIds: a.optionIds })),
+    answersSaved: s.answersSaved,
+    plans: s.plans.map(toOnboardingPlan),
+    questions: s.questions.map((q) => ({
+      id: q.id,
+      text: q.text,
+      kind: oneOf(QUESTION_KINDS, q.kind, 'kind'),
+      required: q.required,
+      order: q.order,
+      options: q.options.map((o) => ({ id: o.id, label: o.label })),
+    })),
+    memberId: orNull(s.memberId),
+    paymentMethodId: orNull(s.paymentMethodId),
+    subscriptionId: orNull(s.subscriptionId),
+    completedAt: orNull(s.completedAt),
   };
 }
 
@@ -73,7 +147,7 @@ export function onboardingRoutes(backends: Backends): RouteSpec[] {
       auth: { anonymous: true },
       body: InvitationTokenRequest,
       responses: { 200: InvitationPreview, 400: null, 404: null, 410: null },
-      handler: async ({ body }) => ok(nullFill(await onboarding.PreviewInvitation({ token: body.token }), PREVIEW_FIELDS)),
+      handler: async ({ body }) => ok(toInvitationPreview(await onboarding.PreviewInvitation({ token: body.token }))),
     }),
     defineRoute({
       method: 'POST',
@@ -87,7 +161,7 @@ export function onboardingRoutes(backends: Backends): RouteSpec[] {
       responses: { 200: AcceptedInvitation, 400: null, 401: null, 404: null, 409: null, 410: null },
       handler: async ({ body, principal }) => {
         const res = await onboarding.AcceptInvitation({ accountId: accountIdOf(principal), token: body.token });
-        return ok({ ...nullFill<AcceptedInvitation>(res, Object.keys(AcceptedInvitation.shape)), plans: (res.plans ?? []).map(toOnboardingPlan) });
+        return ok(toAcceptedInvitation(res));
       },
     }),
     defineRoute({
@@ -186,7 +260,10 @@ export function onboardingRoutes(backends: Backends): RouteSpec[] {
       auth: { customer: true },
       body: CompleteOnboardingRequest,
       responses: { 200: OnboardingCompletion, 400: null, 401: null, 404: null, 409: null, 410: null },
-      handler: async ({ body, principal }) => ok(await onboarding.CompleteOnboarding(ref(principal, body.invitationId))),
+      handler: async ({ body, principal }) => {
+        const { memberId, paymentMethodId, subscriptionId } = await onboarding.CompleteOnboarding(ref(principal, body.invitationId));
+        return ok({ memberId, paymentMethodId, subscriptionId });
+      },
     }),
   ];
 }

@@ -1,18 +1,35 @@
 import { z } from 'zod';
-import { AddPaymentMethodFromTokenRequest, AddPaymentMethodRequest, PaymentMethod, ReorderPaymentMethodsRequest, Uuid } from '@billing/contracts';
+import { AddPaymentMethodFromTokenRequest, AddPaymentMethodRequest, PAYMENT_METHOD_TYPES, PaymentMethod, ReorderPaymentMethodsRequest, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { merchantScope } from '../auth/merchant-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteResult, type RouteSpec } from '../http/route.js';
-import { assertSameId, nullFill } from '../http/views.js';
+import { assertSameId, oneOf, orNull, present } from '../http/views.js';
+import type { AddPaymentMethodReply__Output } from '@billing/proto-types/billing/v1/AddPaymentMethodReply';
+import type { PaymentMethod__Output } from '@billing/proto-types/billing/v1/PaymentMethod';
 
-const PAYMENT_METHOD_FIELDS = Object.keys(PaymentMethod.shape);
-export const toPaymentMethod = (msg: Record<string, unknown>): PaymentMethod => nullFill<PaymentMethod>(msg, PAYMENT_METHOD_FIELDS);
+export function toPaymentMethod(pm: PaymentMethod__Output): PaymentMethod {
+  return {
+    id: pm.id,
+    merchantId: pm.merchantId,
+    memberId: pm.memberId,
+    type: oneOf(PAYMENT_METHOD_TYPES, pm.type, 'type'),
+    brand: orNull(pm.brand),
+    last4: pm.last4,
+    expiryMonth: orNull(pm.expiryMonth),
+    expiryYear: orNull(pm.expiryYear),
+    accountName: orNull(pm.accountName),
+    bsb: orNull(pm.bsb),
+    rank: pm.rank,
+    isDefault: pm.isDefault,
+    createdAt: pm.createdAt,
+  };
+}
 
 const MemberParams = z.object({ memberId: Uuid });
 
-function addedOrExisting(res: { paymentMethod: Record<string, unknown>; created: boolean }): RouteResult {
-  const pm = toPaymentMethod(res.paymentMethod);
+function addedOrExisting(res: AddPaymentMethodReply__Output): RouteResult {
+  const pm = toPaymentMethod(present(res.paymentMethod, 'paymentMethod'));
   return res.created ? created(pm, `/api/members/${pm.memberId}/payment-methods/${pm.id}`) : ok(pm);
 }
 
@@ -78,7 +95,7 @@ export function paymentMethodRoutes(backends: Backends, access: MerchantAccess):
       responses: { 200: z.array(PaymentMethod), 404: null },
       handler: async ({ params, principal }) => {
         const res = await methods.ListPaymentMethods({ merchantId: await merchantScope(access, principal), memberId: params.memberId });
-        return ok((res.items ?? []).map(toPaymentMethod));
+        return ok(res.items.map(toPaymentMethod));
       },
     }),
     defineRoute({
@@ -107,7 +124,7 @@ export function paymentMethodRoutes(backends: Backends, access: MerchantAccess):
         assertSameId('memberId', body.memberId, params.memberId);
         const merchantId = await merchantScope(access, principal, body.merchantId);
         const res = await methods.ReorderPaymentMethods({ merchantId, memberId: params.memberId, orderedIds: body.orderedIds ?? [] });
-        return ok((res.items ?? []).map(toPaymentMethod));
+        return ok(res.items.map(toPaymentMethod));
       },
     }),
   ];

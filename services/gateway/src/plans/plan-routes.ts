@@ -1,27 +1,28 @@
 import { z } from 'zod';
-import { CreatePlanRequest, ListPlansQuery, Paged, Plan, toPage, UpdatePlanRequest, Uuid } from '@billing/contracts';
+import { CreatePlanRequest, ListPlansQuery, Paged, Plan, PLAN_INTERVALS, toPage, UpdatePlanRequest, Uuid } from '@billing/contracts';
 import { toMajorUnits, toMinorUnits } from '@billing/money';
 import type { MerchantAccess } from '../auth/access.js';
 import { merchantScope } from '../auth/merchant-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
-import { assertSameId } from '../http/views.js';
+import { assertSameId, oneOf } from '../http/views.js';
+import type { Plan__Output } from '@billing/proto-types/billing/v1/Plan';
 
-/** Plan message → REST: minor units become a decimal amount, once, here. */
-export function toPlan(msg: Record<string, any>): Plan {
+/** Plan message → REST: minor units (an int64 decoded as a string) become a decimal amount, once, here. */
+export function toPlan(p: Plan__Output): Plan {
   return {
-    id: msg.id,
-    merchantId: msg.merchantId,
-    productId: msg.productId,
-    name: msg.name,
-    amount: toMajorUnits(Number(msg.amountMinor), msg.currency),
-    currency: msg.currency,
-    interval: msg.interval,
-    intervalCount: msg.intervalCount,
-    trialDays: msg.trialDays,
-    isActive: Boolean(msg.isActive),
-    createdAt: msg.createdAt,
-    updatedAt: msg.updatedAt,
+    id: p.id,
+    merchantId: p.merchantId,
+    productId: p.productId,
+    name: p.name,
+    amount: toMajorUnits(Number(p.amountMinor), p.currency),
+    currency: p.currency,
+    interval: oneOf(PLAN_INTERVALS, p.interval, 'interval'),
+    intervalCount: p.intervalCount,
+    trialDays: p.trialDays,
+    isActive: p.isActive,
+    createdAt: p.createdAt,
+    updatedAt: p.updatedAt,
   };
 }
 

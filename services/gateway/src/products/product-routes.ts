@@ -4,10 +4,12 @@ import type { MerchantAccess } from '../auth/access.js';
 import { merchantScope } from '../auth/merchant-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
-import { nullFill } from '../http/views.js';
+import { orNull } from '../http/views.js';
+import type { Product__Output } from '@billing/proto-types/billing/v1/Product';
 
-const PRODUCT_FIELDS = Object.keys(Product.shape);
-export const toProduct = (msg: Record<string, unknown>): Product => nullFill<Product>(msg, PRODUCT_FIELDS);
+export function toProduct(p: Product__Output): Product {
+  return { id: p.id, merchantId: p.merchantId, name: p.name, description: orNull(p.description), createdAt: p.createdAt, updatedAt: p.updatedAt };
+}
 
 const IdParams = z.object({ id: Uuid });
 

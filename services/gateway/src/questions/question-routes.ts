@@ -1,21 +1,22 @@
 import { z } from 'zod';
-import { CreateQuestionRequest, Question, ReorderQuestionsRequest, Uuid } from '@billing/contracts';
+import { CreateQuestionRequest, Question, QUESTION_KINDS, ReorderQuestionsRequest, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { merchantScope } from '../auth/merchant-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
-import { assertSameId } from '../http/views.js';
+import { assertSameId, oneOf } from '../http/views.js';
+import type { Question__Output } from '@billing/proto-types/billing/v1/Question';
 
-export function toQuestion(msg: Record<string, any>): Question {
+export function toQuestion(q: Question__Output): Question {
   return {
-    id: msg.id,
-    productId: msg.productId,
-    text: msg.text,
-    kind: msg.kind,
-    required: Boolean(msg.required),
-    order: msg.order ?? 0,
-    options: (msg.options ?? []).map((o: { id: string; label: string }) => ({ id: o.id, label: o.label })),
-    createdAt: msg.createdAt,
+    id: q.id,
+    productId: q.productId,
+    text: q.text,
+    kind: oneOf(QUESTION_KINDS, q.kind, 'kind'),
+    required: q.required,
+    order: q.order,
+    options: q.options.map((o) => ({ id: o.id, label: o.label })),
+    createdAt: q.createdAt,
   };
 }
 
@@ -62,7 +63,7 @@ export function questionRoutes(backends: Backends, access: MerchantAccess): Rout
       responses: { 200: z.array(Question), 404: null },
       handler: async ({ params, principal }) => {
         const res = await questions.ListQuestions({ merchantId: await merchantScope(access, principal), productId: params.productId });
-        return ok((res.items ?? []).map(toQuestion));
+        return ok(res.items.map(toQuestion));
       },
     }),
     defineRoute({

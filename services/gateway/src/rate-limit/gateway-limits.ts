@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '@billing/contracts';
+import { recordRateLimitRejection } from '@billing/telemetry';
 import type { Logger } from '@billing/service-runtime';
 import { credentialId, type Principal } from '../auth/principal.js';
 import type { RouteSpec } from '../http/route.js';
@@ -128,6 +129,7 @@ export class GatewayLimits {
     reply.header('ratelimit-remaining', String(tightest.remaining));
     if (!decision.allowed) {
       const seconds = decision.retryAfterSeconds;
+      recordRateLimitRejection(decision.limiter.name);
       throw new DomainError('rate_limited', `Rate limit "${decision.limiter.name}" exceeded; retry in ${seconds} second(s).`, { retryAfterSeconds: seconds });
     }
   }

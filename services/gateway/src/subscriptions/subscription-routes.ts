@@ -1,13 +1,31 @@
 import { z } from 'zod';
-import { CancelSubscriptionRequest, CreateSubscriptionRequest, ListSubscriptionsQuery, Paged, PauseSubscriptionRequest, ResumeSubscriptionRequest, Subscription, toPage, Uuid } from '@billing/contracts';
+import { CancelSubscriptionRequest, CreateSubscriptionRequest, ListSubscriptionsQuery, Paged, PauseSubscriptionRequest, ResumeSubscriptionRequest, Subscription, SUBSCRIPTION_STATUSES, toPage, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { merchantScope } from '../auth/merchant-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
-import { assertSameId, nullFill } from '../http/views.js';
+import { assertSameId, oneOf, orNull } from '../http/views.js';
+import type { Subscription__Output } from '@billing/proto-types/billing/v1/Subscription';
 
-const SUBSCRIPTION_FIELDS = Object.keys(Subscription.shape);
-export const toSubscription = (msg: Record<string, unknown>): Subscription => nullFill<Subscription>(msg, SUBSCRIPTION_FIELDS);
+export function toSubscription(s: Subscription__Output): Subscription {
+  return {
+    id: s.id,
+    merchantId: s.merchantId,
+    memberId: s.memberId,
+    planId: s.planId,
+    paymentMethodId: orNull(s.paymentMethodId),
+    status: oneOf(SUBSCRIPTION_STATUSES, s.status, 'status'),
+    currentPeriodStart: s.currentPeriodStart,
+    currentPeriodEnd: s.currentPeriodEnd,
+    nextBillingAt: orNull(s.nextBillingAt),
+    cancelAtPeriodEnd: s.cancelAtPeriodEnd,
+    pausedAt: orNull(s.pausedAt),
+    resumeAt: orNull(s.resumeAt),
+    cancelledAt: orNull(s.cancelledAt),
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+  };
+}
 
 const IdParams = z.object({ id: Uuid });
 

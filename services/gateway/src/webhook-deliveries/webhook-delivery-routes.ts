@@ -1,17 +1,38 @@
 import { z } from 'zod';
-import { ListWebhookDeliveriesQuery, Paged, ReplayAccepted, toPage, Uuid, WebhookAttempt, WebhookDelivery } from '@billing/contracts';
+import { ATTEMPT_ERRORS, ATTEMPT_TRIGGERS, DELIVERY_STATUSES, ListWebhookDeliveriesQuery, Paged, ReplayAccepted, toPage, Uuid, WebhookAttempt, WebhookDelivery } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { merchantScope } from '../auth/merchant-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { defineRoute, ok, type RouteSpec } from '../http/route.js';
-import { nullFill } from '../http/views.js';
+import { oneOf, orNull } from '../http/views.js';
+import type { Attempt__Output } from '@billing/proto-types/webhooks/v1/Attempt';
+import type { Delivery__Output } from '@billing/proto-types/webhooks/v1/Delivery';
 
-const DELIVERY_FIELDS = Object.keys(WebhookDelivery.shape);
-const ATTEMPT_FIELDS = Object.keys(WebhookAttempt.shape);
+function toWebhookAttempt(a: Attempt__Output): WebhookAttempt {
+  return {
+    id: a.id,
+    attemptedAt: a.attemptedAt,
+    trigger: oneOf(ATTEMPT_TRIGGERS, a.trigger, 'trigger'),
+    statusCode: orNull(a.statusCode),
+    durationMs: a.durationMs,
+    error: a.error === undefined ? null : oneOf(ATTEMPT_ERRORS, a.error, 'error'),
+    responseBody: orNull(a.responseBody),
+  };
+}
 
-export function toWebhookDelivery(msg: Record<string, any>): WebhookDelivery {
-  const attempts = (msg.attempts ?? []).map((a: Record<string, unknown>) => nullFill<WebhookAttempt>(a, ATTEMPT_FIELDS));
-  return { ...nullFill<WebhookDelivery>(msg, DELIVERY_FIELDS), attempts };
+export function toWebhookDelivery(d: Delivery__Output): WebhookDelivery {
+  return {
+    id: d.id,
+    eventId: d.eventId,
+    eventType: d.eventType,
+    apiKeyId: d.apiKeyId,
+    url: d.url,
+    status: oneOf(DELIVERY_STATUSES, d.status, 'status'),
+    attemptCount: d.attemptCount,
+    nextAttemptAt: orNull(d.nextAttemptAt),
+    createdAt: d.createdAt,
+    attempts: d.attempts.map(toWebhookAttempt),
+  };
 }
 
 const IdParams = z.object({ id: Uuid });

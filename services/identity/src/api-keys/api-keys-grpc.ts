@@ -1,6 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { AdminCreateApiKeyRequest, DomainError, isUuidText, parseOrThrow, WebhookSettings, type ApiKeyEventType } from '@billing/contracts';
-import { recordEvent, type SecretBox } from '@billing/service-runtime';
+import { recordEvent, type SecretBox, type ServiceImpl } from '@billing/service-runtime';
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import { ApiKey } from './api-key.js';
 import { assertWebhookUrlAllowed } from './webhook-url.js';
@@ -36,9 +36,9 @@ function recordEndpointEvent(em: EntityManager, type: ApiKeyEventType, key: ApiK
   recordEvent(em, { type, merchantId: key.merchantId, data: key.endpointState(), occurredAt: key.updatedAt });
 }
 
-export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: boolean }) {
+export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: boolean }): ServiceImpl<'identity.v1.ApiKeys'> {
   return {
-    CreateApiKey: async (req: { merchantId: string; name: string; expiresAt?: string }) => {
+    CreateApiKey: async (req) => {
       const input = parseOrThrow(AdminCreateApiKeyRequest, { name: req.name, expiresAt: req.expiresAt });
       const { apiKey, key, signingSecret } = ApiKey.mint({ merchantId: req.merchantId, name: input.name, expiresAt: input.expiresAt ? new Date(input.expiresAt) : null }, box);
       await orm.em.fork().transactional(async (em) => {
@@ -48,7 +48,7 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
       return { apiKey: toApiKeyMessage(apiKey), key, signingSecret };
     },
 
-    ListApiKeys: async (req: { merchantId: string; page: number; pageSize: number }) => {
+    ListApiKeys: async (req) => {
       const [items, total] = await orm.em.fork().findAndCount(
         ApiKey,
         { merchantId: req.merchantId },
@@ -57,9 +57,9 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
       return { items: items.map(toApiKeyMessage), totalCount: total };
     },
 
-    GetApiKey: async (req: { merchantId: string; id: string }) => toApiKeyMessage(await findKey(orm.em.fork(), req)),
+    GetApiKey: async (req) => toApiKeyMessage(await findKey(orm.em.fork(), req)),
 
-    RevokeApiKey: async (req: { merchantId: string; id: string }) =>
+    RevokeApiKey: async (req) =>
       orm.em.fork().transactional(async (em) => {
         const key = await findKey(em, req, true);
         if (key.revoke()) {
@@ -69,22 +69,13 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
         return toApiKeyMessage(key);
       }),
 
-    AuthenticateApiKey: async (req: { keyHash: string }) => {
+    AuthenticateApiKey: async (req) => {
       const key = await orm.em.fork().findOne(ApiKey, { keyHash: req.keyHash });
-      if (!key) return { found: false };
+      if (!key) return { found: false, id: '', merchantId: '' };
       return { found: true, id: key.id, merchantId: key.merchantId, expiresAt: key.expiresAt?.toISOString(), revokedAt: key.revokedAt?.toISOString() };
     },
 
-    UpdateWebhook: async (req: {
-      merchantId: string;
-      id: string;
-      setWebhookUrl: boolean;
-      webhookUrl?: string;
-      setWebhookEvents: boolean;
-      webhookEventsAll: boolean;
-      webhookEvents: string[];
-      webhookEnabled?: boolean;
-    }) => {
+    UpdateWebhook: async (req) => {
       const change = parseOrThrow(WebhookSettings, {
         webhookUrl: req.setWebhookUrl ? (req.webhookUrl ?? null) : undefined,
         webhookEvents: req.setWebhookEvents ? (req.webhookEventsAll ? null : req.webhookEvents) : undefined,
@@ -99,7 +90,7 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
       });
     },
 
-    RecordApiKeyUsage: async (req: { usages: { id: string; usedAt: string }[] }) => {
+    RecordApiKeyUsage: async (req) => {
       const usages = req.usages.filter((u) => isUuidText(u.id) && !Number.isNaN(Date.parse(u.usedAt)));
       if (usages.length === 0) return {};
       // One statement for the whole batch; never moves lastUsedAt backwards.

@@ -1,12 +1,12 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
-import type { SecretBox } from '@billing/service-runtime';
+import type { SecretBox, ServiceImpl } from '@billing/service-runtime';
 import { ApiKey } from './api-key.js';
 
 /** `identity.v1.WebhookSigning`: the plaintext signing secret of a key (the caller rules admit webhooks, which signs deliveries, and checkout, which signs and verifies deep links). */
-export function webhookSigningGrpc(orm: MikroORM, box: SecretBox) {
+export function webhookSigningGrpc(orm: MikroORM, box: SecretBox): ServiceImpl<'identity.v1.WebhookSigning'> {
   return {
-    GetSigningSecret: async (req: { apiKeyId: string }) => {
+    GetSigningSecret: async (req) => {
       if (!isUuidText(req.apiKeyId)) throw new DomainError('not_found', 'API key not found.');
       const key = await orm.em.fork().findOne(ApiKey, { id: req.apiKeyId });
       if (!key) throw new DomainError('not_found', 'API key not found.');

@@ -1,3 +1,4 @@
+import type { ServiceImpl } from '@billing/service-runtime';
 import { IsolationLevel, type MikroORM } from '@mikro-orm/postgresql';
 import type { TokenIssuer } from '../signing-keys/token-issuer.js';
 import { DomainError } from '@billing/contracts';
@@ -6,10 +7,10 @@ import { CredentialChange } from './credential-change.js';
 /** Changes older than this are pruned; longer than any token's lifetime. */
 export const CREDENTIAL_FEED_RETENTION_HOURS = 24;
 
-export function credentialsGrpc(orm: MikroORM, issuer: TokenIssuer) {
+export function credentialsGrpc(orm: MikroORM, issuer: TokenIssuer): ServiceImpl<'identity.v1.Credentials'> {
   return {
     GetJwks: async () => ({ keysJson: JSON.stringify(issuer.jwks()) }),
-    ListCredentialChanges: async (req: { afterCursor: string }) => {
+    ListCredentialChanges: async (req) => {
       const after = /^\d+$/.test(req.afterCursor) ? req.afterCursor : '0';
       const rows = await readCommittedChanges(orm, after);
       const last = rows.at(-1)?.cursor ?? after;

@@ -151,7 +151,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
       return signIn(account);
     },
 
-    GetCustomerAccount: async (req: { id: string }) => toCustomerAccountMessage(await findAccount(orm.em.fork(), req.id)),
+    GetCustomerAccount: async (req) => toCustomerAccountMessage(await findAccount(orm.em.fork(), req.id)),
 
     UpdateCustomerProfile: async (req) => {
       const cleared = new Set(req.cleared.filter((f): f is OptionalProfileField => (OPTIONAL_PROFILE_FIELDS as readonly string[]).includes(f)));
@@ -166,14 +166,14 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
       });
     },
 
-    RequestPasswordReset: async (req: { email: string }) => {
+    RequestPasswordReset: async (req) => {
       const { email } = parseOrThrow(ForgotPasswordRequest, req);
       // Answer before looking anything up, so the answer and its timing are the same for every email.
       setImmediate(() => void sendPasswordReset(email.toLowerCase()).catch((e) => logger.error({ err: e }, 'could not send a password-reset email')));
       return {};
     },
 
-    IssuePasswordReset: async (req: { id: string }) => {
+    IssuePasswordReset: async (req) => {
       const em = orm.em.fork();
       const account = await findAccount(em, req.id);
       const { token, entity } = CustomerToken.mint(account.id, 'password_reset', PASSWORD_RESET_TTL_SECONDS);
@@ -181,7 +181,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
       return { token, expiresAt: entity.expiresAt.toISOString() };
     },
 
-    ResetPassword: async (req: { token: string; newPassword: string }) => {
+    ResetPassword: async (req) => {
       const input = parseOrThrow(ResetPasswordRequest, req);
       // Spend the hashing time only on a token that can work; the use itself is atomic below.
       if (!(await isTokenUsable(orm.em.fork(), input.token, 'password_reset'))) throw invalidToken();
@@ -200,7 +200,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
       });
     },
 
-    VerifyEmail: async (req: { token: string }) => {
+    VerifyEmail: async (req) => {
       const input = parseOrThrow(VerifyEmailRequest, req);
       await orm.em.fork().transactional(async (em) => {
         const accountId = await consumeToken(em, input.token, 'email_verification');
@@ -210,14 +210,14 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
       return {};
     },
 
-    SuspendCustomerAccount: async (req: { id: string }) =>
+    SuspendCustomerAccount: async (req) =>
       orm.em.fork().transactional(async (em) => {
         const account = await findAccount(em, req.id, true);
         if (account.suspend()) em.persist(CredentialChange.of('customer', account.id, true));
         return { accountId: account.id, revoked: true, at: account.suspendedAt!.toISOString() };
       }),
 
-    UnsuspendCustomerAccount: async (req: { id: string }) =>
+    UnsuspendCustomerAccount: async (req) =>
       orm.em.fork().transactional(async (em) => {
         const account = await findAccount(em, req.id, true);
         const now = new Date();
@@ -225,7 +225,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
         return { accountId: account.id, revoked: false, at: now.toISOString() };
       }),
 
-    EnsureCustomerAccount: async (req: { email: string; firstName: string; lastName: string; phone?: string }) => {
+    EnsureCustomerAccount: async (req) => {
       const input = parseOrThrow(EnsureCustomerAccountInput, req);
       const email = input.email.toLowerCase();
       const em = orm.em.fork();

@@ -22,7 +22,7 @@ export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer:
       return user.toView();
     },
 
-    UpdateMerchantUser: async (req: { merchantId: string; userId: string; isActive?: boolean; role?: string }) => {
+    UpdateMerchantUser: async (req) => {
       const change = parseOrThrow(UpdateMerchantUserRequest, { isActive: req.isActive, role: req.role });
       return orm.em.fork().transactional(async (em) => {
         const user = await em.findOne(MerchantUser, { id: req.userId, merchantId: req.merchantId }, { lockMode: 4 /* pessimistic write */ });

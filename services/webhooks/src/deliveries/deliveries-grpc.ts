@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DELIVERY_STATUSES, DomainError, isUuidText, pageWindow, type DeliveryStatus } from '@billing/contracts';
+import type { ServiceImpl } from '@billing/service-runtime';
 import { Endpoint } from '../endpoints/endpoint.js';
 import { Attempt, Delivery, Replay } from './delivery.js';
 
@@ -49,9 +50,9 @@ async function findDelivery(orm: MikroORM, ref: { merchantId: string; id: string
 }
 
 /** `webhooks.v1.WebhookDeliveries`: reads of deliveries with their attempts, and manual replays. */
-export function deliveriesGrpc(orm: MikroORM, scheduler: { nudge(): void }) {
+export function deliveriesGrpc(orm: MikroORM, scheduler: { nudge(): void }): ServiceImpl<'webhooks.v1.WebhookDeliveries'> {
   return {
-    ListDeliveries: async (req: { merchantId: string; status?: string; eventType?: string; page: number; pageSize: number }) => {
+    ListDeliveries: async (req) => {
       if (req.status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(req.status)) throw DomainError.field('status', 'Must be one of Pending, Succeeded, Failed.');
       const where: { merchantId?: string; status?: DeliveryStatus; eventType?: string } = {};
       if (req.merchantId) where.merchantId = req.merchantId;
@@ -62,12 +63,12 @@ export function deliveriesGrpc(orm: MikroORM, scheduler: { nudge(): void }) {
       return { items: items.map((d) => toDeliveryMessage(d, attempts.get(d.id)!)), totalCount: total };
     },
 
-    GetDelivery: async (req: { merchantId: string; id: string }) => {
+    GetDelivery: async (req) => {
       const d = await findDelivery(orm, req);
       return toDeliveryMessage(d, (await attemptsOf(orm, [d.id])).get(d.id)!);
     },
 
-    ReplayDelivery: async (req: { merchantId: string; id: string }) => {
+    ReplayDelivery: async (req) => {
       const d = await findDelivery(orm, req);
       const endpoint = await orm.em.fork().findOne(Endpoint, { apiKeyId: d.apiKeyId });
       if (endpoint?.revoked) throw new DomainError('conflict', "The delivery's API key is revoked.");

@@ -62,6 +62,13 @@ export class EventConsumer {
     await this.nc?.close().catch(() => undefined);
   }
 
+  /** Messages of the durable consumer not yet delivered, and delivered but not yet acked (undefined when NATS is unreachable). */
+  async pending(): Promise<{ pending: number; ackPending: number } | undefined> {
+    if (!this.nc || this.nc.isClosed()) return undefined;
+    const info = await (await jetstreamManager(this.nc)).consumers.info(EVENTS_STREAM, WEBHOOKS_CONSUMER);
+    return { pending: info.num_pending, ackPending: info.num_ack_pending };
+  }
+
   private async pullLoop(): Promise<void> {
     while (!this.stopped) {
       try {

@@ -1,0 +1,69 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../../scripts/lib/start-platform.mjs';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+
+/**
+ * `npm start` supervises its services: a service killed with SIGKILL is started again and
+ * becomes healthy, the launcher keeps running, and Ctrl-C still stops everything.
+ */
+let db: TestDatabase;
+let launcher: ChildProcess;
+let output = '';
+
+const waitForOutput = async (pattern: RegExp, timeoutMs: number) => {
+  const end = Date.now() + timeoutMs;
+  while (!pattern.test(output)) {
+    if (Date.now() > end) throw new Error(`no ${pattern} in the launcher's output:\n${output.slice(-4000)}`);
+    if (launcher.exitCode !== null) throw new Error(`the launcher exited (${launcher.exitCode}):\n${output.slice(-4000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+
+/** The pid of a service as the launcher recorded it (`.data/launchers/<launcher pid>.json`). */
+function pidOf(service: string): number | undefined {
+  const record = JSON.parse(readFileSync(join(REPO_ROOT, '.data', 'launchers', `${launcher.pid}.json`), 'utf8')) as { children: { pid: number; cmdline?: string }[] };
+  return record.children.find((c) => c.cmdline?.includes(`services/${service}/dist/main.js`))?.pid;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  launcher = spawn(process.execPath, ['scripts/platform.mjs', 'start'], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, DATABASE_URL: db.url, PLATFORM_SKIP_BUILD: '1', HOST: '127.0.0.1', LOG_LEVEL: 'warn', NO_COLOR: '1', BILLING_ADMIN_TOKEN: randomBytes(32).toString('base64url') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  launcher.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  launcher.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  await waitForOutput(/Admin token/, 150_000);
+}, 180_000);
+
+afterAll(async () => {
+  if (launcher && launcher.exitCode === null) {
+    launcher.kill('SIGINT');
+    await new Promise((r) => launcher.once('exit', r));
+  }
+  await db?.drop();
+}, 60_000);
+
+describe('npm start', () => {
+  it('restarts a service killed with SIGKILL, and stops everything on Ctrl-C', async () => {
+    const before = pidOf('billing');
+    expect(before).toBeDefined();
+    process.kill(before!, 'SIGKILL');
+    await waitForOutput(/billing was killed by SIGKILL; restarting it in \d+ ms/, 10_000);
+    await waitForOutput(/billing restarted and healthy/, 60_000);
+    const after = pidOf('billing');
+    expect(after).toBeDefined();
+    expect(after).not.toBe(before);
+    expect(() => process.kill(after!, 0)).not.toThrow();
+
+    const exited = new Promise<number | null>((r) => launcher.once('exit', (code) => r(code)));
+    launcher.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(() => process.kill(after!, 0)).toThrow();
+  }, 120_000);
+});
