@@ -315,7 +315,8 @@ describe('POST /api/Checkout/sessions/me/complete', () => {
       await new Promise((r) => setTimeout(r, 500));
       const second = await complete(api, s, token);
       expect(second.status).toBe(409);
-      expect(second.body).toEqual({ status: 'Pending', returnUrl: null, failureReason: null });
+      // A completion result, carrying the trace id like every error answer.
+      expect(second.body).toEqual({ status: 'Pending', returnUrl: null, failureReason: null, traceId: expect.any(String) });
       expect((await first).status).toBe(200);
     } finally {
       await sandbox('DELETE', `/__sandbox/faults?account=${m.id}`);
