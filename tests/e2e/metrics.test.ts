@@ -54,6 +54,13 @@ describe('/metrics', () => {
     expect(text).toContain(`service_name="${service}"`);
   });
 
+  it('counts billing runs by outcome', async () => {
+    // A run at a clock long past: nothing of the shared platform is due, but the run is counted.
+    const run = await api.post('/api/admin/billing-runs', { asOf: '2000-01-01T00:00:00Z' }, { token: adminToken() });
+    expect(run.status, JSON.stringify(run.body)).toBe(200);
+    expect(await scrape('billing')).toMatch(/billing_runs_total\{[^}]*outcome="succeeded"[^}]*\} [1-9]/);
+  });
+
   it('labels request durations by route and status, and webhook attempts by outcome', async () => {
     const gatewayText = await scrape('gateway');
     expect(gatewayText).toMatch(/http_server_request_duration_count\{[^}]*http_route="\/api\/Merchants\/me"[^}]*http_response_status_code="200"/);

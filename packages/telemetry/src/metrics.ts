@@ -109,9 +109,9 @@ export function recordBillingRun(outcome: 'succeeded' | 'failed', durationSecond
   histogram('billing.run.duration', 's', 'Duration of billing runs.').record(durationSeconds, { outcome, ...attributes });
 }
 
-/** A charge attempted by billing: `succeeded`, `declined`, `failed` (provider error), … */
-export function recordCharge(outcome: string, attributes: Attributes = {}): void {
-  counter('billing.charges').add(1, { outcome, ...attributes });
+/** Charges attempted by billing (`count` of them) with one outcome: `succeeded`, `failed`, … */
+export function recordCharge(outcome: string, count = 1, attributes: Attributes = {}): void {
+  if (count > 0) counter('billing.charges').add(count, { outcome, ...attributes });
 }
 
 /** A request refused by the gateway's rate limiter. `scope` says which limit (`merchant`, `anonymous`, …). */

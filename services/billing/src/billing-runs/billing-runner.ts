@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Logger } from '@billing/service-runtime';
+import { recordBillingRun, recordCharge } from '@billing/telemetry';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { BillingRun, type BillingRunOptions, type BillingRunResult } from './billing-run.js';
 
@@ -19,8 +20,19 @@ export class BillingRunner {
     private readonly logger: Logger,
   ) {}
 
-  run(asOf: Date = new Date()): Promise<BillingRunResult> {
-    return new BillingRun(this.orm, this.providers, this.opts, this.logger, asOf).execute();
+  async run(asOf: Date = new Date()): Promise<BillingRunResult> {
+    const started = performance.now();
+    try {
+      const result = await new BillingRun(this.orm, this.providers, this.opts, this.logger, asOf).execute();
+      recordBillingRun('succeeded', (performance.now() - started) / 1000);
+      recordCharge('succeeded', result.succeeded);
+      recordCharge('failed', result.failed);
+      recordCharge('skipped', result.skipped);
+      return result;
+    } catch (e) {
+      recordBillingRun('failed', (performance.now() - started) / 1000);
+      throw e;
+    }
   }
 
   start(intervalMs: number): void {
