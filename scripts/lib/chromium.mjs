@@ -1,9 +1,7 @@
 // Headless Chromium for the browser tests (hosted pages, /docs): Debian's `chromium` package,
 // driven by playwright-core. Found like nats-server, and installed with apt-get when missing
 // and running as root.
-import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
+import { findSystemBinary } from './system-binary.mjs';
 
 const NAMES = ['chromium', 'chromium-browser'];
 const SEARCH_DIRS = ['/usr/bin', '/usr/local/bin', '/snap/bin'];
@@ -15,16 +13,6 @@ export const CHROMIUM_INSTALL_HINT = [
   '  - or point CHROMIUM_PATH at a Chromium or Chrome binary.',
 ].join('\n');
 
-/** @param {string} file */
-function isExecutable(file) {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Path of the Chromium binary: CHROMIUM_PATH, PATH, or the usual system directories. With
  * `install`, when running as root on a system with apt-get, installs Debian's `chromium`
@@ -33,26 +21,5 @@ function isExecutable(file) {
  * @returns {string | undefined}
  */
 export function findChromium(opts = {}) {
-  const fromEnv = process.env.CHROMIUM_PATH;
-  if (fromEnv) {
-    if (isExecutable(fromEnv)) return fromEnv;
-    throw new Error(`CHROMIUM_PATH=${fromEnv} is not an executable file`);
-  }
-  const search = () => {
-    const dirs = [...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean), ...SEARCH_DIRS];
-    for (const dir of dirs) for (const name of NAMES) if (isExecutable(path.join(dir, name))) return path.join(dir, name);
-    return undefined;
-  };
-  const found = search();
-  if (found || !opts.install) return found;
-  const aptGet = ['/usr/bin/apt-get', '/bin/apt-get'].find(isExecutable);
-  if (process.getuid?.() !== 0 || !aptGet) return undefined;
-  opts.log?.('chromium not found; installing it with apt-get (browser tests)');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const install = () => spawnSync(aptGet, ['install', '-y', '--no-install-recommends', 'chromium'], { stdio: 'inherit', env }).status === 0;
-  if (!install()) {
-    spawnSync(aptGet, ['update'], { stdio: 'inherit', env });
-    install();
-  }
-  return search();
+  return findSystemBinary({ envVar: 'CHROMIUM_PATH', names: NAMES, dirs: SEARCH_DIRS, aptPackage: 'chromium', reason: 'browser tests', ...opts });
 }

@@ -1,9 +1,8 @@
 // NATS with JetStream for development and tests: the server in NATS_URL, or a nats-server
 // process with its own store directory.
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import { findFreePort } from './ports.mjs';
+import { findSystemBinary } from './system-binary.mjs';
 import { describeExit, sleep, spawnProcess, waitUntil } from './processes.mjs';
 
 const SEARCH_DIRS = ['/usr/sbin', '/usr/local/bin', '/usr/bin', '/usr/local/sbin', '/opt/homebrew/bin'];
@@ -16,16 +15,6 @@ export const NATS_INSTALL_HINT = [
   '  - or set NATS_URL to a running NATS server with JetStream enabled (nats-server -js).',
 ].join('\n');
 
-/** @param {string} file */
-function isExecutable(file) {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Path of the nats-server binary: NATS_SERVER_BIN, PATH, or the usual system directories.
  * With `install`, when running as root on a system with apt-get, installs the Debian package
@@ -34,27 +23,7 @@ function isExecutable(file) {
  * @returns {string | undefined}
  */
 export function findNatsServer(opts = {}) {
-  const fromEnv = process.env.NATS_SERVER_BIN;
-  if (fromEnv) {
-    if (isExecutable(fromEnv)) return fromEnv;
-    throw new Error(`NATS_SERVER_BIN=${fromEnv} is not an executable file`);
-  }
-  const search = () => {
-    const dirs = [...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean), ...SEARCH_DIRS];
-    return dirs.map((d) => path.join(d, 'nats-server')).find(isExecutable);
-  };
-  const found = search();
-  if (found || !opts.install) return found;
-  const aptGet = ['/usr/bin/apt-get', '/bin/apt-get'].find(isExecutable);
-  if (process.getuid?.() !== 0 || !aptGet) return undefined;
-  opts.log?.('nats-server not found; installing it with apt-get');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const install = () => spawnSync(aptGet, ['install', '-y', '--no-install-recommends', 'nats-server'], { stdio: 'inherit', env }).status === 0;
-  if (!install()) {
-    spawnSync(aptGet, ['update'], { stdio: 'inherit', env });
-    install();
-  }
-  return search();
+  return findSystemBinary({ envVar: 'NATS_SERVER_BIN', names: ['nats-server'], dirs: SEARCH_DIRS, aptPackage: 'nats-server', reason: 'NATS with JetStream', ...opts });
 }
 
 /**
