@@ -3,6 +3,7 @@
 // outbox) → Postgres; beside a bare fastify doing one INSERT per request (bench/baseline/
 // fastify-insert.mjs) measured in the same run with the same load. Members, product and plan
 // are created before timing.
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { call, inParallel, loadRequests, spawnWithPort } from './load.mjs';
