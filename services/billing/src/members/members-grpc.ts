@@ -1,12 +1,12 @@
 import { ForeignKeyConstraintViolationException, raw, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateMemberRequest, DomainError, pageWindow, parseOrThrow } from '@billing/contracts';
-import { recordEvent, type ServiceImpl } from '@billing/service-runtime';
+import { recordEvent, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { findScoped } from '../merchant-scope.js';
 import { Member } from './member.js';
 
 /** A member addressed by id: another merchant's member is indistinguishable from a missing one. */
-export function findMember(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Member> {
-  return findScoped(em, Member, ref, 'Member', opts);
+export function findMember(em: EntityManager, scope: CallScope, id: string, opts: { lock?: boolean } = {}): Promise<Member> {
+  return findScoped(em, Member, scope, id, 'Member', opts);
 }
 
 /** Exact email match, case-insensitive (served by the unique index on lower(email)). */
@@ -22,8 +22,8 @@ export function membersGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Members'> {
      * the loser's insert fails and it answers with the winner's member.
      */
     CreateMember: async (req) => {
-      const input = parseOrThrow(CreateMemberRequest, req);
-      const merchantId = input.merchantId.toLowerCase();
+      const merchantId = requireMerchantScope(req.scope);
+      const input = parseOrThrow(CreateMemberRequest, { ...req, merchantId });
       const existing = await orm.em.fork().findOne(Member, byEmail(merchantId, input.email));
       if (existing) return { member: existing.toMessage(), created: false };
       try {
@@ -43,10 +43,11 @@ export function membersGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Members'> {
       }
     },
 
-    GetMember: async (req) => (await findMember(orm.em.fork(), req)).toMessage(),
+    GetMember: async (req) => (await findMember(orm.em.fork(), requireScope(req.scope), req.id)).toMessage(),
 
     ListMembers: async (req) => {
-      const where = req.email ? byEmail(req.merchantId, req.email) : { merchantId: req.merchantId };
+      const merchantId = requireMerchantScope(req.scope);
+      const where = req.email ? byEmail(merchantId, req.email) : { merchantId };
       const [items, total] = await orm.em.fork().findAndCount(Member, where, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageWindow(req) });
       return { items: items.map((m) => m.toMessage()), totalCount: total };
     },
