@@ -32,6 +32,27 @@ afterAll(async () => {
 });
 
 describe('webhook delivery', () => {
+  // No span exporter here, so spans are not recorded; the trace context must still flow from the
+  // request through billing, its outbox and JetStream to the webhook request.
+  it("carries the request's trace id to the webhook request without a trace exporter", async () => {
+    const { merchantId, observer } = await fx.merchantWithObserver();
+    const key = await fx.createKey(merchantId);
+    const path = `/trace/${randomUUID()}`;
+    await fx.configure(merchantId, key, path);
+    await fx.settle(merchantId, observer);
+
+    const traceId = randomUUID().replaceAll('-', '');
+    const res = await api.post(
+      '/api/Members',
+      { merchantId, email: `${unique('traced')}@example.com`, firstName: 'Ada', lastName: 'Lovelace' },
+      { token: key.key, headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } },
+    );
+    expect(res.status).toBe(201);
+    expect(res.headers.get('x-trace-id')).toBe(traceId);
+    const [req] = await receiver.waitFor(path, (r) => memberEvent(r, res.body.id).length > 0).then((r) => memberEvent(r, res.body.id));
+    expect(String(req!.headers.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-0[0-9a-f]$`));
+  });
+
   it('delivers member.created, signed per Standard Webhooks, and records the delivery and its attempt', async () => {
     const { merchantId, observer } = await fx.merchantWithObserver();
     const key = await fx.createKey(merchantId);

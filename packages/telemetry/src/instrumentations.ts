@@ -8,21 +8,44 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 /** Probes and scrapes: answered many times a minute, never worth a trace. */
 const UNTRACED_PATHS = /^\/(?:health(?:\/.*)?|metrics)(?:\?|$)/;
 
+/** The instrumentations this package knows, by the names `OTEL_NODE_DISABLED_INSTRUMENTATIONS` uses. */
+export type InstrumentationName = 'http' | 'undici' | 'fastify' | 'grpc' | 'pg';
+
+/**
+ * The ones that carry W3C trace context across a hop (incoming HTTP, gRPC metadata, outgoing
+ * webhook requests). The others (fastify's hooks, pg's queries) only ever add spans, so they are
+ * not loaded when spans are not recorded: they would wrap every hook and query for nothing.
+ */
+const PROPAGATING: ReadonlySet<InstrumentationName> = new Set(['http', 'undici', 'grpc']);
+
 /**
  * OpenTelemetry's own instrumentations of the libraries every hop goes through. Outgoing calls
  * and queries only record spans inside a trace (a request, an event being relayed or
  * delivered), so pools, polls and housekeeping start no traces of their own. Query parameters
  * are never recorded (pg's `enhancedDatabaseReporting` stays off).
+ *
+ * `recording` false (nowhere to export spans): only the propagating ones. `disabled`: names an
+ * operator turned off (`OTEL_NODE_DISABLED_INSTRUMENTATIONS`, as in OpenTelemetry's
+ * auto-instrumentations for Node).
  */
-export function createInstrumentations(): Instrumentation[] {
-  return [
-    new HttpInstrumentation({
-      ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.test(req.url ?? ''),
-      requireParentforOutgoingSpans: true,
-    }),
-    new UndiciInstrumentation({ requireParentforSpans: true }),
-    new FastifyInstrumentation(),
-    new GrpcInstrumentation({ ignoreGrpcMethods: ['Check', 'Watch'] }),
-    new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
-  ];
+export function createInstrumentations(opts: { recording: boolean; disabled?: ReadonlySet<string> }): Instrumentation[] {
+  const all: Record<InstrumentationName, () => Instrumentation> = {
+    http: () =>
+      new HttpInstrumentation({
+        ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.test(req.url ?? ''),
+        requireParentforOutgoingSpans: true,
+      }),
+    undici: () => new UndiciInstrumentation({ requireParentforSpans: true }),
+    fastify: () => new FastifyInstrumentation(),
+    grpc: () => new GrpcInstrumentation({ ignoreGrpcMethods: ['Check', 'Watch'] }),
+    pg: () => new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
+  };
+  return (Object.keys(all) as InstrumentationName[])
+    .filter((name) => (opts.recording || PROPAGATING.has(name)) && !opts.disabled?.has(name))
+    .map((name) => all[name]());
+}
+
+/** `OTEL_NODE_DISABLED_INSTRUMENTATIONS`: comma-separated names, case and spaces ignored. */
+export function disabledInstrumentations(value: string | undefined): Set<string> {
+  return new Set((value ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean));
 }
