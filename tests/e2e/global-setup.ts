@@ -14,6 +14,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('natsUrl', platform.natsUrl);
   project.provide('dataDir', platform.dataDir);
   project.provide('identityGrpcAddress', platform.processes.identity?.address ?? '');
+  project.provide('grpcAddresses', Object.fromEntries(['identity', 'billing', 'checkout', 'webhooks'].map((name) => [name, platform.processes[name]?.address ?? ''])));
   project.provide('grpcCertsDir', platform.grpcCerts.dir);
   project.provide('sandboxProviderUrl', platform.processes['sandbox-provider']?.address ?? '');
   project.provide('metricsUrls', Object.fromEntries(Object.entries(platform.processes).map(([name, p]) => [name, p.metricsUrl ?? ''])));

@@ -13,6 +13,8 @@ declare module 'vitest' {
     sandboxProviderUrl: string;
     /** identity's gRPC address (`127.0.0.1:<port>`). */
     identityGrpcAddress: string;
+    /** The gRPC address of identity, billing, checkout and webhooks, by service name. */
+    grpcAddresses: Record<string, string>;
     /** The installation's gRPC authority and service certificates (`ca.crt`, `<service>.crt`, `<service>.key`). */
     grpcCertsDir: string;
     /** DATA_DIR of the shared platform's services (email files in `mail/`, SMS in `sms/`). */

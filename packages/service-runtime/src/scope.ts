@@ -16,7 +16,35 @@ export function requireScope(scope: Scope__Output | null | undefined): CallScope
   throw new DomainError('bad_request', 'The call names no scope (a merchant or the platform).');
 }
 
-/** `common.v1.Scope` for one merchant, or for the platform when `merchantId` is null. */
-export function scopeOf(merchantId: string | null): Scope {
-  return merchantId ? { merchantId } : { platform: {} };
+/**
+ * Decodes the scope of a call that acts inside one merchant (a create, a list): only a merchant
+ * scope. The platform scope names no merchant, so it is refused here rather than read as "every
+ * merchant"; the platform acts for a merchant by calling with that merchant's scope.
+ */
+export function requireMerchantScope(scope: Scope__Output | null | undefined): string {
+  const s = requireScope(scope);
+  if (s.kind !== 'merchant') throw new DomainError('bad_request', 'This call acts inside one merchant; the platform scope names none.');
+  return s.merchantId;
 }
+
+/** Decodes the scope of a call only the platform operator may make; a merchant scope is forbidden. */
+export function requirePlatformScope(scope: Scope__Output | null | undefined): void {
+  if (requireScope(scope).kind !== 'platform') throw new DomainError('forbidden', 'Only the platform may make this call.');
+}
+
+/** The `merchantId` condition a scope puts on a query: its merchant's rows, or (platform) none. */
+export function merchantFilter(scope: CallScope): { merchantId?: string } {
+  return scope.kind === 'merchant' ? { merchantId: scope.merchantId } : {};
+}
+
+/**
+ * `common.v1.Scope` of one merchant. An empty id is a caller's bug, refused here rather than
+ * sent on as if it were the platform.
+ */
+export function scopeOfMerchant(merchantId: string): Scope {
+  if (!merchantId) throw new Error('scopeOfMerchant: no merchant id');
+  return { merchantId: merchantId.toLowerCase() };
+}
+
+/** `common.v1.Scope` of the platform operator. */
+export const PLATFORM_SCOPE: Scope = Object.freeze({ platform: {} });

@@ -45,8 +45,8 @@ afterAll(async () => {
 async function merchantWithPlan(isActive = true) {
   const merchant = Merchant.create({ name: 'Gym', contactEmail: 'ops@gym.example' });
   await orm.em.fork().persistAndFlush(merchant);
-  const product = await productsGrpc(orm).CreateProduct({ merchantId: merchant.id, name: 'Membership' });
-  const plan = await plansGrpc(orm).CreatePlan({ merchantId: merchant.id, productId: product.id, name: 'Monthly', amountMinor: '1995', currency: 'AUD', interval: 'Month', intervalCount: 1, trialDays: 0, isActive });
+  const product = await productsGrpc(orm).CreateProduct({ scope: { kind: 'merchantId', merchantId: merchant.id }, name: 'Membership' });
+  const plan = await plansGrpc(orm).CreatePlan({ scope: { kind: 'merchantId', merchantId: merchant.id }, productId: product.id, name: 'Monthly', amountMinor: '1995', currency: 'AUD', interval: 'Month', intervalCount: 1, trialDays: 0, isActive });
   return { merchantId: merchant.id, planId: plan.id };
 }
 
@@ -66,7 +66,7 @@ describe('members', () => {
   it('makes one member and one member.created of 20 concurrent creates with one email', async () => {
     const { merchantId } = await merchantWithPlan();
     const members = membersGrpc(orm);
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => members.CreateMember({ merchantId, email: i % 2 ? 'ADA@example.com' : 'ada@example.com', firstName: 'Ada', lastName: 'L' })));
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => members.CreateMember({ scope: { kind: 'merchantId', merchantId }, email: i % 2 ? 'ADA@example.com' : 'ada@example.com', firstName: 'Ada', lastName: 'L' })));
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(new Set(results.map((r) => r.member.id)).size).toBe(1);
     expect(await count('select count(*) as n from billing.members where merchant_id = ?', [merchantId])).toBe(1);
@@ -74,16 +74,16 @@ describe('members', () => {
   });
 
   it('answers merchant_not_found for a merchant that does not exist', async () => {
-    expect((await codeOf(membersGrpc(orm).CreateMember({ merchantId: randomUUID(), email: 'x@example.com', firstName: 'A', lastName: 'B' }))).code).toBe('merchant_not_found');
+    expect((await codeOf(membersGrpc(orm).CreateMember({ scope: { kind: 'merchantId', merchantId: randomUUID() }, email: 'x@example.com', firstName: 'A', lastName: 'B' }))).code).toBe('merchant_not_found');
   });
 });
 
 describe('subscriptions', () => {
   it('commits exactly one of 20 concurrent creates; the others get subscription_exists with its id', async () => {
     const { merchantId, planId } = await merchantWithPlan();
-    const { member } = await membersGrpc(orm).CreateMember({ merchantId, email: 'race@example.com', firstName: 'R', lastName: 'C' });
+    const { member } = await membersGrpc(orm).CreateMember({ scope: { kind: 'merchantId', merchantId }, email: 'race@example.com', firstName: 'R', lastName: 'C' });
     const subs = subscriptionsGrpc(orm);
-    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => subs.CreateSubscription({ merchantId, memberId: member.id, planId })));
+    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => subs.CreateSubscription({ scope: { kind: 'merchantId', merchantId }, memberId: member.id, planId })));
     const won = outcomes.filter((o) => o.status === 'fulfilled') as PromiseFulfilledResult<{ id: string }>[];
     const lost = outcomes.filter((o) => o.status === 'rejected') as PromiseRejectedResult[];
     expect(won).toHaveLength(1);
@@ -99,18 +99,18 @@ describe('subscriptions', () => {
 
   it('refuses a second live subscription at the database even when the check is bypassed', async () => {
     const { merchantId, planId } = await merchantWithPlan();
-    const { member } = await membersGrpc(orm).CreateMember({ merchantId, email: 'direct@example.com', firstName: 'D', lastName: 'I' });
-    const first = await subscriptionsGrpc(orm).CreateSubscription({ merchantId, memberId: member.id, planId });
+    const { member } = await membersGrpc(orm).CreateMember({ scope: { kind: 'merchantId', merchantId }, email: 'direct@example.com', firstName: 'D', lastName: 'I' });
+    const first = await subscriptionsGrpc(orm).CreateSubscription({ scope: { kind: 'merchantId', merchantId }, memberId: member.id, planId });
     const insert = `insert into billing.subscriptions (id, merchant_id, member_id, plan_id, status, current_period_start, current_period_end, billing_anchor, created_at, updated_at)
                     values (?, ?, ?, ?, ?, now(), now(), now(), now(), now())`;
     await expect(orm.em.getConnection().execute(insert, [randomUUID(), merchantId, member.id, planId, 'Paused'])).rejects.toThrow(/subscriptions_live_unique/);
-    await subscriptionsGrpc(orm).CancelSubscription({ merchantId, id: first.id, atPeriodEnd: false });
+    await subscriptionsGrpc(orm).CancelSubscription({ scope: { kind: 'merchantId', merchantId }, id: first.id, atPeriodEnd: false });
     await orm.em.getConnection().execute(insert, [randomUUID(), merchantId, member.id, planId, 'Active']);
   });
 
   it('refuses an inactive plan as unprocessable', async () => {
     const { merchantId, planId } = await merchantWithPlan(false);
-    const { member } = await membersGrpc(orm).CreateMember({ merchantId, email: 'late@example.com', firstName: 'L', lastName: 'A' });
-    expect((await codeOf(subscriptionsGrpc(orm).CreateSubscription({ merchantId, memberId: member.id, planId }))).code).toBe('unprocessable');
+    const { member } = await membersGrpc(orm).CreateMember({ scope: { kind: 'merchantId', merchantId }, email: 'late@example.com', firstName: 'L', lastName: 'A' });
+    expect((await codeOf(subscriptionsGrpc(orm).CreateSubscription({ scope: { kind: 'merchantId', merchantId }, memberId: member.id, planId }))).code).toBe('unprocessable');
   });
 });

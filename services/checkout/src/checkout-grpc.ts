@@ -1,15 +1,10 @@
-import { DomainError } from '@billing/contracts';
-import { requireScope, type ServiceImpl } from '@billing/service-runtime';
+import { requireMerchantScope, type ServiceImpl } from '@billing/service-runtime';
 import type { SessionCompletion } from './completion/complete-session.js';
 import type { Links } from './links/links.js';
 import type { Sessions } from './sessions/sessions.js';
 
-/** The merchant a session call acts for: checkout sessions belong to exactly one merchant. */
-function merchantOf(scope: Parameters<typeof requireScope>[0]): string {
-  const s = requireScope(scope);
-  if (s.kind !== 'merchant') throw new DomainError('bad_request', 'Checkout calls name the merchant the session or link belongs to.');
-  return s.merchantId;
-}
+/** The merchant a session call acts for: checkout sessions and links belong to exactly one merchant. */
+const merchantOf = requireMerchantScope;
 
 const orNull = (v: string | undefined) => (v === undefined || v === '' ? null : v);
 

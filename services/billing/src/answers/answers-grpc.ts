@@ -1,7 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { requireScope, type ServiceImpl } from '@billing/service-runtime';
-import { findScoped } from '../merchant-scope.js';
-import { Member } from '../members/member.js';
+import { findMember } from '../members/members-grpc.js';
 import { findProduct } from '../products/products-grpc.js';
 import { compareQuestions, Question } from '../questions/question.js';
 import { MemberAnswer, toMemberAnswers } from './member-answer.js';
@@ -14,14 +13,13 @@ function ordered(answers: MemberAnswer[], questions: Question[]) {
 }
 
 export function answersGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Answers'> {
-  const merchantOf = (scope: ReturnType<typeof requireScope>) => (scope.kind === 'merchant' ? scope.merchantId : '');
   return {
     SaveMemberAnswers: async (req) => {
-      const merchantId = merchantOf(requireScope(req.scope));
+      const scope = requireScope(req.scope);
       return orm.em.fork().transactional(async (em) => {
         // The member row lock serialises concurrent replacements of one member's answers.
-        const member = await findScoped(em, Member, { merchantId, id: req.memberId }, 'Member', { lock: true });
-        const product = await findProduct(em, { merchantId: member.merchantId, id: req.productId });
+        const member = await findMember(em, scope, req.memberId, { lock: true });
+        const product = await findProduct(em, { kind: 'merchant', merchantId: member.merchantId }, req.productId);
         const questions = await em.find(Question, { productId: product.id });
         const rows = toMemberAnswers(
           { merchantId: member.merchantId, memberId: member.id, productId: product.id },
@@ -35,9 +33,9 @@ export function answersGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Answers'> {
     },
 
     ListMemberAnswers: async (req) => {
-      const merchantId = merchantOf(requireScope(req.scope));
+      const scope = requireScope(req.scope);
       const em = orm.em.fork();
-      const member = await findScoped(em, Member, { merchantId, id: req.memberId }, 'Member');
+      const member = await findMember(em, scope, req.memberId);
       const answers = await em.find(MemberAnswer, req.productId ? { memberId: member.id, productId: req.productId.toLowerCase() } : { memberId: member.id });
       const questions = await em.find(Question, { id: { $in: answers.map((a) => a.questionId) } });
       return { items: ordered(answers, questions) };

@@ -4,7 +4,6 @@ import { toMajorUnits } from '@billing/money';
 import { queryRows, recordEvent, type CallScope } from '@billing/service-runtime';
 import { Merchant } from '../merchants/merchant.js';
 import { findScoped } from '../merchant-scope.js';
-import { merchantIdOf } from '../transactions/transaction-commands.js';
 import { FeeStatement, type LineTotals } from './fee-statement.js';
 
 export interface FeeStatementLineRow {
@@ -19,7 +18,7 @@ export interface FeeStatementLineRow {
 }
 
 export function findStatement(em: EntityManager, scope: CallScope, id: string, opts: { lock?: boolean } = {}): Promise<FeeStatement> {
-  return findScoped(em, FeeStatement, { merchantId: merchantIdOf(scope), id }, 'Fee statement', opts);
+  return findScoped(em, FeeStatement, scope, id, 'Fee statement', opts);
 }
 
 /**

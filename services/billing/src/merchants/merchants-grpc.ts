@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { BILLING_TERMINAL_ACTIONS, CreateMerchantRequest, DomainError, FeePercent, isUuidText, parseOrThrow, RetryOffsetsDays, UpdateProviderRequest } from '@billing/contracts';
 import { z } from 'zod';
 import type { Merchant__Output as MerchantMessage } from '@billing/proto-types/billing/v1/Merchant';
-import type { SecretBox, ServiceImpl } from '@billing/service-runtime';
+import { requirePlatformScope, requireScope, type SecretBox, type ServiceImpl } from '@billing/service-runtime';
 import { Merchant } from './merchant.js';
 import { MerchantReader } from './merchant-reader.js';
 
@@ -35,24 +35,30 @@ export function merchantsGrpc(orm: MikroORM, box: SecretBox): ServiceImpl<'billi
   const reader = new MerchantReader(orm);
   return {
     CreateMerchant: async (req) => {
+      requirePlatformScope(req.scope);
       const input = parseOrThrow(CreateMerchantRequest, req);
       const merchant = Merchant.create({ ...input, platformFeeFixedMinor: feeFixedMinor(req.platformFeeFixedMinor) });
       await orm.em.fork().persistAndFlush(merchant);
       return toMerchantMessage(merchant.toView());
     },
 
+    /** A merchant scope reads only itself: another merchant is merchant_not_found, like a missing one. */
     GetMerchant: async (req) => {
-      const merchant = isUuidText(req.id) ? await reader.load(req.id) : null;
+      const scope = requireScope(req.scope);
+      const own = scope.kind === 'platform' || scope.merchantId === req.id.toLowerCase();
+      const merchant = own && isUuidText(req.id) ? await reader.load(req.id) : null;
       if (!merchant) throw new DomainError('merchant_not_found', 'Merchant not found.');
       return toMerchantMessage(merchant.toView());
     },
 
     ListMerchants: async (req) => {
+      requirePlatformScope(req.scope);
       const [items, total] = await orm.em.fork().findAndCount(Merchant, {}, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: req.pageSize, offset: (req.page - 1) * req.pageSize });
       return { items: items.map((m) => toMerchantMessage(m.toView())), totalCount: total };
     },
 
     UpdateBillingTerms: async (req) => {
+      requirePlatformScope(req.scope);
       const change = parseOrThrow(BillingTermsChange, req);
       const fixed = feeFixedMinor(req.platformFeeFixedMinor);
       return orm.em.fork().transactional(async (em) => {
@@ -64,6 +70,7 @@ export function merchantsGrpc(orm: MikroORM, box: SecretBox): ServiceImpl<'billi
     },
 
     UpdateProvider: async (req) => {
+      requirePlatformScope(req.scope);
       const change = parseOrThrow(UpdateProviderRequest, req);
       return orm.em.fork().transactional(async (em) => {
         const merchant = await em.findOne(Merchant, { id: req.id }, { lockMode: 4 });

@@ -1,6 +1,6 @@
 import { LockMode, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { AddPaymentMethodRequest, DomainError, parseOrThrow } from '@billing/contracts';
-import { recordEvent, type ServiceImpl } from '@billing/service-runtime';
+import { recordEvent, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { findMember } from '../members/members-grpc.js';
 import type { Member } from '../members/member.js';
 import { Merchant } from '../merchants/merchant.js';
@@ -8,8 +8,6 @@ import { scopedTo } from '../merchant-scope.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { PaymentMethod, type InstrumentDetails } from './payment-method.js';
 import { byRank, nextRank, rerank } from './ranking.js';
-
-type MemberRef = { merchantId: string; memberId: string };
 
 async function methodsOf(em: EntityManager, member: Member, lock = false): Promise<PaymentMethod[]> {
   return em.find(PaymentMethod, { memberId: member.id }, { orderBy: { rank: 'asc' }, ...(lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) });
@@ -19,9 +17,9 @@ async function methodsOf(em: EntityManager, member: Member, lock = false): Promi
  * Appends a method at the member's lowest rank and records `payment_method.added`, in one
  * transaction holding the member's row lock (so concurrent adds get distinct ranks).
  */
-async function appendMethod(orm: MikroORM, ref: MemberRef, details: InstrumentDetails, providerToken: string | null) {
+async function appendMethod(orm: MikroORM, scope: CallScope, memberId: string, details: InstrumentDetails, providerToken: string | null) {
   return orm.em.fork().transactional(async (em) => {
-    const member = await findMember(em, { merchantId: ref.merchantId, id: ref.memberId }, { lock: true });
+    const member = await findMember(em, scope, memberId, { lock: true });
     if (providerToken) {
       const existing = await em.findOne(PaymentMethod, { merchantId: member.merchantId, providerToken });
       if (existing && existing.memberId === member.id) return { paymentMethod: existing.toMessage(), created: false };
@@ -37,6 +35,7 @@ async function appendMethod(orm: MikroORM, ref: MemberRef, details: InstrumentDe
 export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders): ServiceImpl<'billing.v1.PaymentMethods'> {
   return {
     AddPaymentMethod: async (req) => {
+      const scope = requireScope(req.scope);
       const input = parseOrThrow(AddPaymentMethodRequest, {
         type: req.type,
         brand: req.brand,
@@ -55,47 +54,51 @@ export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders): 
         accountName: input.accountName ?? null,
         bsb: input.bsb ?? null,
       };
-      return appendMethod(orm, req, details, null);
+      return appendMethod(orm, scope, req.memberId, details, null);
     },
 
     /** Validates the token with the merchant's payment provider, then stores what it stands for. */
     AddPaymentMethodFromToken: async (req) => {
+      const scope = requireScope(req.scope);
       const token = (req.providerToken ?? '').trim();
       if (!token) throw DomainError.field('providerToken', 'Required.');
       const em = orm.em.fork();
-      const member = await findMember(em, { merchantId: req.merchantId, id: req.memberId });
+      const member = await findMember(em, scope, req.memberId);
       const merchant = await em.findOneOrFail(Merchant, { id: member.merchantId });
       const instrument = await providers.forEnvironment(merchant.providerEnvironment).lookupToken(member.merchantId, token);
       if (!instrument) throw DomainError.field('providerToken', 'The payment provider does not know this token.');
       const { token: _token, ...details } = instrument;
       try {
-        return await appendMethod(orm, req, details, token);
+        return await appendMethod(orm, scope, req.memberId, details, token);
       } catch (e) {
         // A concurrent add of the same token won the unique index: answer as the repeat it is.
         if (!(e instanceof UniqueConstraintViolationException)) throw e;
-        return appendMethod(orm, req, details, token);
+        return appendMethod(orm, scope, req.memberId, details, token);
       }
     },
 
     GetPaymentMethod: async (req) => {
-      const pm = await orm.em.fork().findOne(PaymentMethod, scopedTo(req.merchantId, { id: req.id }));
+      const pm = await orm.em.fork().findOne(PaymentMethod, scopedTo(requireScope(req.scope), { id: req.id }));
       if (!pm || pm.memberId !== req.memberId.toLowerCase()) throw new DomainError('not_found', 'Payment method not found.');
       return pm.toMessage();
     },
 
     ListPaymentMethods: async (req) => {
+      const scope = requireScope(req.scope);
       const em = orm.em.fork();
-      const member = await findMember(em, { merchantId: req.merchantId, id: req.memberId });
+      const member = await findMember(em, scope, req.memberId);
       return { items: (await methodsOf(em, member)).map((m) => m.toMessage()) };
     },
 
-    ReorderPaymentMethods: async (req) =>
-      orm.em.fork().transactional(async (em) => {
-        const member = await findMember(em, { merchantId: req.merchantId, id: req.memberId }, { lock: true });
+    ReorderPaymentMethods: async (req) => {
+      const scope = requireScope(req.scope);
+      return orm.em.fork().transactional(async (em) => {
+        const member = await findMember(em, scope, req.memberId, { lock: true });
         const methods = await methodsOf(em, member, true);
         const ordered = rerank(methods, req.orderedIds ?? []);
         await em.flush();
         return { items: byRank(ordered).map((m) => m.toMessage()) };
-      }),
+      });
+    },
   };
 }

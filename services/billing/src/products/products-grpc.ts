@@ -1,19 +1,20 @@
-import type { ServiceImpl } from '@billing/service-runtime';
+import { requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { ForeignKeyConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateProductRequest, DomainError, pageWindow, parseOrThrow } from '@billing/contracts';
 import { findScoped } from '../merchant-scope.js';
 import { Product } from './product.js';
 
 /** A product addressed by id: another merchant's product is indistinguishable from a missing one. */
-export function findProduct(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Product> {
-  return findScoped(em, Product, ref, 'Product', opts);
+export function findProduct(em: EntityManager, scope: CallScope, id: string, opts: { lock?: boolean } = {}): Promise<Product> {
+  return findScoped(em, Product, scope, id, 'Product', opts);
 }
 
 export function productsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Products'> {
   return {
     CreateProduct: async (req) => {
-      const input = parseOrThrow(CreateProductRequest, req);
-      const product = Product.create({ ...input, merchantId: input.merchantId.toLowerCase() });
+      const merchantId = requireMerchantScope(req.scope);
+      const input = parseOrThrow(CreateProductRequest, { ...req, merchantId });
+      const product = Product.create({ ...input, merchantId });
       try {
         await orm.em.fork().persistAndFlush(product);
       } catch (e) {
@@ -23,10 +24,11 @@ export function productsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Products'> 
       return product.toMessage();
     },
 
-    GetProduct: async (req) => (await findProduct(orm.em.fork(), req)).toMessage(),
+    GetProduct: async (req) => (await findProduct(orm.em.fork(), requireScope(req.scope), req.id)).toMessage(),
 
     ListProducts: async (req) => {
-      const [items, total] = await orm.em.fork().findAndCount(Product, { merchantId: req.merchantId }, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageWindow(req) });
+      const merchantId = requireMerchantScope(req.scope);
+      const [items, total] = await orm.em.fork().findAndCount(Product, { merchantId }, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageWindow(req) });
       return { items: items.map((p) => p.toMessage()), totalCount: total };
     },
   };

@@ -1,4 +1,4 @@
-import type { ServiceImpl } from '@billing/service-runtime';
+import { requireScope, type ServiceImpl } from '@billing/service-runtime';
 import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateQuestionRequest, DomainError, parseOrThrow } from '@billing/contracts';
 import { scopedTo } from '../merchant-scope.js';
@@ -9,6 +9,7 @@ import { applyQuestionOrder } from './question-order.js';
 export function questionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Questions'> {
   return {
     CreateQuestion: async (req) => {
+      const scope = requireScope(req.scope);
       const input = parseOrThrow(CreateQuestionRequest, {
         text: req.text,
         kind: req.kind,
@@ -18,7 +19,7 @@ export function questionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Questions'
       });
       return orm.em.fork().transactional(async (em) => {
         // Locks the product row so concurrent creates append distinct default orders.
-        const product = await findProduct(em, { merchantId: req.merchantId, id: req.productId }, { lock: true });
+        const product = await findProduct(em, scope, req.productId, { lock: true });
         let order = input.order;
         if (order == null) {
           const last = await em.findOne(Question, { productId: product.id }, { orderBy: { order: 'desc', id: 'desc' } });
@@ -39,21 +40,23 @@ export function questionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Questions'
     },
 
     GetQuestion: async (req) => {
-      const question = await orm.em.fork().findOne(Question, scopedTo(req.merchantId, { id: req.id }));
+      const question = await orm.em.fork().findOne(Question, scopedTo(requireScope(req.scope), { id: req.id }));
       if (!question || question.productId !== req.productId.toLowerCase()) throw new DomainError('not_found', 'Question not found.');
       return question.toMessage();
     },
 
     ListQuestions: async (req) => {
+      const scope = requireScope(req.scope);
       const em = orm.em.fork();
-      const product = await findProduct(em, { merchantId: req.merchantId, id: req.productId });
+      const product = await findProduct(em, scope, req.productId);
       const items = await em.find(Question, { productId: product.id }, { orderBy: { order: 'asc', id: 'asc' } });
       return { items: items.sort(compareQuestions).map((q) => q.toMessage()) };
     },
 
     ReorderQuestions: async (req) => {
+      const scope = requireScope(req.scope);
       await orm.em.fork().transactional(async (em) => {
-        const product = await findProduct(em, { merchantId: req.merchantId, id: req.productId });
+        const product = await findProduct(em, scope, req.productId);
         const questions = await em.find(Question, { productId: product.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         applyQuestionOrder(questions, req.orders);
       });

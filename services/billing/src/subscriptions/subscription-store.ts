@@ -12,7 +12,7 @@ export interface EnrolmentFacts {
   paymentMethod: { id: string; memberId: string } | null;
 }
 
-/** `merchantId` empty = the platform admin (any merchant). Ids are UUIDs (checked by the caller). */
+/** Enrolment inside one merchant (a merchant scope): only that merchant's rows are facts. Ids are UUIDs (checked by the caller). */
 export interface EnrolmentRequest {
   merchantId: string;
   memberId: string;
@@ -56,7 +56,7 @@ export class SubscriptionStore {
   private readonly facts = new Batcher<EnrolmentRequest, EnrolmentFacts>(
     async (batch) => {
       const col = (f: (r: EnrolmentRequest) => string | undefined) => batch.map((r) => f(r)?.toLowerCase() ?? null);
-      const scope = (alias: string) => `(r.merchant_id = '' or ${alias}.merchant_id::text = r.merchant_id)`;
+      const scope = (alias: string) => `${alias}.merchant_id = r.merchant_id`;
       const res = await queryPrepared<{ member: EnrolmentFacts['member']; plan: EnrolmentFacts['plan']; payment_method: EnrolmentFacts['paymentMethod'] }>(
         this.orm,
         'subscription_enrolment_facts',
@@ -66,9 +66,9 @@ export class SubscriptionStore {
                                      'intervalCount', p.interval_count, 'trialDays', p.trial_days)
               from plans p where p.id = r.plan_id and ${scope('p')}) as plan,
            (select json_build_object('id', x.id, 'memberId', x.member_id) from payment_methods x where x.id = r.payment_method_id and ${scope('x')}) as payment_method
-         from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[]) with ordinality as r(member_id, plan_id, payment_method_id, merchant_id, ord)
+         from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[]) with ordinality as r(member_id, plan_id, payment_method_id, merchant_id, ord)
          order by r.ord`,
-        [col((r) => r.memberId), col((r) => r.planId), col((r) => r.paymentMethodId), batch.map((r) => (r.merchantId ?? '').toLowerCase())],
+        [col((r) => r.memberId), col((r) => r.planId), col((r) => r.paymentMethodId), col((r) => r.merchantId)],
       );
       return res.rows.map((row, i) => ({ member: row.member, plan: row.plan, paymentMethod: batch[i]!.paymentMethodId ? row.payment_method : null }));
     },

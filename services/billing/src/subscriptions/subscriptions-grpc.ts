@@ -1,14 +1,14 @@
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DateOrDateTime, DomainError, isUuidText, pageWindow, parseOrThrow, SUBSCRIPTION_STATUSES } from '@billing/contracts';
-import { recordEvent, type ServiceImpl } from '@billing/service-runtime';
+import { recordEvent, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { findScoped } from '../merchant-scope.js';
 import { Plan } from '../plans/plan.js';
 import { Subscription } from './subscription.js';
 import { SubscriptionStore } from './subscription-store.js';
 
 /** A subscription addressed by id: another merchant's is indistinguishable from a missing one. */
-export function findSubscription(em: EntityManager, ref: { merchantId: string; id: string }, opts: { lock?: boolean } = {}): Promise<Subscription> {
-  return findScoped(em, Subscription, ref, 'Subscription', opts);
+export function findSubscription(em: EntityManager, scope: CallScope, id: string, opts: { lock?: boolean } = {}): Promise<Subscription> {
+  return findScoped(em, Subscription, scope, id, 'Subscription', opts);
 }
 
 /** Writes the events the aggregate recorded to the outbox, in the caller's transaction. */
@@ -47,13 +47,15 @@ async function repeatedCreate(em: EntityManager, req: { merchantId: string; memb
 export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscriptions'> {
   const store = new SubscriptionStore(orm);
   /** Loads, changes and saves one subscription with its events, under a row lock. */
-  const transition = (ref: { merchantId: string; id: string }, change: (sub: Subscription, em: EntityManager) => Promise<void> | void) =>
-    orm.em.fork().transactional(async (em) => {
-      const sub = await findSubscription(em, ref, { lock: true });
+  const transition = (req: { scope?: Parameters<typeof requireScope>[0]; id: string }, change: (sub: Subscription, em: EntityManager) => Promise<void> | void) => {
+    const scope = requireScope(req.scope);
+    return orm.em.fork().transactional(async (em) => {
+      const sub = await findSubscription(em, scope, req.id, { lock: true });
       await change(sub, em);
       recordSubscriptionEvents(em, sub);
       return sub.toMessage();
     });
+  };
 
   return {
     /**
@@ -62,17 +64,17 @@ export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscr
      * answer `subscription_exists` naming the winner.
      */
     CreateSubscription: async (req) => {
-      if (!req.merchantId) throw DomainError.field('merchantId', 'Required.');
+      const merchantId = requireMerchantScope(req.scope);
       const startDate = parseInstant('startDate', req.startDate);
       if (req.id !== undefined) {
         if (!isUuidText(req.id)) throw DomainError.field('id', 'Must be a uuid.');
-        const repeat = await repeatedCreate(orm.em.fork(), { ...req, id: req.id });
+        const repeat = await repeatedCreate(orm.em.fork(), { merchantId, memberId: req.memberId, planId: req.planId, id: req.id });
         if (repeat) return repeat.toMessage();
       }
       for (const [field, id] of [['memberId', req.memberId], ['planId', req.planId], ['paymentMethodId', req.paymentMethodId]] as const) {
         if (id !== undefined && !isUuidText(id)) throw new DomainError('not_found', `${field === 'memberId' ? 'Member' : field === 'planId' ? 'Plan' : 'Payment method'} not found.`);
       }
-      const { member, plan, paymentMethod } = await store.loadEnrolmentFacts(req);
+      const { member, plan, paymentMethod } = await store.loadEnrolmentFacts({ merchantId, memberId: req.memberId, planId: req.planId, paymentMethodId: req.paymentMethodId });
       if (!member) throw new DomainError('not_found', 'Member not found.');
       if (!plan) throw new DomainError('not_found', 'Plan not found.');
       if (req.paymentMethodId) {
@@ -91,10 +93,10 @@ export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscr
       throw alreadyExists(winner);
     },
 
-    GetSubscription: async (req) => (await findSubscription(orm.em.fork(), req)).toMessage(),
+    GetSubscription: async (req) => (await findSubscription(orm.em.fork(), requireScope(req.scope), req.id)).toMessage(),
 
     ListSubscriptions: async (req) => {
-      const where: Record<string, unknown> = { merchantId: req.merchantId };
+      const where: Record<string, unknown> = { merchantId: requireMerchantScope(req.scope) };
       if (req.memberId) where.memberId = req.memberId.toLowerCase();
       if (req.planId) where.planId = req.planId.toLowerCase();
       if (req.status) {
@@ -106,6 +108,7 @@ export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscr
     },
 
     PauseSubscription: async (req) => {
+      requireScope(req.scope);
       const resumeAt = parseInstant('resumeAt', req.resumeAt);
       return transition(req, (sub) => sub.pause(resumeAt));
     },

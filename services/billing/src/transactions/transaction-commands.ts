@@ -9,11 +9,8 @@ import type { PaymentProviders } from '../payment-provider/payment-providers.js'
 import { Subscription } from '../subscriptions/subscription.js';
 import { Transaction } from './transaction.js';
 
-/** `''` (any merchant) for the platform scope, else the merchant's id. */
-export const merchantIdOf = (scope: CallScope): string => (scope.kind === 'platform' ? '' : scope.merchantId);
-
 export function findTransaction(em: EntityManager, scope: CallScope, id: string, opts: { lock?: boolean } = {}): Promise<Transaction> {
-  return findScoped(em, Transaction, { merchantId: merchantIdOf(scope), id }, 'Transaction', opts);
+  return findScoped(em, Transaction, scope, id, 'Transaction', opts);
 }
 
 export interface CommandDeps {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, type FieldErrors } from '@billing/contracts';
-import { queryRows, recordEvent, type Logger } from '@billing/service-runtime';
+import { queryRows, recordEvent, scopeOfMerchant, type Logger } from '@billing/service-runtime';
 import type { CompletionResult__Output as CompletionResult } from '@billing/proto-types/checkout/v1/CompletionResult';
 import type { CheckoutBackends } from '../backends.js';
 import { BankToken } from '../sessions/bank-token.js';
@@ -60,11 +60,11 @@ export class SessionCompletion {
     const customer = { email: s.email!, firstName: s.firstName!, lastName: s.lastName!, phone: s.phone ?? undefined };
     const account = await this.backends.customers.EnsureCustomerAccount(customer);
     this.fault('after-customer');
-    const { member } = await this.backends.members.CreateMember({ merchantId: s.merchantId, ...customer });
+    const { member } = await this.backends.members.CreateMember({ scope: scopeOfMerchant(s.merchantId), ...customer });
     this.fault('after-member');
     let paymentMethodId: string;
     try {
-      const added = await this.backends.paymentMethods.AddPaymentMethodFromToken({ merchantId: s.merchantId, memberId: member!.id, providerToken });
+      const added = await this.backends.paymentMethods.AddPaymentMethodFromToken({ scope: scopeOfMerchant(s.merchantId), memberId: member!.id, providerToken });
       paymentMethodId = added.paymentMethod!.id;
     } catch (e) {
       if (e instanceof DomainError && e.code === 'validation_failed') return failed(s, 'invalid_token', 'The payment provider does not accept this token for this customer.');
@@ -73,7 +73,7 @@ export class SessionCompletion {
     this.fault('after-payment-method');
     let subscriptionId: string;
     try {
-      const sub = await this.backends.subscriptions.CreateSubscription({ merchantId: s.merchantId, memberId: member!.id, planId: s.planId, paymentMethodId, id: s.subscriptionId });
+      const sub = await this.backends.subscriptions.CreateSubscription({ scope: scopeOfMerchant(s.merchantId), memberId: member!.id, planId: s.planId, paymentMethodId, id: s.subscriptionId });
       subscriptionId = sub.id;
     } catch (e) {
       if (e instanceof DomainError && e.code === 'subscription_exists') return failed(s, 'subscription_exists', 'The customer already has a live subscription to this plan.');

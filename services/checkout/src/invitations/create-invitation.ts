@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { CreateInvitationRequest, DomainError, parseOrThrow } from '@billing/contracts';
-import type { CallScope, DeliveryChannels, Logger } from '@billing/service-runtime';
+import { scopeOfMerchant, type CallScope, type DeliveryChannels, type Logger } from '@billing/service-runtime';
 import type { CheckoutBackends } from '../backends.js';
 import { Invitation } from './invitation.js';
 import { invitationEmail, invitationSms, onboardingLink } from './invitation-messages.js';
@@ -17,7 +17,7 @@ export interface InvitationDeps {
 /** The merchant's name, or merchant_not_found carrying the outcome `MerchantNotFound`. */
 export async function merchantNameOf(backends: CheckoutBackends, merchantId: string): Promise<string> {
   try {
-    return (await backends.merchants.GetMerchant({ id: merchantId })).name;
+    return (await backends.merchants.GetMerchant({ scope: scopeOfMerchant(merchantId), id: merchantId })).name;
   } catch (e) {
     if (e instanceof DomainError && (e.code === 'not_found' || e.code === 'merchant_not_found')) {
       throw new DomainError('merchant_not_found', 'Merchant not found.', { outcome: 'MerchantNotFound' });

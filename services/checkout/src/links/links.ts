@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
-import { sha256Hex } from '@billing/service-runtime';
+import { scopeOfMerchant, sha256Hex } from '@billing/service-runtime';
 import type { CheckoutLink__Output as CheckoutLink } from '@billing/proto-types/checkout/v1/CheckoutLink';
 import type { ResolveLinkReply__Output as ResolveLinkReply } from '@billing/proto-types/checkout/v1/ResolveLinkReply';
 import type { CheckoutBackends } from '../backends.js';
@@ -49,7 +49,7 @@ export class Links {
   /** Whether the plan is the merchant's and active. */
   private async planUsable(merchantId: string, planId: string): Promise<'ok' | 'missing' | 'inactive'> {
     try {
-      const plan = await this.backends.plans.GetPlan({ merchantId, id: planId });
+      const plan = await this.backends.plans.GetPlan({ scope: scopeOfMerchant(merchantId), id: planId });
       return plan.isActive ? 'ok' : 'inactive';
     } catch (e) {
       if (e instanceof DomainError && e.code === 'not_found') return 'missing';

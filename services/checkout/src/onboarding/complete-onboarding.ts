@@ -1,5 +1,5 @@
 import { DomainError, type FieldErrors, type OnboardingCompletedEvent } from '@billing/contracts';
-import { recordEvent, scopeOf } from '@billing/service-runtime';
+import { recordEvent, scopeOfMerchant } from '@billing/service-runtime';
 import type { CheckoutBackends } from '../backends.js';
 import type { Invitation } from '../invitations/invitation.js';
 import { validateAnswers } from './answer-validation.js';
@@ -61,14 +61,14 @@ async function validateForCompletion(backends: CheckoutBackends, invitation: Inv
   let plan: Awaited<ReturnType<CheckoutBackends['plans']['GetPlan']>> | null = null;
   if (!onboarding.planId) errors.planId = ['Choose a plan.'];
   else {
-    plan = await backends.plans.GetPlan({ merchantId: invitation.merchantId, id: onboarding.planId }).catch((e: unknown) => {
+    plan = await backends.plans.GetPlan({ scope: scopeOfMerchant(invitation.merchantId), id: onboarding.planId }).catch((e: unknown) => {
       if (e instanceof DomainError && e.code === 'not_found') return null;
       throw e;
     });
     if (!plan) errors.planId = ['The chosen plan no longer exists.'];
     else if (!plan.isActive) errors.planId = ['The chosen plan is no longer offered; choose another.'];
     else {
-      const questions = (await backends.questions.ListQuestions({ merchantId: invitation.merchantId, productId: plan.productId })).items;
+      const questions = (await backends.questions.ListQuestions({ scope: scopeOfMerchant(invitation.merchantId), productId: plan.productId })).items;
       Object.assign(errors, validateAnswers(questions, onboarding.answers ?? []));
     }
   }
@@ -85,7 +85,7 @@ async function provisionInBilling(backends: CheckoutBackends, invitation: Invita
   const merchantId = invitation.merchantId;
   const details = onboarding.details!;
   const { member } = await backends.members.CreateMember({
-    merchantId,
+    scope: scopeOfMerchant(merchantId),
     email: await memberEmail(backends, invitation, onboarding),
     firstName: details.firstName,
     lastName: details.lastName,
@@ -95,7 +95,7 @@ async function provisionInBilling(backends: CheckoutBackends, invitation: Invita
   const paymentMethodId = await ensurePaymentMethod(backends, merchantId, memberId, onboarding.paymentMethod!);
   const subscriptionId = await ensureSubscription(backends, { merchantId, memberId, planId: onboarding.planId!, paymentMethodId, since: onboarding.completionStartedAt! });
   await backends.answers.SaveMemberAnswers({
-    scope: scopeOf(merchantId),
+    scope: scopeOfMerchant(merchantId),
     memberId,
     productId: onboarding.productId!,
     answers: (onboarding.answers ?? []).map((a) => ({ questionId: a.questionId, textValue: a.textValue ?? undefined, optionIds: a.optionIds })),
@@ -114,10 +114,10 @@ const sameInstrument = (pm: OnboardingPaymentMethod, m: { type: string; brand?: 
 
 /** The member's method with this tokenisation result, added when it has none. */
 async function ensurePaymentMethod(backends: CheckoutBackends, merchantId: string, memberId: string, pm: OnboardingPaymentMethod): Promise<string> {
-  const existing = (await backends.paymentMethods.ListPaymentMethods({ merchantId, memberId })).items.find((m) => sameInstrument(pm, m));
+  const existing = (await backends.paymentMethods.ListPaymentMethods({ scope: scopeOfMerchant(merchantId), memberId })).items.find((m) => sameInstrument(pm, m));
   if (existing) return existing.id;
   const added = await backends.paymentMethods.AddPaymentMethod({
-    merchantId,
+    scope: scopeOfMerchant(merchantId),
     memberId,
     type: pm.type,
     brand: pm.brand ?? undefined,
@@ -137,13 +137,13 @@ async function ensurePaymentMethod(backends: CheckoutBackends, merchantId: strin
  */
 async function ensureSubscription(backends: CheckoutBackends, input: { merchantId: string; memberId: string; planId: string; paymentMethodId: string; since: Date }): Promise<string> {
   try {
-    const sub = await backends.subscriptions.CreateSubscription({ merchantId: input.merchantId, memberId: input.memberId, planId: input.planId, paymentMethodId: input.paymentMethodId });
+    const sub = await backends.subscriptions.CreateSubscription({ scope: scopeOfMerchant(input.merchantId), memberId: input.memberId, planId: input.planId, paymentMethodId: input.paymentMethodId });
     return sub.id;
   } catch (e) {
     if (e instanceof DomainError && e.code === 'unprocessable') throw DomainError.field('planId', 'The chosen plan is no longer offered; choose another.');
     if (!(e instanceof DomainError && e.code === 'subscription_exists')) throw e;
     const existingId = String(e.extensions.existingSubscriptionId ?? '');
-    const existing = existingId ? await backends.subscriptions.GetSubscription({ merchantId: input.merchantId, id: existingId }) : undefined;
+    const existing = existingId ? await backends.subscriptions.GetSubscription({ scope: scopeOfMerchant(input.merchantId), id: existingId }) : undefined;
     if (existing && new Date(existing.createdAt).getTime() >= input.since.getTime()) return existing.id;
     throw new DomainError('conflict', 'You already have a live subscription to this plan.', existing ? { existingSubscriptionId: existing.id } : {});
   }

@@ -1,5 +1,6 @@
 import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
+import { scopeOfMerchant } from '@billing/service-runtime';
 import type { CheckoutBackends } from '../backends.js';
 import { merchantNameOf } from '../invitations/create-invitation.js';
 import { hashInvitationToken, Invitation } from '../invitations/invitation.js';
@@ -49,7 +50,7 @@ export async function updateOnboarding(deps: WizardDeps, ref: { accountId: strin
 
 /** The merchant's active plans, as the wizard offers them. */
 export async function activePlansOf(backends: CheckoutBackends, merchantId: string) {
-  const page = await backends.plans.ListPlans({ merchantId, isActive: true, page: 1, pageSize: 200 });
+  const page = await backends.plans.ListPlans({ scope: scopeOfMerchant(merchantId), isActive: true, page: 1, pageSize: 200 });
   return page.items.map((p) => ({
     id: p.id,
     productId: p.productId,
@@ -64,7 +65,7 @@ export async function activePlansOf(backends: CheckoutBackends, merchantId: stri
 
 /** A plan the merchant offers now, or validation_failed naming `planId`. */
 export async function requireActivePlan(backends: CheckoutBackends, merchantId: string, planId: string) {
-  const plan = await backends.plans.GetPlan({ merchantId, id: planId }).catch((e: unknown) => {
+  const plan = await backends.plans.GetPlan({ scope: scopeOfMerchant(merchantId), id: planId }).catch((e: unknown) => {
     if (e instanceof DomainError && e.code === 'not_found') return null;
     throw e;
   });
@@ -104,7 +105,7 @@ export async function getOnboardingState(deps: WizardDeps, ref: { accountId: str
   const [merchantName, plans, questions] = await Promise.all([
     merchantNameOf(deps.backends, invitation.merchantId),
     activePlansOf(deps.backends, invitation.merchantId),
-    onboarding.productId ? deps.backends.questions.ListQuestions({ merchantId: invitation.merchantId, productId: onboarding.productId }).then((l) => l.items) : Promise.resolve([]),
+    onboarding.productId ? deps.backends.questions.ListQuestions({ scope: scopeOfMerchant(invitation.merchantId), productId: onboarding.productId }).then((l) => l.items) : Promise.resolve([]),
   ]);
   const m = invitation.toMessage();
   const opt = <T>(v: T | null) => v ?? undefined;

@@ -1,5 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type FieldErrors } from '@billing/contracts';
+import { scopeOfMerchant } from '@billing/service-runtime';
 import type { CheckoutSession__Output as SessionView } from '@billing/proto-types/checkout/v1/CheckoutSession';
 import type { CheckoutBackends } from '../backends.js';
 import { BankToken } from './bank-token.js';
@@ -36,7 +37,7 @@ export class Sessions {
 
   async view(merchantId: string, sessionId: string): Promise<SessionView> {
     const s = await findSession(this.orm.em.fork(), merchantId, sessionId);
-    const [merchant, plan] = await Promise.all([this.backends.merchants.GetMerchant({ id: s.merchantId }), this.backends.plans.GetPlan({ merchantId: s.merchantId, id: s.planId })]);
+    const [merchant, plan] = await Promise.all([this.backends.merchants.GetMerchant({ scope: scopeOfMerchant(s.merchantId), id: s.merchantId }), this.backends.plans.GetPlan({ scope: scopeOfMerchant(s.merchantId), id: s.planId })]);
     return {
       sessionId: s.id,
       merchantName: merchant.name,
@@ -61,7 +62,7 @@ export class Sessions {
     s.refuseWhenCompleted();
     const errors = bankDetailsErrors(details);
     if (Object.keys(errors).length) throw DomainError.validation(errors);
-    const t = await this.backends.providerTokens.TokeniseBankAccount({ scope: { merchantId: s.merchantId }, ...details });
+    const t = await this.backends.providerTokens.TokeniseBankAccount({ scope: scopeOfMerchant(s.merchantId), ...details });
     const token = Object.assign(new BankToken(), { token: t.token, sessionId: s.id, merchantId: s.merchantId, accountName: t.accountName, bsb: t.bsb, last4: t.last4 });
     await em.persist(token).flush();
     return token.token;

@@ -1,4 +1,5 @@
 import { DomainError, roleAtLeast, type MerchantRole } from '@billing/contracts';
+import { PLATFORM_SCOPE } from '@billing/service-runtime';
 import type { Backends } from '../backends/clients.js';
 import { merchantOf, type Principal, type PrincipalKind } from './principal.js';
 
@@ -62,7 +63,9 @@ export class MerchantAccess {
     const seen = this.known.get(merchantId);
     if (seen && Date.now() - seen < 60_000) return true;
     try {
-      await this.backends.billing.merchants.GetMerchant({ id: merchantId });
+      // The gateway's own check of a merchant the caller named (not the caller's data): it
+      // learns only whether the merchant exists, which the 403/404 answers reveal anyway.
+      await this.backends.billing.merchants.GetMerchant({ scope: PLATFORM_SCOPE, id: merchantId });
       this.known.set(merchantId, Date.now());
       return true;
     } catch (e) {

@@ -1,5 +1,5 @@
 import { BillingRunRequest, BillingRunResult } from '@billing/contracts';
-import { scopeOf } from '@billing/service-runtime';
+import { credentialScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { defineRoute, ok, type RouteSpec } from '../http/route.js';
 
@@ -15,7 +15,7 @@ export function billingRunRoutes(backends: Backends): RouteSpec[] {
       auth: { admin: true },
       body: BillingRunRequest,
       responses: { 200: BillingRunResult, 400: null, 401: null },
-      handler: async ({ body }) => ok(await backends.billing.billingRuns.RunBilling({ scope: scopeOf(null), asOf: body.asOf ?? undefined })),
+      handler: async ({ body, principal }) => ok(await backends.billing.billingRuns.RunBilling({ scope: credentialScope(principal), asOf: body.asOf ?? undefined })),
     }),
   ];
 }

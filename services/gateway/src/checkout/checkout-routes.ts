@@ -13,8 +13,9 @@ import {
   type ErrorCode,
 } from '@billing/contracts';
 import { toMajorUnits } from '@billing/money';
-import { scopeOf } from '@billing/service-runtime';
+import type { Scope } from '@billing/proto-types/common/v1/Scope';
 import type { MerchantAccess } from '../auth/access.js';
+import { credentialScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Principal } from '../auth/principal.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
@@ -45,10 +46,10 @@ The link is <public base URL>/checkout?d=<d>&s=<s>. In TypeScript (Node):
     }`;
 
 /** The session a checkout token stands for; a body naming another session is not found. */
-function sessionOf(principal: Principal, named?: string): { scope: ReturnType<typeof scopeOf>; sessionId: string } {
+function sessionOf(principal: Principal, named?: string): { scope: Scope; sessionId: string } {
   if (principal.kind !== 'checkout') throw new DomainError('unauthenticated', 'A checkout session token is required.');
   if (named !== undefined && named.toLowerCase() !== principal.sessionId) throw new DomainError('not_found', 'Checkout session not found.');
-  return { scope: scopeOf(principal.merchantId), sessionId: principal.sessionId };
+  return { scope: credentialScope(principal), sessionId: principal.sessionId };
 }
 
 const orNull = <T>(v: T | undefined) => v ?? null;
@@ -66,7 +67,7 @@ export function checkoutRoutes(backends: Backends, access: MerchantAccess): Rout
       body: CreateCheckoutLinkRequest,
       responses: { 201: CheckoutLink, 400: null, 403: null, 404: null, 422: null },
       handler: async ({ body, principal }) => {
-        await access.assert(principal, body.merchantId);
+        const scope = await merchantCallScope(access, principal, body.merchantId);
         let apiKeyId = body.apiKeyId ?? undefined;
         if (principal.kind === 'apiKey') {
           if (apiKeyId && apiKeyId.toLowerCase() !== principal.apiKeyId) throw DomainError.field('apiKeyId', 'An API key signs links with itself; omit apiKeyId or name this key.');
@@ -75,7 +76,7 @@ export function checkoutRoutes(backends: Backends, access: MerchantAccess): Rout
         if (!apiKeyId) throw DomainError.field('apiKeyId', 'Required: the API key whose signing secret signs the link.');
         const c = body.customer;
         const link = await checkout.CreateLink({
-          scope: scopeOf(body.merchantId.toLowerCase()),
+          scope,
           apiKeyId,
           planId: body.planId,
           returnUrl: body.returnUrl,

@@ -13,9 +13,9 @@ import {
   type StatementLine,
 } from '@billing/contracts';
 import { toMajorUnits } from '@billing/money';
-import { scopeOf } from '@billing/service-runtime';
+import type { Scope } from '@billing/proto-types/common/v1/Scope';
 import type { MerchantAccess } from '../auth/access.js';
-import { merchantScope } from '../auth/merchant-scope.js';
+import { callScope, credentialScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
 
@@ -58,7 +58,7 @@ const STATEMENT_RULES =
 
 export function feeStatementRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const statements = backends.billing.feeStatements;
-  const withLines = async (scope: ReturnType<typeof scopeOf>, statementMsg: Record<string, any>) => {
+  const withLines = async (scope: Scope, statementMsg: Record<string, any>) => {
     const statement = toFeeStatement(statementMsg);
     const q = { page: 1, pageSize: 50 };
     const lines = await statements.ListFeeStatementLines({ scope, id: statement.id, ...q });
@@ -74,8 +74,8 @@ export function feeStatementRoutes(backends: Backends, access: MerchantAccess): 
       auth: { admin: true },
       body: GenerateFeeStatementRequest,
       responses: { 201: FeeStatement, 400: null, 404: null },
-      handler: async ({ body }) => {
-        const s = toFeeStatement(await statements.GenerateFeeStatement({ scope: scopeOf(null), merchantId: body.merchantId, periodStart: body.periodStart, periodEnd: body.periodEnd, currency: body.currency ?? undefined }));
+      handler: async ({ body, principal }) => {
+        const s = toFeeStatement(await statements.GenerateFeeStatement({ scope: credentialScope(principal), merchantId: body.merchantId, periodStart: body.periodStart, periodEnd: body.periodEnd, currency: body.currency ?? undefined }));
         return created(s, `/api/FeeStatements/${s.id}`);
       },
     }),
@@ -88,7 +88,7 @@ export function feeStatementRoutes(backends: Backends, access: MerchantAccess): 
       auth: { admin: true },
       params: IdParams,
       responses: { 200: FeeStatement, 404: null, 409: null },
-      handler: async ({ params }) => ok(toFeeStatement(await statements.FinaliseFeeStatement({ scope: scopeOf(null), id: params.id }))),
+      handler: async ({ params, principal }) => ok(toFeeStatement(await statements.FinaliseFeeStatement({ scope: credentialScope(principal), id: params.id }))),
     }),
     defineRoute({
       method: 'POST',
@@ -101,8 +101,8 @@ export function feeStatementRoutes(backends: Backends, access: MerchantAccess): 
       params: StatementIdParams,
       body: PayFeeStatementRequest,
       responses: { 200: FeeStatementWithLines, 400: null, 404: null, 409: null },
-      handler: async ({ params, body }) => {
-        const scope = scopeOf(null);
+      handler: async ({ params, body, principal }) => {
+        const scope = credentialScope(principal);
         const paid = await statements.PayFeeStatement({ scope, id: params.statementId, paymentReference: body.paymentReference ?? undefined, notes: body.notes ?? undefined });
         return ok(await withLines(scope, paid));
       },
@@ -116,8 +116,8 @@ export function feeStatementRoutes(backends: Backends, access: MerchantAccess): 
       auth: { admin: true },
       query: ListFeeStatementsQuery,
       responses: { 200: Paged(FeeStatement), 400: null },
-      handler: async ({ query }) => {
-        const res = await statements.ListFeeStatements({ scope: scopeOf(null), merchantId: query.merchantId, status: query.status, page: query.page, pageSize: query.pageSize });
+      handler: async ({ query, principal }) => {
+        const res = await statements.ListFeeStatements({ scope: credentialScope(principal), merchantId: query.merchantId, status: query.status, page: query.page, pageSize: query.pageSize });
         return ok(toPage(res.items.map(toFeeStatement), res.totalCount, query));
       },
     }),
@@ -131,8 +131,8 @@ export function feeStatementRoutes(backends: Backends, access: MerchantAccess): 
       query: ListFeeStatementsQuery,
       responses: { 200: Paged(FeeStatement), 403: null, 404: null },
       handler: async ({ query, principal }) => {
-        const merchantId = await access.resolve(principal, query.merchantId);
-        const res = await statements.ListFeeStatements({ scope: scopeOf(merchantId), merchantId, status: query.status, page: query.page, pageSize: query.pageSize });
+        const scope = await merchantCallScope(access, principal, query.merchantId);
+        const res = await statements.ListFeeStatements({ scope, status: query.status, page: query.page, pageSize: query.pageSize });
         return ok(toPage(res.items.map(toFeeStatement), res.totalCount, query));
       },
     }),
@@ -144,7 +144,7 @@ export function feeStatementRoutes(backends: Backends, access: MerchantAccess): 
       auth: { merchant: 'Viewer' },
       params: IdParams,
       responses: { 200: FeeStatement, 404: null },
-      handler: async ({ params, principal }) => ok(toFeeStatement(await statements.GetFeeStatement({ scope: scopeOf((await merchantScope(access, principal)) || null), id: params.id }))),
+      handler: async ({ params, principal }) => ok(toFeeStatement(await statements.GetFeeStatement({ scope: await callScope(access, principal), id: params.id }))),
     }),
     defineRoute({
       method: 'GET',
@@ -157,7 +157,7 @@ export function feeStatementRoutes(backends: Backends, access: MerchantAccess): 
       query: PageQuery,
       responses: { 200: PagedStatementLines, 404: null },
       handler: async ({ params, query, principal }) => {
-        const scope = scopeOf((await merchantScope(access, principal)) || null);
+        const scope = await callScope(access, principal);
         const s = toFeeStatement(await statements.GetFeeStatement({ scope, id: params.id }));
         const res = await statements.ListFeeStatementLines({ scope, id: params.id, page: query.page, pageSize: query.pageSize });
         return ok(toPage(res.items.map(toLine(s.currency)), res.totalCount, query));

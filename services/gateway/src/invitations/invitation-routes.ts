@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { CreateInvitationRequest, DomainError, Invitation, INVITATION_STATUSES, InvitationResult, ListInvitationsQuery, Paged, toPage, Uuid } from '@billing/contracts';
-import { scopeOf } from '@billing/service-runtime';
 import type { MerchantAccess } from '../auth/access.js';
-import { merchantOf, type Principal } from '../auth/principal.js';
+import { credentialScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
 import { oneOf, orNull, present } from '../http/views.js';
@@ -27,9 +26,6 @@ function toInvitation(i: Invitation__Output): Invitation {
   };
 }
 
-/** The scope of a merchant credential, or the platform for the admin token. */
-const scopeOfCaller = (principal: Principal) => scopeOf(merchantOf(principal) ?? null);
-
 const IdParams = z.object({ id: Uuid });
 
 export function invitationRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
@@ -51,7 +47,7 @@ export function invitationRoutes(backends: Backends, access: MerchantAccess): Ro
           throw e;
         });
         const res = await invitations.CreateInvitation({
-          scope: scopeOfCaller(principal),
+          scope: credentialScope(principal),
           merchantId: body.merchantId.toLowerCase(),
           firstName: body.firstName,
           lastName: body.lastName,
@@ -75,7 +71,7 @@ export function invitationRoutes(backends: Backends, access: MerchantAccess): Ro
       responses: { 200: Paged(Invitation), 400: null, 403: null, 404: null },
       handler: async ({ query, principal }) => {
         const merchantId = await access.resolve(principal, query.merchantId);
-        const res = await invitations.ListInvitations({ scope: scopeOfCaller(principal), merchantId, status: query.status, page: query.page, pageSize: query.pageSize });
+        const res = await invitations.ListInvitations({ scope: credentialScope(principal), merchantId, status: query.status, page: query.page, pageSize: query.pageSize });
         return ok(toPage(res.items.map(toInvitation), res.totalCount, query));
       },
     }),
@@ -88,7 +84,7 @@ export function invitationRoutes(backends: Backends, access: MerchantAccess): Ro
       auth: { merchant: 'Viewer' },
       params: IdParams,
       responses: { 200: Invitation, 404: null },
-      handler: async ({ params, principal }) => ok(toInvitation(await invitations.GetInvitation({ scope: scopeOfCaller(principal), id: params.id }))),
+      handler: async ({ params, principal }) => ok(toInvitation(await invitations.GetInvitation({ scope: credentialScope(principal), id: params.id }))),
     }),
     defineRoute({
       method: 'DELETE',
@@ -100,7 +96,7 @@ export function invitationRoutes(backends: Backends, access: MerchantAccess): Ro
       params: IdParams,
       responses: { 204: null, 404: null, 409: null },
       handler: async ({ params, principal }) => {
-        await invitations.RevokeInvitation({ scope: scopeOfCaller(principal), id: params.id });
+        await invitations.RevokeInvitation({ scope: credentialScope(principal), id: params.id });
         return noContent();
       },
     }),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CreateMemberRequest, ListMembersQuery, Member, Paged, toPage, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
-import { merchantScope } from '../auth/merchant-scope.js';
+import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
 import { orNull, present } from '../http/views.js';
@@ -36,8 +36,8 @@ export function memberRoutes(backends: Backends, access: MerchantAccess): RouteS
       body: CreateMemberRequest,
       responses: { 200: Member, 201: Member, 400: null, 403: null, 404: null },
       handler: async ({ body, principal }) => {
-        await access.assert(principal, body.merchantId);
-        const res = await members.CreateMember({ ...body, merchantId: body.merchantId.toLowerCase(), phone: body.phone ?? undefined });
+        const scope = await merchantCallScope(access, principal, body.merchantId);
+        const res = await members.CreateMember({ ...body, scope, phone: body.phone ?? undefined });
         const member = toMember(present(res.member, 'member'));
         return res.created ? created(member, `/api/Members/${member.id}`) : ok(member);
       },
@@ -52,8 +52,8 @@ export function memberRoutes(backends: Backends, access: MerchantAccess): RouteS
       query: ListMembersQuery,
       responses: { 200: Paged(Member), 403: null, 404: null },
       handler: async ({ query, principal }) => {
-        const merchantId = await access.resolve(principal, query.merchantId);
-        const res = await members.ListMembers({ merchantId, email: query.email || undefined, page: query.page, pageSize: query.pageSize });
+        const scope = await merchantCallScope(access, principal, query.merchantId);
+        const res = await members.ListMembers({ scope, email: query.email || undefined, page: query.page, pageSize: query.pageSize });
         return ok(toPage(res.items.map(toMember), res.totalCount, query));
       },
     }),
@@ -65,7 +65,7 @@ export function memberRoutes(backends: Backends, access: MerchantAccess): RouteS
       auth: { merchant: 'Viewer' },
       params: IdParams,
       responses: { 200: Member, 404: null },
-      handler: async ({ params, principal }) => ok(toMember(await members.GetMember({ merchantId: await merchantScope(access, principal), id: params.id }))),
+      handler: async ({ params, principal }) => ok(toMember(await members.GetMember({ scope: await callScope(access, principal), id: params.id }))),
     }),
   ];
 }

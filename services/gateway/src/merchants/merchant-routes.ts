@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BILLING_TERMINAL_ACTIONS, CreateMerchantRequest, CurrentMerchant, DomainError, Merchant, PROVIDER_ENVIRONMENTS, Paged, PageQuery, toCurrentMerchant, toPage, UpdateMerchantBillingRequest, UpdateProviderRequest, Uuid } from '@billing/contracts';
 import { toMajorUnits, toMinorUnits } from '@billing/money';
 import type { Backends } from '../backends/clients.js';
+import { credentialScope } from '../auth/call-scope.js';
 import { merchantOf } from '../auth/principal.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
 import { assertSameId, oneOf, orNull } from '../http/views.js';
@@ -55,9 +56,10 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       auth: { admin: true },
       body: CreateMerchantRequest,
       responses: { 201: Merchant, 400: null, 401: null },
-      handler: async ({ body }) => {
+      handler: async ({ body, principal }) => {
         const m = toMerchant(
           await merchants.CreateMerchant({
+            scope: credentialScope(principal),
             name: body.name,
             contactEmail: body.contactEmail,
             description: body.description ?? undefined,
@@ -81,8 +83,8 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       auth: { admin: true },
       query: PageQuery,
       responses: { 200: Paged(Merchant) },
-      handler: async ({ query }) => {
-        const res = await merchants.ListMerchants(query);
+      handler: async ({ query, principal }) => {
+        const res = await merchants.ListMerchants({ ...query, scope: credentialScope(principal) });
         return ok(toPage(res.items.map(toMerchant), res.totalCount, query));
       },
     }),
@@ -94,7 +96,7 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       auth: { admin: true },
       params: IdParams,
       responses: { 200: Merchant, 404: null },
-      handler: async ({ params }) => ok(toMerchant(await merchants.GetMerchant({ id: params.id }))),
+      handler: async ({ params, principal }) => ok(toMerchant(await merchants.GetMerchant({ scope: credentialScope(principal), id: params.id }))),
     }),
     defineRoute({
       method: 'PATCH',
@@ -107,8 +109,9 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       params: IdParams,
       body: UpdateMerchantBillingRequest,
       responses: { 200: Merchant, 400: null, 404: null },
-      handler: async ({ params, body }) => {
+      handler: async ({ params, body, principal }) => {
         const req: UpdateBillingTermsRequest = {
+          scope: credentialScope(principal),
           id: params.id,
           ...feeTerms(body),
           billingRetryOffsetsDays: body.billingRetryOffsetsDays ?? undefined,
@@ -128,9 +131,10 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       params: IdParams,
       body: UpdateProviderRequest,
       responses: { 200: Merchant, 400: null, 404: null },
-      handler: async ({ params, body }) => {
+      handler: async ({ params, body, principal }) => {
         assertSameId('id', body.id, params.id);
         const req: UpdateProviderMessage = {
+          scope: credentialScope(principal),
           id: params.id,
           providerEnvironment: body.providerEnvironment ?? undefined,
           gatewayUsername: body.gatewayUsername ?? undefined,
@@ -152,7 +156,7 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
         const merchantId = merchantOf(principal);
         if (!merchantId) throw new DomainError('unauthenticated', 'This endpoint needs a merchant credential.');
         try {
-          return ok(toCurrentMerchant(toMerchant(await merchants.GetMerchant({ id: merchantId }))));
+          return ok(toCurrentMerchant(toMerchant(await merchants.GetMerchant({ scope: credentialScope(principal), id: merchantId }))));
         } catch (e) {
           if (e instanceof DomainError && e.code === 'merchant_not_found') throw new DomainError('not_found', 'The merchant of this credential no longer exists.');
           throw e;

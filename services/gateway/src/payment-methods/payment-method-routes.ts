@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AddPaymentMethodFromTokenRequest, AddPaymentMethodRequest, PAYMENT_METHOD_TYPES, PaymentMethod, ReorderPaymentMethodsRequest, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
-import { merchantScope } from '../auth/merchant-scope.js';
+import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteResult, type RouteSpec } from '../http/route.js';
 import { assertSameId, oneOf, orNull, present } from '../http/views.js';
@@ -52,7 +52,7 @@ export function paymentMethodRoutes(backends: Backends, access: MerchantAccess):
         assertSameId('memberId', body.memberId, params.memberId);
         return addedOrExisting(
           await methods.AddPaymentMethod({
-            merchantId: await merchantScope(access, principal, body.merchantId),
+            scope: await callScope(access, principal, body.merchantId),
             memberId: params.memberId,
             type: body.type,
             brand: body.brand ?? undefined,
@@ -80,7 +80,7 @@ export function paymentMethodRoutes(backends: Backends, access: MerchantAccess):
       handler: async ({ params, body, principal }) => {
         assertSameId('memberId', body.memberId, params.memberId);
         return addedOrExisting(
-          await methods.AddPaymentMethodFromToken({ merchantId: await merchantScope(access, principal, body.merchantId), memberId: params.memberId, providerToken: body.providerToken }),
+          await methods.AddPaymentMethodFromToken({ scope: await callScope(access, principal, body.merchantId), memberId: params.memberId, providerToken: body.providerToken }),
         );
       },
     }),
@@ -94,7 +94,7 @@ export function paymentMethodRoutes(backends: Backends, access: MerchantAccess):
       params: MemberParams,
       responses: { 200: z.array(PaymentMethod), 404: null },
       handler: async ({ params, principal }) => {
-        const res = await methods.ListPaymentMethods({ merchantId: await merchantScope(access, principal), memberId: params.memberId });
+        const res = await methods.ListPaymentMethods({ scope: await callScope(access, principal), memberId: params.memberId });
         return ok(res.items.map(toPaymentMethod));
       },
     }),
@@ -107,7 +107,7 @@ export function paymentMethodRoutes(backends: Backends, access: MerchantAccess):
       params: MemberParams.extend({ id: Uuid }),
       responses: { 200: PaymentMethod, 404: null },
       handler: async ({ params, principal }) =>
-        ok(toPaymentMethod(await methods.GetPaymentMethod({ merchantId: await merchantScope(access, principal), memberId: params.memberId, id: params.id }))),
+        ok(toPaymentMethod(await methods.GetPaymentMethod({ scope: await callScope(access, principal), memberId: params.memberId, id: params.id }))),
     }),
     defineRoute({
       method: 'POST',
@@ -122,8 +122,8 @@ export function paymentMethodRoutes(backends: Backends, access: MerchantAccess):
       responses: { 200: z.array(PaymentMethod), 400: null, 403: null, 404: null },
       handler: async ({ params, body, principal }) => {
         assertSameId('memberId', body.memberId, params.memberId);
-        const merchantId = await merchantScope(access, principal, body.merchantId);
-        const res = await methods.ReorderPaymentMethods({ merchantId, memberId: params.memberId, orderedIds: body.orderedIds ?? [] });
+        const scope = await callScope(access, principal, body.merchantId);
+        const res = await methods.ReorderPaymentMethods({ scope, memberId: params.memberId, orderedIds: body.orderedIds ?? [] });
         return ok(res.items.map(toPaymentMethod));
       },
     }),

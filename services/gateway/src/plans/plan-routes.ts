@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CreatePlanRequest, ListPlansQuery, Paged, Plan, PLAN_INTERVALS, toPage, UpdatePlanRequest, Uuid } from '@billing/contracts';
 import { toMajorUnits, toMinorUnits } from '@billing/money';
 import type { MerchantAccess } from '../auth/access.js';
-import { merchantScope } from '../auth/merchant-scope.js';
+import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
 import { assertSameId, oneOf } from '../http/views.js';
@@ -42,10 +42,10 @@ export function planRoutes(backends: Backends, access: MerchantAccess): RouteSpe
       body: CreatePlanRequest,
       responses: { 201: Plan, 400: null, 403: null, 404: null },
       handler: async ({ body, principal }) => {
-        await access.assert(principal, body.merchantId);
+        const scope = await merchantCallScope(access, principal, body.merchantId);
         const plan = toPlan(
           await plans.CreatePlan({
-            merchantId: body.merchantId.toLowerCase(),
+            scope,
             productId: body.productId,
             name: body.name,
             amountMinor: toMinorUnits(body.amount, body.currency),
@@ -71,8 +71,8 @@ export function planRoutes(backends: Backends, access: MerchantAccess): RouteSpe
       responses: { 200: Plan, 400: null, 403: null, 404: null },
       handler: async ({ params, body, principal }) => {
         assertSameId('id', body.id, params.id);
-        const merchantId = await merchantScope(access, principal, body.merchantId);
-        return ok(toPlan(await plans.UpdatePlan({ merchantId, id: params.id, name: body.name ?? undefined, isActive: body.isActive ?? undefined })));
+        const scope = await callScope(access, principal, body.merchantId);
+        return ok(toPlan(await plans.UpdatePlan({ scope, id: params.id, name: body.name ?? undefined, isActive: body.isActive ?? undefined })));
       },
     }),
     defineRoute({
@@ -85,8 +85,8 @@ export function planRoutes(backends: Backends, access: MerchantAccess): RouteSpe
       query: ListPlansQuery,
       responses: { 200: Paged(Plan), 403: null, 404: null },
       handler: async ({ query, principal }) => {
-        const merchantId = await access.resolve(principal, query.merchantId);
-        const res = await plans.ListPlans({ merchantId, productId: query.productId, isActive: query.isActive, page: query.page, pageSize: query.pageSize });
+        const scope = await merchantCallScope(access, principal, query.merchantId);
+        const res = await plans.ListPlans({ scope, productId: query.productId, isActive: query.isActive, page: query.page, pageSize: query.pageSize });
         return ok(toPage(res.items.map(toPlan), res.totalCount, query));
       },
     }),
@@ -98,7 +98,7 @@ export function planRoutes(backends: Backends, access: MerchantAccess): RouteSpe
       auth: { merchant: 'Viewer' },
       params: IdParams,
       responses: { 200: Plan, 404: null },
-      handler: async ({ params, principal }) => ok(toPlan(await plans.GetPlan({ merchantId: await merchantScope(access, principal), id: params.id }))),
+      handler: async ({ params, principal }) => ok(toPlan(await plans.GetPlan({ scope: await callScope(access, principal), id: params.id }))),
     }),
   ];
 }

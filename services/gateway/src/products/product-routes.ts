@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CreateProductRequest, ListProductsQuery, Paged, Product, toPage, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
-import { merchantScope } from '../auth/merchant-scope.js';
+import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
 import { orNull } from '../http/views.js';
@@ -25,8 +25,8 @@ export function productRoutes(backends: Backends, access: MerchantAccess): Route
       body: CreateProductRequest,
       responses: { 201: Product, 400: null, 403: null, 404: null },
       handler: async ({ body, principal }) => {
-        await access.assert(principal, body.merchantId);
-        const product = toProduct(await products.CreateProduct({ merchantId: body.merchantId.toLowerCase(), name: body.name, description: body.description ?? undefined }));
+        const scope = await merchantCallScope(access, principal, body.merchantId);
+        const product = toProduct(await products.CreateProduct({ scope, name: body.name, description: body.description ?? undefined }));
         return created(product, `/api/Products/${product.id}`);
       },
     }),
@@ -40,8 +40,8 @@ export function productRoutes(backends: Backends, access: MerchantAccess): Route
       query: ListProductsQuery,
       responses: { 200: Paged(Product), 403: null, 404: null },
       handler: async ({ query, principal }) => {
-        const merchantId = await access.resolve(principal, query.merchantId);
-        const res = await products.ListProducts({ merchantId, page: query.page, pageSize: query.pageSize });
+        const scope = await merchantCallScope(access, principal, query.merchantId);
+        const res = await products.ListProducts({ scope, page: query.page, pageSize: query.pageSize });
         return ok(toPage(res.items.map(toProduct), res.totalCount, query));
       },
     }),
@@ -53,7 +53,7 @@ export function productRoutes(backends: Backends, access: MerchantAccess): Route
       auth: { merchant: 'Viewer' },
       params: IdParams,
       responses: { 200: Product, 404: null },
-      handler: async ({ params, principal }) => ok(toProduct(await products.GetProduct({ merchantId: await merchantScope(access, principal), id: params.id }))),
+      handler: async ({ params, principal }) => ok(toProduct(await products.GetProduct({ scope: await callScope(access, principal), id: params.id }))),
     }),
   ];
 }

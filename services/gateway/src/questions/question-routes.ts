@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CreateQuestionRequest, Question, QUESTION_KINDS, ReorderQuestionsRequest, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
-import { merchantScope } from '../auth/merchant-scope.js';
+import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
 import { assertSameId, oneOf } from '../http/views.js';
@@ -40,7 +40,7 @@ export function questionRoutes(backends: Backends, access: MerchantAccess): Rout
         assertSameId('productId', body.productId, params.productId);
         const question = toQuestion(
           await questions.CreateQuestion({
-            merchantId: await merchantScope(access, principal, body.merchantId),
+            scope: await callScope(access, principal, body.merchantId),
             productId: params.productId,
             text: body.text,
             kind: body.kind,
@@ -62,7 +62,7 @@ export function questionRoutes(backends: Backends, access: MerchantAccess): Rout
       params: ProductParams,
       responses: { 200: z.array(Question), 404: null },
       handler: async ({ params, principal }) => {
-        const res = await questions.ListQuestions({ merchantId: await merchantScope(access, principal), productId: params.productId });
+        const res = await questions.ListQuestions({ scope: await callScope(access, principal), productId: params.productId });
         return ok(res.items.map(toQuestion));
       },
     }),
@@ -75,7 +75,7 @@ export function questionRoutes(backends: Backends, access: MerchantAccess): Rout
       params: ProductParams.extend({ id: Uuid }),
       responses: { 200: Question, 404: null },
       handler: async ({ params, principal }) =>
-        ok(toQuestion(await questions.GetQuestion({ merchantId: await merchantScope(access, principal), productId: params.productId, id: params.id }))),
+        ok(toQuestion(await questions.GetQuestion({ scope: await callScope(access, principal), productId: params.productId, id: params.id }))),
     }),
     defineRoute({
       method: 'POST',
@@ -90,7 +90,7 @@ export function questionRoutes(backends: Backends, access: MerchantAccess): Rout
       responses: { 204: null, 400: null, 404: null },
       handler: async ({ params, body, principal }) => {
         assertSameId('productId', body.productId, params.productId);
-        await questions.ReorderQuestions({ merchantId: await merchantScope(access, principal), productId: params.productId, orders: body.orders });
+        await questions.ReorderQuestions({ scope: await callScope(access, principal), productId: params.productId, orders: body.orders });
         return noContent();
       },
     }),

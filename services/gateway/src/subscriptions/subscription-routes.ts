@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CancelSubscriptionRequest, CreateSubscriptionRequest, ListSubscriptionsQuery, Paged, PauseSubscriptionRequest, ResumeSubscriptionRequest, Subscription, SUBSCRIPTION_STATUSES, toPage, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
-import { merchantScope } from '../auth/merchant-scope.js';
+import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
 import { assertSameId, oneOf, orNull } from '../http/views.js';
@@ -44,10 +44,10 @@ export function subscriptionRoutes(backends: Backends, access: MerchantAccess): 
       body: CreateSubscriptionRequest,
       responses: { 201: Subscription, 400: null, 403: null, 404: null, 409: null, 422: null },
       handler: async ({ body, principal }) => {
-        await access.assert(principal, body.merchantId);
+        const scope = await merchantCallScope(access, principal, body.merchantId);
         const sub = toSubscription(
           await subscriptions.CreateSubscription({
-            merchantId: body.merchantId.toLowerCase(),
+            scope,
             memberId: body.memberId,
             planId: body.planId,
             paymentMethodId: body.paymentMethodId ?? undefined,
@@ -67,8 +67,8 @@ export function subscriptionRoutes(backends: Backends, access: MerchantAccess): 
       query: ListSubscriptionsQuery,
       responses: { 200: Paged(Subscription), 403: null, 404: null },
       handler: async ({ query, principal }) => {
-        const merchantId = await access.resolve(principal, query.merchantId);
-        const res = await subscriptions.ListSubscriptions({ merchantId, memberId: query.memberId, planId: query.planId, status: query.status, page: query.page, pageSize: query.pageSize });
+        const scope = await merchantCallScope(access, principal, query.merchantId);
+        const res = await subscriptions.ListSubscriptions({ scope, memberId: query.memberId, planId: query.planId, status: query.status, page: query.page, pageSize: query.pageSize });
         return ok(toPage(res.items.map(toSubscription), res.totalCount, query));
       },
     }),
@@ -80,7 +80,7 @@ export function subscriptionRoutes(backends: Backends, access: MerchantAccess): 
       auth: { merchant: 'Viewer' },
       params: IdParams,
       responses: { 200: Subscription, 404: null },
-      handler: async ({ params, principal }) => ok(toSubscription(await subscriptions.GetSubscription({ merchantId: await merchantScope(access, principal), id: params.id }))),
+      handler: async ({ params, principal }) => ok(toSubscription(await subscriptions.GetSubscription({ scope: await callScope(access, principal), id: params.id }))),
     }),
     defineRoute({
       method: 'POST',
@@ -95,8 +95,8 @@ export function subscriptionRoutes(backends: Backends, access: MerchantAccess): 
       responses: { 200: Subscription, 400: null, 404: null, 409: null },
       handler: async ({ params, body, principal }) => {
         assertSameId('id', body.id, params.id);
-        const merchantId = await merchantScope(access, principal, body.merchantId);
-        return ok(toSubscription(await subscriptions.PauseSubscription({ merchantId, id: params.id, resumeAt: body.resumeAt ?? undefined })));
+        const scope = await callScope(access, principal, body.merchantId);
+        return ok(toSubscription(await subscriptions.PauseSubscription({ scope, id: params.id, resumeAt: body.resumeAt ?? undefined })));
       },
     }),
     defineRoute({
@@ -113,8 +113,8 @@ export function subscriptionRoutes(backends: Backends, access: MerchantAccess): 
       responses: { 200: Subscription, 404: null, 409: null },
       handler: async ({ params, body, principal }) => {
         assertSameId('id', body.id, params.id);
-        const merchantId = await merchantScope(access, principal, body.merchantId);
-        return ok(toSubscription(await subscriptions.ResumeSubscription({ merchantId, id: params.id })));
+        const scope = await callScope(access, principal, body.merchantId);
+        return ok(toSubscription(await subscriptions.ResumeSubscription({ scope, id: params.id })));
       },
     }),
     defineRoute({
@@ -131,8 +131,8 @@ export function subscriptionRoutes(backends: Backends, access: MerchantAccess): 
       responses: { 200: Subscription, 404: null, 409: null },
       handler: async ({ params, body, principal }) => {
         assertSameId('id', body.id, params.id);
-        const merchantId = await merchantScope(access, principal, body.merchantId);
-        return ok(toSubscription(await subscriptions.CancelSubscription({ merchantId, id: params.id, atPeriodEnd: Boolean(body.atPeriodEnd) })));
+        const scope = await callScope(access, principal, body.merchantId);
+        return ok(toSubscription(await subscriptions.CancelSubscription({ scope, id: params.id, atPeriodEnd: Boolean(body.atPeriodEnd) })));
       },
     }),
   ];

@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { DomainError, ListTransactionsQuery, Paged, RefundTransactionRequest, RetryTransactionRequest, toPage, Transaction, Uuid } from '@billing/contracts';
 import { MoneyError, toMajorUnits, toMinorUnits } from '@billing/money';
-import { scopeOf } from '@billing/service-runtime';
 import type { MerchantAccess } from '../auth/access.js';
-import { merchantScope } from '../auth/merchant-scope.js';
+import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
 import { assertSameId } from '../http/views.js';
@@ -32,8 +31,6 @@ const IdParams = z.object({ id: Uuid });
 
 export function transactionRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const transactions = backends.billing.transactions;
-  /** The scope of a by-id call: the merchant named in the body (checked), the credential's own, or the platform. */
-  const scopeFor = async (principal: Parameters<typeof merchantScope>[1], named?: string | null) => scopeOf((await merchantScope(access, principal, named)) || null);
   return [
     defineRoute({
       method: 'GET',
@@ -45,8 +42,8 @@ export function transactionRoutes(backends: Backends, access: MerchantAccess): R
       query: ListTransactionsQuery,
       responses: { 200: Paged(Transaction), 400: null, 403: null, 404: null },
       handler: async ({ query, principal }) => {
-        const merchantId = await access.resolve(principal, query.merchantId);
-        const res = await transactions.ListTransactions({ scope: scopeOf(merchantId), merchantId, subscriptionId: query.subscriptionId, status: query.status, page: query.page, pageSize: query.pageSize });
+        const scope = await merchantCallScope(access, principal, query.merchantId);
+        const res = await transactions.ListTransactions({ scope, subscriptionId: query.subscriptionId, status: query.status, page: query.page, pageSize: query.pageSize });
         return ok(toPage(res.items.map(toTransaction), res.totalCount, query));
       },
     }),
@@ -58,7 +55,7 @@ export function transactionRoutes(backends: Backends, access: MerchantAccess): R
       auth: { merchant: 'Viewer' },
       params: IdParams,
       responses: { 200: Transaction, 404: null },
-      handler: async ({ params, principal }) => ok(toTransaction(await transactions.GetTransaction({ scope: await scopeFor(principal), id: params.id }))),
+      handler: async ({ params, principal }) => ok(toTransaction(await transactions.GetTransaction({ scope: await callScope(access, principal), id: params.id }))),
     }),
     defineRoute({
       method: 'POST',
@@ -74,7 +71,7 @@ export function transactionRoutes(backends: Backends, access: MerchantAccess): R
       responses: { 201: Transaction, 400: null, 404: null, 409: null, 502: null },
       handler: async ({ params, body, principal }) => {
         assertSameId('id', body.id, params.id);
-        const t = toTransaction(await transactions.RetryTransaction({ scope: await scopeFor(principal, body.merchantId), id: params.id }));
+        const t = toTransaction(await transactions.RetryTransaction({ scope: await callScope(access, principal, body.merchantId), id: params.id }));
         return created(t, `/api/Transactions/${t.id}`);
       },
     }),
@@ -92,7 +89,7 @@ export function transactionRoutes(backends: Backends, access: MerchantAccess): R
       responses: { 201: Transaction, 400: null, 404: null, 409: null, 502: null },
       handler: async ({ params, body, principal }) => {
         assertSameId('id', body.id, params.id);
-        const scope = await scopeFor(principal, body.merchantId);
+        const scope = await callScope(access, principal, body.merchantId);
         let amountMinor: number | undefined;
         if (body.amount != null) {
           const charge = await transactions.GetTransaction({ scope, id: params.id });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ATTEMPT_ERRORS, ATTEMPT_TRIGGERS, DELIVERY_STATUSES, ListWebhookDeliveriesQuery, Paged, ReplayAccepted, toPage, Uuid, WebhookAttempt, WebhookDelivery } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
-import { merchantScope } from '../auth/merchant-scope.js';
+import { merchantOf } from '../auth/principal.js';
 import type { Backends } from '../backends/clients.js';
 import { defineRoute, ok, type RouteSpec } from '../http/route.js';
 import { oneOf, orNull } from '../http/views.js';
@@ -67,7 +67,7 @@ export function webhookDeliveryRoutes(backends: Backends, access: MerchantAccess
       auth: { merchant: 'Viewer' },
       params: IdParams,
       responses: { 200: WebhookDelivery, 404: null },
-      handler: async ({ params, principal }) => ok(toWebhookDelivery(await deliveries.GetDelivery({ merchantId: await merchantScope(access, principal), id: params.id }))),
+      handler: async ({ params, principal }) => ok(toWebhookDelivery(await deliveries.GetDelivery({ merchantId: merchantOf(principal) ?? '', id: params.id }))),
     }),
     defineRoute({
       method: 'POST',
@@ -80,7 +80,7 @@ export function webhookDeliveryRoutes(backends: Backends, access: MerchantAccess
       params: IdParams,
       responses: { 202: ReplayAccepted, 404: null, 409: null },
       handler: async ({ params, principal }) => {
-        const res = await deliveries.ReplayDelivery({ merchantId: await merchantScope(access, principal), id: params.id });
+        const res = await deliveries.ReplayDelivery({ merchantId: merchantOf(principal) ?? '', id: params.id });
         return { status: 202, body: { attemptId: res.attemptId } };
       },
     }),
