@@ -1,6 +1,9 @@
 // Shared load-generation helpers for the benchmarks: autocannon runs and child processes that
 // announce their port on stdout as `PORT <n>`.
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 
 /** Runs autocannon and returns requests/s and latency percentiles (ms). */
@@ -30,4 +33,138 @@ export function spawnWithPort(script, env = {}) {
     });
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
   });
+}
+
+/** One JSON request through the gateway; throws unless the status is one of `expected`. */
+export async function call(baseUrl, method, urlPath, token, body, expected) {
+  const res = await fetch(`${baseUrl}${urlPath}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json().catch(() => undefined);
+  if (!expected.includes(res.status)) throw new Error(`${method} ${urlPath}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** Runs `count` tasks with at most `width` at a time; answers their results in order. */
+export async function inParallel(count, width, task) {
+  const out = new Array(count);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < count) {
+        const i = next++;
+        out[i] = await task(i);
+      }
+    }),
+  );
+  return out;
+}
+
+/**
+ * Sends exactly `requests.length` requests over `connections` connections, request i being
+ * `{ method?, path?, body }` (method defaults to POST, path to the url's), each with its own
+ * Idempotency-Key. Latencies in ms; `statuses` counts answers by status.
+ */
+export async function loadRequests({ url, connections, headers, requests }) {
+  let next = 0;
+  const statuses = {};
+  let first;
+  let last;
+  const r = await autocannon({
+    url,
+    connections,
+    amount: requests.length,
+    timeout: 30,
+    requests: [
+      {
+        method: 'POST',
+        setupRequest: (req) => {
+          first ??= performance.now();
+          const q = requests[next++ % requests.length];
+          return {
+            ...req,
+            method: q.method ?? 'POST',
+            ...(q.path ? { path: q.path } : {}),
+            headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+            body: JSON.stringify(q.body ?? {}),
+          };
+        },
+        onResponse: (status) => {
+          last = performance.now();
+          statuses[status] = (statuses[status] ?? 0) + 1;
+        },
+      },
+    ],
+  });
+  // From the first request to the last answer: autocannon's own duration is whole seconds (a run
+  // given an amount also ends on a whole-second tick), too coarse for a run of a few seconds.
+  const seconds = ((last ?? performance.now()) - (first ?? 0)) / 1000;
+  return {
+    rps: r['2xx'] / seconds,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    requests: r.requests.total,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+    statuses,
+  };
+}
+
+/** Resident set size of a process in MB (Linux /proc), or undefined when unavailable. */
+export function rssMb(pid) {
+  try {
+    const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+) kB/m);
+    return m ? Number(m[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every sample of a Prometheus text exposition: `name{labels}` → value. */
+function parseMetrics(text) {
+  const out = new Map();
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const at = line.lastIndexOf(' ');
+    out.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return out;
+}
+
+/**
+ * What each service's process did (event-loop delay, GC pauses) between two calls: call it
+ * before a measurement (it also starts the services' delay windows) and call the answer after.
+ * Answers per service `{ loopMaxMs, loopP99Ms, majorGcs, gcOver40ms, gcMaxBucketMs, rssMb }`.
+ */
+export async function watchProcesses(platform) {
+  const scrape = async () => {
+    const entries = await Promise.all(
+      Object.entries(platform.processes)
+        .filter(([, p]) => p.metricsUrl)
+        .map(async ([n, p]) => [n, parseMetrics(await (await fetch(`${p.metricsUrl}/metrics`)).text())]),
+    );
+    return new Map(entries);
+  };
+  const gcCount = (m, kind, le) => [...m].filter(([k]) => k.startsWith('nodejs_gc_duration_seconds_bucket') && k.includes(`kind="${kind}"`) && k.includes(`le="${le}"`)).reduce((n, [, v]) => n + v, 0);
+  const before = await scrape();
+  return async () => {
+    const after = await scrape();
+    const out = {};
+    for (const [n, m] of after) {
+      const b = before.get(n) ?? new Map();
+      const pick = (k) => [...m].find(([key]) => key.startsWith(k))?.[1];
+      const delta = (kind, le) => gcCount(m, kind, le) - gcCount(b, kind, le);
+      const kinds = ['minor', 'major', 'incremental', 'weakcb', 'other'];
+      out[n] = {
+        loopMaxMs: (pick('nodejs_eventloop_delay_max_seconds') ?? NaN) * 1000,
+        loopP99Ms: (pick('nodejs_eventloop_delay_p99_seconds') ?? NaN) * 1000,
+        majorGcs: delta('major', '+Inf'),
+        gcOver40ms: kinds.reduce((x, k) => x + delta(k, '+Inf') - delta(k, '0.04'), 0),
+        rssMb: (pick('process_resident_memory_bytes') ?? NaN) / 2 ** 20,
+      };
+    }
+    return out;
+  };
 }

@@ -6,8 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
-import { spawnWithPort } from './load.mjs';
+import { call, inParallel, loadRequests, spawnWithPort } from './load.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -16,69 +15,6 @@ export const name = 'POST /api/Subscriptions';
 /** Requests per measured run (each needs its own member); BENCH_SUBSCRIPTIONS overrides. */
 const REQUESTS = Number(process.env.BENCH_SUBSCRIPTIONS ?? 6000);
 const WARMUP = Math.min(1000, Math.ceil(REQUESTS / 5));
-
-async function call(baseUrl, method, urlPath, token, body, expected) {
-  const res = await fetch(`${baseUrl}${urlPath}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json().catch(() => undefined);
-  if (!expected.includes(res.status)) throw new Error(`${method} ${urlPath}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-/** Runs `count` tasks with at most `width` at a time. */
-async function inParallel(count, width, task) {
-  const out = new Array(count);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      while (next < count) {
-        const i = next++;
-        out[i] = await task(i);
-      }
-    }),
-  );
-  return out;
-}
-
-/**
- * Sends exactly `bodies.length` POSTs over `connections` connections, body i to request i, each
- * with its own Idempotency-Key. Latencies in ms.
- */
-async function load({ url, connections, headers, bodies }) {
-  let next = 0;
-  const statuses = {};
-  const r = await autocannon({
-    url,
-    connections,
-    amount: bodies.length,
-    timeout: 30,
-    requests: [
-      {
-        method: 'POST',
-        setupRequest: (req) => ({
-          ...req,
-          headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-          body: JSON.stringify(bodies[next++ % bodies.length]),
-        }),
-        onResponse: (status) => {
-          statuses[status] = (statuses[status] ?? 0) + 1;
-        },
-      },
-    ],
-  });
-  return {
-    rps: r['2xx'] / r.duration,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    requests: r.requests.total,
-    non2xx: r.non2xx,
-    errors: r.errors + r.timeouts,
-    statuses,
-  };
-}
 
 export async function run({ platform, connections = 64 }) {
   const gw = platform.gatewayUrl;
@@ -92,7 +28,7 @@ export async function run({ platform, connections = 64 }) {
   const members = await inParallel(total, 16, (i) =>
     call(gw, 'POST', '/api/Members', key, { merchantId: merchant.id, email: `m${i}-${tag}@bench.example.com`, firstName: 'Bench', lastName: `Member ${i}` }, [200, 201]),
   );
-  const bodies = members.map((m) => ({ merchantId: merchant.id, memberId: m.id, planId: plan.id }));
+  const bodies = members.map((m) => ({ body: { merchantId: merchant.id, memberId: m.id, planId: plan.id } }));
   const warmupBodies = bodies.slice(0, WARMUP);
   const measuredBodies = bodies.slice(WARMUP);
 
@@ -100,14 +36,14 @@ export async function run({ platform, connections = 64 }) {
   let baseline;
   try {
     const scratchUrl = `http://127.0.0.1:${baselineProc.port}/scratch`;
-    await load({ url: scratchUrl, connections, headers: {}, bodies: warmupBodies });
-    baseline = await load({ url: scratchUrl, connections, headers: {}, bodies: measuredBodies });
+    await loadRequests({ url: scratchUrl, connections, headers: {}, requests: warmupBodies });
+    baseline = await loadRequests({ url: scratchUrl, connections, headers: {}, requests: measuredBodies });
   } finally {
     await baselineProc.stop();
   }
   const auth = { authorization: `Bearer ${key}` };
-  const warm = await load({ url: `${gw}/api/Subscriptions`, connections, headers: auth, bodies: warmupBodies });
-  const real = await load({ url: `${gw}/api/Subscriptions`, connections, headers: auth, bodies: measuredBodies });
+  const warm = await loadRequests({ url: `${gw}/api/Subscriptions`, connections, headers: auth, requests: warmupBodies });
+  const real = await loadRequests({ url: `${gw}/api/Subscriptions`, connections, headers: auth, requests: measuredBodies });
 
   const listed = await call(gw, 'GET', `/api/Subscriptions?merchantId=${merchant.id}&pageSize=1`, key, undefined, [200]);
   const created = (real.statuses[201] ?? 0) + (warm.statuses[201] ?? 0);

@@ -4,6 +4,7 @@ import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { startRuntimeMetrics, stopRuntimeMetrics } from './runtime-metrics.js';
 
 let exporter: PrometheusExporter | undefined;
 let provider: MeterProvider | undefined;
@@ -16,9 +17,11 @@ export function startMetrics(serviceName: string): void {
   metrics.setGlobalMeterProvider(provider);
   // Counters are reported (at 0) before their first event, so dashboards and alerts see them.
   for (const name of PRIMED_COUNTERS[serviceName] ?? []) counter(name).add(0);
+  startRuntimeMetrics(meter());
 }
 
 export async function stopMetrics(): Promise<void> {
+  stopRuntimeMetrics();
   await provider?.shutdown().catch(() => undefined);
   provider = undefined;
   exporter = undefined;

@@ -1,0 +1,137 @@
+// Every create and update that writes an outbox event or takes an Idempotency-Key, one row each,
+// through the gateway with an API key and a fresh Idempotency-Key per request, beside a bare
+// fastify doing one INSERT per request (bench/baseline/fastify-insert.mjs) with the same load in
+// the same run: measured before the first and after the last write row, and each row's ratio is
+// to the mean of the two, so a machine slowing down during the run shows as a gap between them.
+//
+// Rows chain: the members created by the Members row receive the payment methods and the
+// subscriptions, and the subscriptions created are then paused, resumed and cancelled; every
+// request names a resource of its own (no two contend for one row lock). The RSS of every
+// service is read before the first request (idle) and after the last (loaded).
+//
+// BENCH_WRITES: measured requests per row (default 2000; each row is also warmed up with a fifth
+// of that, at least two requests per connection). BENCH_WRITES_ROWS: comma-separated substrings; only rows whose name contains one run
+// (the ones they depend on still run, unmeasured).
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { call, inParallel, loadRequests, rssMb, spawnWithPort, watchProcesses } from './load.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+export const name = 'writes';
+
+const REQUESTS = Math.max(200, Number(process.env.BENCH_WRITES ?? 2000));
+const ONLY = (process.env.BENCH_WRITES_ROWS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+
+/** Distinct ids from the answers of a row's 2xx requests, in request order. */
+const idsOf = (answers) => answers.filter(Boolean).map((a) => a.id);
+
+export async function run({ platform, connections = 64 }) {
+  const WARMUP = Math.max(2 * connections, Math.ceil(REQUESTS / 5));
+  const gw = platform.gatewayUrl;
+  const admin = platform.adminToken;
+  const merchant = await call(gw, 'POST', '/api/admin/merchants', admin, { name: 'Bench Writes Co', contactEmail: 'bench-writes@example.com' }, [201]);
+  const { key, id: apiKeyId } = await call(gw, 'POST', `/api/admin/merchants/${merchant.id}/api-keys`, admin, { name: 'bench' }, [201]);
+  const merchantId = merchant.id;
+  const product = await call(gw, 'POST', '/api/Products', key, { merchantId, name: 'Bench product' }, [201]);
+  const plan = await call(gw, 'POST', '/api/Plans', key, { merchantId, productId: product.id, name: 'Monthly', amount: 19.95, interval: 'Month' }, [201]);
+  const auth = { authorization: `Bearer ${key}` };
+  const tag = randomUUID().slice(0, 8);
+  const total = WARMUP + REQUESTS;
+
+  const rss = () => Object.fromEntries(Object.entries(platform.processes).map(([n, p]) => [n, p.pid ? rssMb(p.pid) : undefined]));
+  const idleRss = rss();
+
+  const baselineProc = await spawnWithPort(path.join(here, 'baseline/fastify-insert.mjs'), { DATABASE_URL: platform.databaseUrl });
+  const scratch = Array.from({ length: total }, () => ({ body: { memberId: randomUUID(), planId: randomUUID() } }));
+  const baselineRun = async () => {
+    const url = `http://127.0.0.1:${baselineProc.port}/scratch`;
+    await loadRequests({ url, connections, headers: {}, requests: scratch.slice(0, WARMUP) });
+    return loadRequests({ url, connections, headers: {}, requests: scratch.slice(WARMUP) });
+  };
+
+  const rows = [];
+  /** Sends `requests` (WARMUP warm-up ones, then REQUESTS measured) and records a row unless filtered out. */
+  const measureRow = async (label, requests) => {
+    const warm = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(0, WARMUP) });
+    const watched = await watchProcesses(platform);
+    const real = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(WARMUP) });
+    const procs = await watched();
+    if (process.env.BENCH_WRITES_PROCESSES === '1') {
+      console.log(`bench: ${label}: ${real.rps.toFixed(0)} req/s, p99 ${real.p99} ms`);
+      for (const [n, p] of Object.entries(procs)) {
+        console.log(`  ${n.padEnd(16)} loop delay max ${p.loopMaxMs.toFixed(0)} ms p99 ${p.loopP99Ms.toFixed(0)} ms, major GCs ${p.majorGcs}, GC pauses > 40 ms ${p.gcOver40ms}, RSS ${p.rssMb.toFixed(0)} MB`);
+      }
+    }
+    const bad = { ...warm.statuses, ...real.statuses };
+    for (const s of Object.keys(bad)) if (Number(s) < 200 || Number(s) >= 300) console.warn(`bench: ${label}: statuses ${JSON.stringify(real.statuses)} (warm-up ${JSON.stringify(warm.statuses)})`);
+    if (ONLY.length === 0 || ONLY.some((s) => label.includes(s))) rows.push({ name: label, connections, ...real });
+  };
+
+  let baseline1;
+  try {
+    baseline1 = await baselineRun();
+
+    // Members: a new email each (the ids are read back below for the rows that need members).
+    const memberBodies = Array.from({ length: total * 2 }, (_, i) => ({ merchantId, email: `w${i}-${tag}@bench.example.com`, firstName: 'Bench', lastName: `Member ${i}` }));
+    await measureRow('POST /api/Members', memberBodies.slice(0, total).map((body) => ({ path: '/api/Members', body })));
+    // The rest of the members (unmeasured) so payment methods and subscriptions each get their own.
+    const members = await inParallel(total * 2, 16, (i) => call(gw, 'POST', '/api/Members', key, memberBodies[i], [200, 201]));
+    const memberIds = idsOf(members);
+
+    await measureRow(
+      'POST /api/members/{id}/payment-methods',
+      memberIds.slice(0, total).map((id) => ({
+        path: `/api/members/${id}/payment-methods`,
+        body: { merchantId, memberId: id, type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2040 },
+      })),
+    );
+
+    const subMembers = memberIds.slice(total, total * 2);
+    await measureRow('POST /api/Subscriptions', subMembers.map((memberId) => ({ path: '/api/Subscriptions', body: { merchantId, memberId, planId: plan.id } })));
+    const pages = await inParallel(Math.ceil(total / 200), 4, (p) => call(gw, 'GET', `/api/Subscriptions?merchantId=${merchantId}&pageSize=200&page=${p + 1}`, key, undefined, [200]));
+    const subIds = pages.flatMap((p) => p.items.map((s) => s.id));
+    if (subIds.length < total) throw new Error(`only ${subIds.length} of ${total} subscriptions were created`);
+    for (const op of ['pause', 'resume', 'cancel']) {
+      await measureRow(`POST /api/Subscriptions/{id}/${op}`, subIds.map((id) => ({ path: `/api/Subscriptions/${id}/${op}`, body: op === 'cancel' ? { atPeriodEnd: false } : {} })));
+    }
+
+    await measureRow('POST /api/Products', Array.from({ length: total }, (_, i) => ({ path: '/api/Products', body: { merchantId, name: `Product ${i}` } })));
+    await measureRow(
+      'POST /api/Plans',
+      Array.from({ length: total }, (_, i) => ({ path: '/api/Plans', body: { merchantId, productId: product.id, name: `Plan ${i}`, amount: 9.95, interval: 'Month' } })),
+    );
+    // One product per request, so question creates never wait for each other's product lock.
+    const products = await inParallel(total, 16, (i) => call(gw, 'POST', '/api/Products', key, { merchantId, name: `Q product ${i}` }, [201]));
+    await measureRow(
+      'POST /api/Products/{id}/questions',
+      products.map((p, i) => ({ path: `/api/Products/${p.id}/questions`, body: { merchantId, productId: p.id, text: `Question ${i}?`, kind: 'Text', required: false } })),
+    );
+    const plans = await inParallel(total, 16, (i) => call(gw, 'POST', '/api/Plans', key, { merchantId, productId: product.id, name: `P ${i}`, amount: 5, interval: 'Week' }, [201]));
+    await measureRow('PATCH /api/Plans/{id}', plans.map((p, i) => ({ method: 'PATCH', path: `/api/Plans/${p.id}`, body: { name: `Renamed ${i}` } })));
+    await measureRow('POST /api/ApiKeys', Array.from({ length: total }, (_, i) => ({ path: '/api/ApiKeys', body: { merchantId, name: `key ${i}` } })));
+    await measureRow(
+      'POST /api/Invitations',
+      Array.from({ length: total }, (_, i) => ({ path: '/api/Invitations', body: { merchantId, firstName: 'Invited', lastName: `Person ${i}`, email: `inv${i}-${tag}@bench.example.com` } })),
+    );
+    await measureRow(
+      'POST /api/Checkout/links',
+      Array.from({ length: total }, () => ({ path: '/api/Checkout/links', body: { merchantId, planId: plan.id, returnUrl: 'http://127.0.0.1/return', apiKeyId } })),
+    );
+
+    const baseline2 = await baselineRun();
+    const base = (baseline1.rps + baseline2.rps) / 2;
+    const loadedRss = rss();
+    console.log('bench: RSS MB (idle → after the write rows)');
+    for (const n of Object.keys(idleRss)) console.log(`  ${n.padEnd(16)} ${idleRss[n]?.toFixed(0) ?? '?'} → ${loadedRss[n]?.toFixed(0) ?? '?'}`);
+    return [
+      { name: 'baseline: fastify + one INSERT (before)', connections, ...baseline1 },
+      ...rows.map((r) => ({ ...r, ratio: r.rps / base })),
+      { name: 'baseline: fastify + one INSERT (after)', connections, ...baseline2 },
+      ...Object.keys(idleRss).map((n) => ({ name: `RSS MB ${n}: idle ${idleRss[n]?.toFixed(0)}, loaded ${loadedRss[n]?.toFixed(0)}` })),
+    ];
+  } finally {
+    await baselineProc.stop();
+  }
+}
