@@ -5,8 +5,23 @@
 // and outbox events. Beside it, the bare per-charge floor measured in the same run with the
 // same concurrency: one provider POST plus one single-row INSERT transaction per charge.
 // The subscriptions are seeded with bulk SQL, not through the API.
+//
+// Both sides talk to the sandbox over kept-alive connections, as many as calls in flight. The
+// sandbox runs without OpenTelemetry here: it stands in for an external provider, whose CPU is
+// not the platform's (billing keeps its telemetry on, as deployed). Besides rates the bench
+// prints the CPU time billing and the sandbox spent per charge, which a busy machine distorts
+// far less than rates, and the load average before and after.
+//
+// Environment: BENCH_BILLING_SUBSCRIPTIONS (default 100000), BENCH_BILLING_BASELINE (charges of
+// the baseline, default min(subscriptions, 30000)), BENCH_CPU_PROFILE (a directory: billing and
+// the sandbox write .cpuprofile files there, see cpu-profile.cjs), BENCH_BILLING_TRACE=1 with
+// BENCH_LOGS=1 (billing logs each chunk's phase timings).
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
 export const name = 'billing-run';
@@ -18,6 +33,11 @@ const WORKERS = 4;
 const CONCURRENCY = 48;
 const CHUNK = 1000;
 const DB_POOL = 10;
+const IN_FLIGHT = WORKERS * CONCURRENCY;
+
+const profile = process.env.BENCH_CPU_PROFILE
+  ? { NODE_OPTIONS: `-r ${path.join(path.dirname(fileURLToPath(import.meta.url)), 'cpu-profile.cjs')}`, BENCH_CPU_PROFILE: path.resolve(process.env.BENCH_CPU_PROFILE) }
+  : {};
 
 export const serviceEnv = {
   billing: {
@@ -25,16 +45,20 @@ export const serviceEnv = {
     BILLING_RUN_CONCURRENCY: String(CONCURRENCY),
     BILLING_RUN_CHUNK_SIZE: String(CHUNK),
     DB_POOL_MAX: String(DB_POOL),
+    PAYMENT_PROVIDER_MAX_SOCKETS: String(IN_FLIGHT),
     // Only the measured run: no scheduled run completing (and counting) what it left unconfirmed.
     BILLING_RUN_INTERVAL_MS: '0',
     // A loaded machine answers slowly; a timed-out call is left for the next run, not counted.
     PAYMENT_PROVIDER_TIMEOUT_MS: '15000',
+    ...(process.env.BENCH_BILLING_TRACE === '1' ? { LOG_LEVEL: 'debug' } : {}),
+    ...profile,
   },
+  'sandbox-provider': { OTEL_SDK_DISABLED: 'true', ...profile },
 };
 
 const AS_OF = '2030-01-01T00:00:00.000Z';
 
-async function seed(databaseUrl) {
+export async function seed(databaseUrl) {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
@@ -91,52 +115,95 @@ function peakRssMiB(pid) {
   return kb / 1024;
 }
 
-/** The floor: per charge one provider POST and one single-row INSERT transaction, CONCURRENCY × WORKERS in flight. */
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+/** CPU time (user + system) a process has used so far, in seconds. */
+function cpuSeconds(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+/** CPU seconds of each process while `fn` runs. */
+async function measureCpu(pids, fn) {
+  const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
+  const result = await fn();
+  const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid) - before[k]]));
+  return { result, cpu };
+}
+
+/** POST of a JSON body over a kept-alive agent; resolves to the parsed answer. */
+function postJson(agent, url, headers, body) {
+  return new Promise((resolve, reject) => {
+    const payload = JSON.stringify(body);
+    const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => (res.statusCode === 201 ? resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))) : reject(new Error(`sandbox answered ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** The floor: per charge one provider POST and one single-row INSERT transaction, IN_FLIGHT at once. */
 async function baseline(databaseUrl, sandboxUrl) {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: DB_POOL });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
   await pool.query('create table if not exists public.bench_baseline (id uuid primary key, provider_ref text not null, amount_minor bigint not null, created_at timestamptz not null)');
   let next = 0;
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: WORKERS * CONCURRENCY }, async () => {
+    Array.from({ length: IN_FLIGHT }, async () => {
       while (next < BASELINE_CHARGES) {
         next++;
         const id = randomUUID();
-        const res = await fetch(`${sandboxUrl}/v1/charges`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'sandbox-account': 'bench-baseline', 'idempotency-key': id },
-          body: JSON.stringify({ amountMinor: 1995, currency: 'AUD', paymentMethod: { type: 'Card', last4: '4242' } }),
+        const charge = await postJson(agent, `${sandboxUrl}/v1/charges`, { 'sandbox-account': 'bench-baseline', 'idempotency-key': id }, {
+          amountMinor: 1995,
+          currency: 'AUD',
+          paymentMethod: { type: 'Card', last4: '4242' },
         });
-        const charge = await res.json();
         await pool.query('insert into public.bench_baseline (id, provider_ref, amount_minor, created_at) values ($1, $2, $3, now())', [id, charge.id, 1995]);
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
   await pool.end();
   return { rate: BASELINE_CHARGES / seconds, seconds };
 }
 
+const loadAverage = () => os.loadavg().map((x) => x.toFixed(1)).join(' ');
+
 export async function run({ platform, databaseUrl }) {
-  console.log(`bench: billing-run: seeding ${SUBSCRIPTIONS} due subscriptions with bulk SQL`);
+  const loadBefore = loadAverage();
+  console.log(`bench: billing-run: seeding ${SUBSCRIPTIONS} due subscriptions with bulk SQL (load average ${loadBefore})`);
+  const seeding = performance.now();
   const merchantId = await seed(databaseUrl);
+  console.log(`bench: billing-run: seeded in ${((performance.now() - seeding) / 1000).toFixed(1)} s`);
   const sandboxUrl = platform.processes['sandbox-provider'].address;
   const billingPid = platform.processes.billing.pid;
+  const sandboxPid = platform.processes['sandbox-provider'].pid;
 
   console.log('bench: billing-run: baseline');
-  const base = await baseline(databaseUrl, sandboxUrl);
+  const { result: base, cpu: baseCpu } = await measureCpu({ sandbox: sandboxPid, bench: process.pid }, () => baseline(databaseUrl, sandboxUrl));
 
   console.log('bench: billing-run: billing run');
   const started = performance.now();
-  const res = await fetch(`${platform.gatewayUrl}/api/admin/billing-runs`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${platform.adminToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ asOf: AS_OF }),
+  const { result: res, cpu } = await measureCpu({ billing: billingPid, sandbox: sandboxPid }, async () => {
+    const r = await fetch(`${platform.gatewayUrl}/api/admin/billing-runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${platform.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ asOf: AS_OF }),
+    });
+    return { status: r.status, body: await r.json() };
   });
-  const body = await res.json();
+  const body = res.body;
   const seconds = (performance.now() - started) / 1000;
   if (res.status !== 200) throw new Error(`billing run: ${res.status} ${JSON.stringify(body)}`);
   const rss = peakRssMiB(billingPid);
+  const perCharge = (s, n) => `${Math.round((s * 1e6) / n)} µs`;
 
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
@@ -151,9 +218,14 @@ export async function run({ platform, databaseUrl }) {
       `provider ledger ${ledger.charges.length} charges (${ledgerTotal} minor units); billing peak RSS ${rss.toFixed(0)} MiB; ` +
       `baseline ${Math.round(base.rate)} charges/s (${BASELINE_CHARGES} in ${base.seconds.toFixed(2)} s); ratio ${(rate / base.rate).toFixed(2)}`,
   );
+  console.log(
+    `bench: billing-run: CPU per charge: billing run: billing ${perCharge(cpu.billing, body.succeeded)}, sandbox ${perCharge(cpu.sandbox, body.succeeded)}; ` +
+      `baseline: bench process ${perCharge(baseCpu.bench, BASELINE_CHARGES)}, sandbox ${perCharge(baseCpu.sandbox, BASELINE_CHARGES)}; ` +
+      `load average before ${loadBefore}, after ${loadAverage()} (${os.cpus().length} CPUs)`,
+  );
   if (settled.n !== SUBSCRIPTIONS || ledger.charges.length !== SUBSCRIPTIONS) throw new Error(`expected ${SUBSCRIPTIONS} settled charges, each once in the provider ledger`);
   return [
-    { name: `baseline: provider POST + single-row INSERT (${WORKERS * CONCURRENCY} in flight)`, connections: WORKERS * CONCURRENCY, rps: base.rate },
-    { name: `billing run: ${SUBSCRIPTIONS} subscriptions, ${seconds.toFixed(1)} s wall, billing peak RSS ${rss.toFixed(0)} MiB`, connections: WORKERS * CONCURRENCY, rps: rate, ratio: rate / base.rate },
+    { name: `baseline: provider POST + single-row INSERT (${IN_FLIGHT} in flight)`, connections: IN_FLIGHT, rps: base.rate },
+    { name: `billing run: ${SUBSCRIPTIONS} subscriptions, ${seconds.toFixed(1)} s wall, billing peak RSS ${rss.toFixed(0)} MiB`, connections: IN_FLIGHT, rps: rate, ratio: rate / base.rate },
   ];
 }

@@ -44,7 +44,7 @@ const day = (n: number, from = T0) => new Date(new Date(from).getTime() + n * 86
 
 interface Ledger {
   charges: { id: string; amountMinor: number; status: string; idempotencyKey: string; paymentMethod: { last4: string } }[];
-  refunds: { id: string; chargeId: string; amountMinor: number }[];
+  refunds: { id: string; chargeId: string; amountMinor: number; idempotencyKey: string }[];
 }
 
 async function ledger(merchantId: string): Promise<Ledger> {
@@ -324,6 +324,40 @@ describe('retry and refund', () => {
     await fault(m.id, { down: true });
     expect((await api.post(`/api/Transactions/${settled.id}/refund`, { amount: 1 }, { token: m.key, headers: idempotent() })).status).toBe(502);
     await fault(m.id, null);
+  });
+
+  it('keeps a refund whose provider call timed out Processing and reserved, and settles it once at the next run', async () => {
+    const m = await billingMerchant({ plan: { amount: 100 } });
+    const sub = await m.subscriber();
+    await run(T0);
+    const [charge] = await m.transactions(sub.id);
+    const refund = (body: Record<string, unknown>, key = randomUUID()) => api.post(`/api/Transactions/${charge.id}/refund`, body, { token: m.key, headers: idempotent(key) });
+    const refunds = async () => (await m.transactions(sub.id)).filter((t) => t.kind === 'Refund');
+
+    // The provider acts on the call after 2.5 s; billing gives up after 1 s (PAYMENT_PROVIDER_TIMEOUT_MS).
+    await fault(m.id, { latencyMs: 2500 });
+    const key = randomUUID();
+    const timedOut = await refund({ amount: 10 }, key);
+    await fault(m.id, null);
+    expect(timedOut.status).toBe(502);
+    const [pending] = await refunds();
+    expect(pending).toMatchObject({ status: 'Processing', amount: 10, originalTransactionId: charge.id });
+    expect(timedOut.body.detail).toContain(pending.id);
+    // Its amount stays reserved; the same key replays the 502 without calling the provider again.
+    expect((await refund({ amount: 90.01 })).status).toBe(409);
+    expect((await refund({ amount: 10 }, key)).status).toBe(502);
+    // The provider completes the call nobody heard the answer of.
+    expect(await eventually(async () => (await ledger(m.id)).refunds.length, 10_000, 100)).toBe(1);
+    expect(await refunds()).toMatchObject([{ id: pending.id, status: 'Processing' }]);
+
+    await run(T0);
+    expect(await refunds()).toMatchObject([{ id: pending.id, status: 'Settled', amount: 10 }]);
+    expect(await outbox('transaction.refunded', 'originalTransactionId', charge.id)).toHaveLength(1);
+    const rest = await refund({});
+    expect(rest.body).toMatchObject({ status: 'Settled', amount: 90 });
+    const l = await ledger(m.id);
+    expect(l.refunds.map((r) => [r.idempotencyKey, r.amountMinor])).toEqual([[pending.id, 1000], [rest.body.id, 9000]]);
+    expect(sumMinor(l.refunds)).toBe(10000);
   });
 
   it('lets Staff refund and Viewers only read; another merchant sees 404', async () => {

@@ -51,7 +51,8 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
 
   const { server, setServing } = createGrpcServer(BILLING_CALLERS);
   addGrpcService(server, 'billing.v1.Merchants', logger, merchantsGrpc(orm, box));
-  const providers = new PaymentProviders(new SandboxPaymentProvider(config.PAYMENT_PROVIDER_URL, config.PAYMENT_PROVIDER_TIMEOUT_MS));
+  const sandbox = new SandboxPaymentProvider(config.PAYMENT_PROVIDER_URL, config.PAYMENT_PROVIDER_TIMEOUT_MS, config.PAYMENT_PROVIDER_MAX_SOCKETS);
+  const providers = new PaymentProviders(sandbox);
   addGrpcService(server, 'billing.v1.Products', logger, productsGrpc(orm));
   addGrpcService(server, 'billing.v1.Questions', logger, questionsGrpc(orm));
   addGrpcService(server, 'billing.v1.Plans', logger, plansGrpc(orm));
@@ -83,6 +84,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
       await runner.stop();
       await shutdownServer(server);
       await relay.stop();
+      sandbox.close();
       await orm.close();
     },
   };

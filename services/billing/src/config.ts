@@ -13,6 +13,8 @@ export const BillingConfig = BaseConfig.extend({
   PAYMENT_PROVIDER_URL: z.url().default('http://127.0.0.1:8090'),
   /** Timeout of each payment-provider call; past it the call is provider_unavailable (502). */
   PAYMENT_PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000),
+  /** Kept-alive connections to the payment provider at most; calls beyond them wait (within their timeout). */
+  PAYMENT_PROVIDER_MAX_SOCKETS: z.coerce.number().int().min(1).max(4096).default(128),
   /** Interval of the scheduled billing run (asOf = now); 0 turns the scheduler off (tests use asOf). */
   BILLING_RUN_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
   /** Subscriptions claimed per chunk of a billing run. */

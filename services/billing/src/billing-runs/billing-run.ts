@@ -1,7 +1,8 @@
-import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
 import { toMajorUnits } from '@billing/money';
 import { queryRows, recordEvent, type Logger } from '@billing/service-runtime';
+import { withoutCallSpans } from '@billing/telemetry';
 import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
 import { PaymentMethod } from '../payment-methods/payment-method.js';
@@ -11,6 +12,7 @@ import { Plan } from '../plans/plan.js';
 import { recordSubscriptionEvents } from '../subscriptions/subscriptions-grpc.js';
 import { parseRetryOffsets, Subscription, type DunningPolicy } from '../subscriptions/subscription.js';
 import { Transaction, transactionEventData } from '../transactions/transaction.js';
+import { insertEvents, insertTransactions, recordOutcomes, releaseRefunds, releaseUnconfirmed, saveBillingStates, type PendingEvent, type RecordedOutcome } from './billing-run-store.js';
 
 /** Counts of one billing run (see proto/billing/v1/billing_runs.proto). */
 export interface BillingRunResult {
@@ -141,14 +143,14 @@ export class BillingRun {
       });
       if (claimed.length === 0) return;
       const merchants = await this.merchantsById(claimed.map((c) => c.merchantId));
-      const outcomes = await inPool(claimed, this.opts.concurrency, async (c) => {
+      const outcomes = await withoutCallSpans(() => inPool(claimed, this.opts.concurrency, async (c) => {
         const m = merchants.get(c.merchantId)!;
         const provider = this.providers.forEnvironment(m.providerEnvironment);
         return outcomeOf(async () => {
           const r = await provider.settle(c.merchantId, c.providerRef);
           return { status: r.status, providerRef: r.providerChargeId, failureReason: r.failureReason };
         });
-      });
+      }));
       await this.orm.em.fork().transactional(async (em) => {
         const txns = new Map((await em.find(Transaction, { id: { $in: claimed.map((c) => c.id) } })).map((t) => [t.id, t]));
         const subs = await this.subscriptionsById(em, [...txns.values()].map((t) => t.subscriptionId).filter((id): id is string => id !== null));
@@ -222,13 +224,19 @@ export class BillingRun {
 
   private async chargeDueLoop(): Promise<void> {
     for (;;) {
-      const claimed = await this.claimDue();
-      if (claimed === null) return;
+      const t0 = performance.now();
+      const chunk = await this.claimDue();
+      if (chunk === null) return;
+      const claimed = chunk.charges;
       if (claimed.length === 0) continue;
-      const outcomes = await this.callProvider(claimed);
+      const t1 = performance.now();
+      const outcomes = await this.callProvider(claimed, chunk);
+      const t2 = performance.now();
       // Not `+= await`: that reads the count before the await, losing a concurrent worker's additions.
       const succeeded = await applyCallOutcomes(this.orm, claimed, outcomes, this.asOf);
       this.result.succeeded += succeeded;
+      const ms = (a: number, b: number) => Math.round(b - a);
+      this.logger.debug({ charges: claimed.length, claimMs: ms(t0, t1), callsMs: ms(t1, t2), recordMs: ms(t2, performance.now()) }, 'billing run chunk');
     }
   }
 
@@ -238,7 +246,7 @@ export class BillingRun {
    * their failure recorded, and those set to end at period end are ended. Null when nothing
    * is due any more.
    */
-  private async claimDue(): Promise<Transaction[] | null> {
+  private async claimDue(): Promise<ClaimedChunk | null> {
     return this.orm.em.fork().transactional(async (em) => {
       // SKIP LOCKED: concurrent runs (replicas) claim disjoint chunks; the lease keeps them off
       // after this commits, while the provider calls run; a subscription with an unconfirmed
@@ -255,12 +263,16 @@ export class BillingRun {
         [this.asOf.toISOString(), this.excludedIds(), this.opts.chunkSize],
       );
       if (rows.length === 0) return null;
-      const subs = await em.find(Subscription, { id: { $in: rows.map((r) => r.id) } });
-      const merchants = await this.merchantsById(subs.map((s) => s.merchantId), em);
-      const plans = new Map((await em.find(Plan, { id: { $in: [...new Set(subs.map((s) => s.planId))] } })).map((p) => [p.id, p]));
+      // Read without the unit of work (no identity map, no snapshots): the chunk's writes are bulk statements below.
+      const read = { disableIdentityMap: true } as const;
+      const subs = await em.find(Subscription, { id: { $in: rows.map((r) => r.id) } }, read);
+      const merchants = await merchantsById(em, subs.map((s) => s.merchantId));
+      const plans = new Map((await em.find(Plan, { id: { $in: [...new Set(subs.map((s) => s.planId))] } }, read)).map((p) => [p.id, p]));
       const methods = new Map<string, PaymentMethod[]>();
-      for (const pm of await em.find(PaymentMethod, { memberId: { $in: [...new Set(subs.map((s) => s.memberId))] } }, { orderBy: { memberId: 'asc', rank: 'asc' } })) {
-        methods.set(pm.memberId, [...(methods.get(pm.memberId) ?? []), pm]);
+      for (const pm of await em.find(PaymentMethod, { memberId: { $in: [...new Set(subs.map((s) => s.memberId))] } }, { ...read, orderBy: { memberId: 'asc', rank: 'asc' } })) {
+        const list = methods.get(pm.memberId);
+        if (list) list.push(pm);
+        else methods.set(pm.memberId, [pm]);
       }
       // Methods already tried for each subscription's due period and attempt (earlier chunks of this or a crashed run).
       const tried = new Map<string, Set<string>>();
@@ -280,13 +292,16 @@ export class BillingRun {
 
       const until = this.lease();
       const charges: Transaction[] = [];
+      const changed: Subscription[] = [];
+      const events: PendingEvent[] = [];
       for (const sub of subs) {
         const merchant = merchants.get(sub.merchantId)!;
         const plan = plans.get(sub.planId);
         if (sub.cancelAtPeriodEnd && sub.status === 'Active') {
           sub.endAtPeriodEnd(this.asOf);
           this.result.terminated++;
-          recordSubscriptionEvents(em, sub);
+          changed.push(sub);
+          events.push(...subscriptionEvents(sub));
           continue;
         }
         if (!plan) {
@@ -301,7 +316,8 @@ export class BillingRun {
           const outcome = sub.recordFailedCharge(dunningPolicyOf(merchant), this.asOf);
           this.result.failed++;
           if (outcome === 'terminated') this.result.terminated++;
-          recordSubscriptionEvents(em, sub);
+          changed.push(sub);
+          events.push(...subscriptionEvents(sub));
           continue;
         }
         const t = Object.assign(new Transaction(), {
@@ -319,16 +335,19 @@ export class BillingRun {
           occurredAt: this.asOf,
         });
         sub.claimedUntil = until;
-        em.persist(t);
+        changed.push(sub);
         charges.push(t);
       }
-      return charges;
+      await insertTransactions(em, charges);
+      await saveBillingStates(em, changed);
+      await insertEvents(em, events);
+      return { charges, merchants, methods: new Map([...methods.values()].flat().map((pm) => [pm.id, pm])) };
     });
   }
 
-  /** Calls the provider for each unconfirmed transaction, with its id as the idempotency key. */
-  private callProvider(txns: Transaction[]): Promise<CallOutcome[]> {
-    return callProviderFor(this.orm, this.providers, txns, this.opts.concurrency);
+  /** Calls the provider for each unconfirmed transaction, with its id as the idempotency key; no span per call (see `withoutCallSpans`). */
+  private callProvider(txns: Transaction[], known: Known = {}): Promise<CallOutcome[]> {
+    return withoutCallSpans(() => callProviderFor(this.orm, this.providers, txns, this.opts.concurrency, known));
   }
 
   private async merchantsById(ids: string[], em: EntityManager = this.orm.em.fork()): Promise<Map<string, Merchant>> {
@@ -340,9 +359,15 @@ export class BillingRun {
   }
 }
 
+/** Read-only: outside the unit of work. */
 async function merchantsById(em: EntityManager, ids: string[]): Promise<Map<string, Merchant>> {
   const unique = [...new Set(ids)];
-  return new Map((unique.length ? await em.find(Merchant, { id: { $in: unique } }) : []).map((m) => [m.id, m]));
+  return new Map((unique.length ? await em.find(Merchant, { id: { $in: unique } }, { disableIdentityMap: true }) : []).map((m) => [m.id, m]));
+}
+
+/** The outbox events a subscription's transitions caused (`recordSubscriptionEvents`, for a bulk insert). */
+function subscriptionEvents(sub: Subscription): PendingEvent[] {
+  return sub.pullEvents().map((type) => ({ type, merchantId: sub.merchantId, data: sub.toView() }));
 }
 
 async function subscriptionsById(em: EntityManager, ids: string[]): Promise<Map<string, Subscription>> {
@@ -350,14 +375,25 @@ async function subscriptionsById(em: EntityManager, ids: string[]): Promise<Map<
   return new Map((unique.length ? await em.find(Subscription, { id: { $in: unique } }) : []).map((s) => [s.id, s]));
 }
 
+/** Merchants and payment methods a caller has loaded already (read in the claim of a chunk). */
+interface Known {
+  merchants?: Map<string, Merchant>;
+  methods?: Map<string, PaymentMethod>;
+}
+
+/** A claimed chunk: its Processing charges, and what was read to make them. */
+interface ClaimedChunk extends Required<Known> {
+  charges: Transaction[];
+}
+
 /** Calls the provider for each unconfirmed transaction, with its id as the idempotency key, `concurrency` at a time. */
-export async function callProviderFor(orm: MikroORM, providers: PaymentProviders, txns: Transaction[], concurrency: number): Promise<CallOutcome[]> {
+export async function callProviderFor(orm: MikroORM, providers: PaymentProviders, txns: Transaction[], concurrency: number, known: Known = {}): Promise<CallOutcome[]> {
     const em = orm.em.fork();
-    const merchants = await merchantsById(em, txns.map((t) => t.merchantId));
-    const pmIds = [...new Set(txns.map((t) => t.paymentMethodId).filter((id): id is string => id !== null))];
-    const methods = new Map((pmIds.length ? await em.find(PaymentMethod, { id: { $in: pmIds } }) : []).map((pm) => [pm.id, pm]));
+    const merchants = known.merchants ?? (await merchantsById(em, txns.map((t) => t.merchantId)));
+    const pmIds = [...new Set(txns.map((t) => t.paymentMethodId).filter((id): id is string => id !== null && !known.methods?.has(id)))];
+    const methods = new Map([...(known.methods ?? []), ...(pmIds.length ? await em.find(PaymentMethod, { id: { $in: pmIds } }, { disableIdentityMap: true }) : []).map((pm) => [pm.id, pm] as const)]);
     const originalIds = [...new Set(txns.filter((t) => t.kind === 'Refund').map((t) => t.originalTransactionId!))];
-    const originals = new Map((originalIds.length ? await em.find(Transaction, { id: { $in: originalIds } }) : []).map((t) => [t.id, t]));
+    const originals = new Map((originalIds.length ? await em.find(Transaction, { id: { $in: originalIds } }, { disableIdentityMap: true }) : []).map((t) => [t.id, t]));
     return inPool(txns, concurrency, (t) => {
       const provider: PaymentProvider = providers.forEnvironment(merchants.get(t.merchantId)!.providerEnvironment);
       return callFor(provider, t, methods, originals);
@@ -387,38 +423,56 @@ export function callFor(provider: PaymentProvider, t: Transaction, methods: Map<
  * Records the provider's answers in one transaction: each transaction's outcome, and for a
  * charge its subscription's next state (period advanced on Settled or Processing; on Failed the
  * next payment method is tried by a later claim, or the failure is recorded when none is left).
- * An unavailable provider leaves the call unconfirmed, for the next run to reconcile.
+ * An unavailable provider leaves the call unconfirmed, for the next run to reconcile. An answer
+ * for a transaction confirmed meanwhile (by a reconciling run) is dropped: it was applied once.
+ * Returns how many charges advanced their subscription.
  */
 export async function applyCallOutcomes(orm: MikroORM, txns: Transaction[], outcomes: CallOutcome[], asOf: Date): Promise<number> {
   let succeeded = 0;
   await orm.em.fork().transactional(async (em) => {
-    const fresh = new Map((await em.find(Transaction, { id: { $in: txns.map((t) => t.id) } })).map((t) => [t.id, t]));
-    const subs = await subscriptionsById(em, txns.map((t) => t.subscriptionId).filter((id): id is string => id !== null));
-    const plans = new Map((await em.find(Plan, { id: { $in: [...new Set([...subs.values()].map((s) => s.planId))] } })).map((p) => [p.id, p]));
-    const originals = new Map((await em.find(Transaction, { id: { $in: txns.filter((t) => t.kind === 'Refund').map((t) => t.originalTransactionId!) } })).map((t) => [t.id, t]));
-    txns.forEach((orig, i) => {
-      const t = fresh.get(orig.id)!;
+    // Subscriptions first and in id order (the lock order of every writer of a chunk), locked
+    // for the read-modify-write of their billing state below.
+    const subIds = [...new Set(txns.filter((t) => t.kind === 'Charge' && t.subscriptionId).map((t) => t.subscriptionId!))].sort();
+    const subs = new Map(
+      (subIds.length ? await em.find(Subscription, { id: { $in: subIds } }, { disableIdentityMap: true, lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' } }) : []).map((s) => [s.id, s]),
+    );
+    const planIds = [...new Set([...subs.values()].map((s) => s.planId))];
+    const plans = new Map((planIds.length ? await em.find(Plan, { id: { $in: planIds } }, { disableIdentityMap: true }) : []).map((p) => [p.id, p]));
+
+    const answered: RecordedOutcome[] = [];
+    const unanswered: string[] = [];
+    txns.forEach((t, i) => {
+      const o = outcomes[i]!;
+      if (o === 'unavailable') unanswered.push(t.id);
+      else answered.push({ id: t.id, status: o.status, providerRef: o.providerRef, failureReason: o.status === 'Failed' ? (o.failureReason ?? 'failed') : null, settledAt: o.status === 'Settled' ? asOf : null });
+    });
+    await releaseUnconfirmed(em, unanswered);
+    const recorded = await recordOutcomes(em, answered, asOf);
+
+    const events: PendingEvent[] = [];
+    const refused: { chargeId: string; amountMinor: number }[] = [];
+    txns.forEach((t, i) => {
       const outcome = outcomes[i]!;
-      const sub = t.subscriptionId ? subs.get(t.subscriptionId) : undefined;
+      const sub = t.kind === 'Charge' && t.subscriptionId ? subs.get(t.subscriptionId) : undefined;
       if (sub) sub.claimedUntil = null;
-      if (outcome === 'unavailable') {
-        // Left due: the next run repeats the call with the same key.
-        t.claimedUntil = null;
-        return;
-      }
+      if (outcome === 'unavailable' || !recorded.has(t.id)) return;
+      // The state `recordOutcomes` wrote, on the in-memory transaction, for its events.
       t.applyOutcome(outcome, asOf);
-      recordTransactionEvents(em, t);
+      events.push(...t.pullEvents().map((type) => ({ type, merchantId: t.merchantId, data: transactionEventData(t, toMajorUnits) })));
       if (t.kind === 'Refund') {
-        if (t.status === 'Failed') originals.get(t.originalTransactionId!)?.releaseRefund(t.amountMinor);
+        if (t.status === 'Failed') refused.push({ chargeId: t.originalTransactionId!, amountMinor: t.amountMinor });
         return;
       }
       if (!sub || !t.periodStart || sub.duePeriodStart()?.getTime() !== t.periodStart.getTime() || (sub.status !== 'Active' && sub.status !== 'PastDue')) return;
       if (t.status === 'Settled' || t.status === 'Processing') {
         sub.advancePeriod(plans.get(sub.planId)!, asOf);
         succeeded++;
-        recordSubscriptionEvents(em, sub);
+        events.push(...subscriptionEvents(sub));
       }
     });
+    await releaseRefunds(em, refused);
+    await saveBillingStates(em, [...subs.values()]);
+    await insertEvents(em, events);
   });
   return succeeded;
 }

@@ -21,13 +21,21 @@ export interface CommandDeps {
 
 /**
  * Makes the provider call a freshly committed `Processing` transaction stands for and records
- * the answer. When the provider cannot be reached the transaction stays unconfirmed (the next
- * billing run repeats the call with the same key) and the caller gets provider_unavailable.
+ * the answer. When the provider gives no answer (down, failing, or past the timeout, when it
+ * may well have acted) the transaction stays `Processing` and unconfirmed, a refund keeping its
+ * amount reserved, and the caller gets provider_unavailable naming it: the outcome is unknown
+ * until the next billing run repeats the call with the same idempotency key and records the
+ * provider's one outcome. So the call is neither lost nor made twice.
  */
 async function callAndRecord(deps: CommandDeps, t: Transaction): Promise<Transaction> {
   const [outcome] = await callProviderFor(deps.orm, deps.providers, [t], 1);
   await applyCallOutcomes(deps.orm, [t], [outcome!], new Date());
-  if (outcome === 'unavailable') throw new DomainError('provider_unavailable', 'The payment provider could not be reached; the transaction will be completed by the next billing run.');
+  if (outcome === 'unavailable') {
+    throw new DomainError(
+      'provider_unavailable',
+      `The payment provider did not answer; ${t.kind.toLowerCase()} ${t.id} stays Processing until the next billing run completes it with the same idempotency key. Look it up before trying again.`,
+    );
+  }
   return deps.orm.em.fork().findOneOrFail(Transaction, { id: t.id });
 }
 

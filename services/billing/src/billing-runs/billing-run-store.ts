@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { queryRows } from '@billing/service-runtime';
+import { injectTraceHeaders } from '@billing/telemetry';
+import type { Subscription } from '../subscriptions/subscription.js';
+import type { Transaction, TransactionStatus } from '../transactions/transaction.js';
+
+/**
+ * The writes of a billing run's chunks, one statement per kind of row for the whole chunk
+ * (a billing run writes hundreds of rows per chunk; the unit of work would diff and write them
+ * one entity at a time). The domain still decides: `Subscription` and `Transaction` compute
+ * every new state; these functions only persist it. Each runs in the caller's transaction.
+ */
+
+const iso = (d: Date | null | undefined) => d?.toISOString() ?? null;
+
+/** An integration event to write to the outbox (the envelope of `recordEvent`). */
+export interface PendingEvent {
+  type: string;
+  merchantId: string;
+  data: Record<string, unknown>;
+}
+
+/** Inserts new `Processing` transactions (a chunk's charges). */
+export async function insertTransactions(em: EntityManager, txns: Transaction[]): Promise<void> {
+  if (txns.length === 0) return;
+  const rows = txns.map((t) => ({
+    id: t.id,
+    merchant_id: t.merchantId,
+    member_id: t.memberId,
+    subscription_id: t.subscriptionId,
+    payment_method_id: t.paymentMethodId,
+    kind: t.kind,
+    amount_minor: t.amountMinor,
+    currency: t.currency,
+    status: t.status,
+    failure_reason: t.failureReason,
+    attempt: t.attempt,
+    original_transaction_id: t.originalTransactionId,
+    period_start: iso(t.periodStart),
+    fee_minor: t.feeMinor,
+    refunded_minor: t.refundedMinor,
+    reason: t.reason,
+    provider_ref: t.providerRef,
+    claimed_until: iso(t.claimedUntil),
+    occurred_at: iso(t.occurredAt),
+    settled_at: iso(t.settledAt),
+    created_at: iso(t.createdAt),
+    updated_at: iso(t.updatedAt),
+  }));
+  // One statement for the chunk (jsonb_to_recordset): see the module comment.
+  await queryRows(
+    em,
+    `insert into transactions (id, merchant_id, member_id, subscription_id, payment_method_id, kind, amount_minor, currency, status, failure_reason, attempt,
+                               original_transaction_id, period_start, fee_minor, refunded_minor, reason, provider_ref, claimed_until, occurred_at, settled_at, created_at, updated_at)
+     select * from jsonb_to_recordset(?::jsonb) as r(id uuid, merchant_id uuid, member_id uuid, subscription_id uuid, payment_method_id uuid, kind text,
+            amount_minor bigint, currency char(3), status text, failure_reason text, attempt int, original_transaction_id uuid, period_start timestamptz,
+            fee_minor bigint, refunded_minor bigint, reason text, provider_ref text, claimed_until timestamptz, occurred_at timestamptz, settled_at timestamptz,
+            created_at timestamptz, updated_at timestamptz)`,
+    [JSON.stringify(rows)],
+  );
+}
+
+/**
+ * Writes the billing state of subscriptions (everything a billing run changes: status, period,
+ * dunning, pause and cancel instants, claim). The caller holds their row locks since it read
+ * them in this transaction, so nothing it writes over is newer than what it read.
+ */
+export async function saveBillingStates(em: EntityManager, subs: Subscription[]): Promise<void> {
+  if (subs.length === 0) return;
+  const rows = subs.map((s) => ({
+    id: s.id,
+    status: s.status,
+    current_period_start: iso(s.currentPeriodStart),
+    current_period_end: iso(s.currentPeriodEnd),
+    next_billing_at: iso(s.nextBillingAt),
+    paused_at: iso(s.pausedAt),
+    resume_at: iso(s.resumeAt),
+    cancelled_at: iso(s.cancelledAt),
+    dunning_period_start: iso(s.dunningPeriodStart),
+    dunning_started_at: iso(s.dunningStartedAt),
+    retry_count: s.retryCount,
+    claimed_until: iso(s.claimedUntil),
+    updated_at: iso(s.updatedAt),
+  }));
+  // One statement for the chunk (jsonb_to_recordset): see the module comment.
+  await queryRows(
+    em,
+    `update subscriptions s set status = r.status, current_period_start = r.current_period_start, current_period_end = r.current_period_end,
+            next_billing_at = r.next_billing_at, paused_at = r.paused_at, resume_at = r.resume_at, cancelled_at = r.cancelled_at,
+            dunning_period_start = r.dunning_period_start, dunning_started_at = r.dunning_started_at, retry_count = r.retry_count,
+            claimed_until = r.claimed_until, updated_at = r.updated_at
+       from jsonb_to_recordset(?::jsonb) as r(id uuid, status text, current_period_start timestamptz, current_period_end timestamptz,
+            next_billing_at timestamptz, paused_at timestamptz, resume_at timestamptz, cancelled_at timestamptz, dunning_period_start timestamptz,
+            dunning_started_at timestamptz, retry_count int, claimed_until timestamptz, updated_at timestamptz)
+      where s.id = r.id`,
+    [JSON.stringify(rows)],
+  );
+}
+
+/** A provider's answer to record on a transaction. */
+export interface RecordedOutcome {
+  id: string;
+  status: TransactionStatus;
+  providerRef: string;
+  failureReason: string | null;
+  settledAt: Date | null;
+}
+
+/**
+ * Records provider answers on transactions still `Processing` without a confirmed call, and
+ * returns the ids it recorded: a transaction another run or request confirmed meanwhile is
+ * left as it is (its outcome, events and period advance are already that one's).
+ */
+export async function recordOutcomes(em: EntityManager, outcomes: RecordedOutcome[], at: Date): Promise<Set<string>> {
+  if (outcomes.length === 0) return new Set();
+  const rows = outcomes.map((o) => ({ id: o.id, status: o.status, provider_ref: o.providerRef, failure_reason: o.failureReason, settled_at: iso(o.settledAt) }));
+  // One guarded statement for the chunk: the `status`/`provider_ref` condition is what makes a second recording a no-op.
+  const updated = await queryRows<{ id: string }>(
+    em,
+    `update transactions t set status = r.status, provider_ref = r.provider_ref, failure_reason = r.failure_reason, settled_at = r.settled_at,
+            claimed_until = null, updated_at = ?::timestamptz
+       from jsonb_to_recordset(?::jsonb) as r(id uuid, status text, provider_ref text, failure_reason text, settled_at timestamptz)
+      where t.id = r.id and t.status = 'Processing' and t.provider_ref is null
+      returning t.id`,
+    [at.toISOString(), JSON.stringify(rows)],
+  );
+  return new Set(updated.map((r) => r.id));
+}
+
+/** Releases the claim on unconfirmed transactions whose provider call got no answer: the next run repeats the call. */
+export async function releaseUnconfirmed(em: EntityManager, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await queryRows(em, `update transactions set claimed_until = null where id = any(?::uuid[]) and status = 'Processing' and provider_ref is null`, [ids]);
+}
+
+/** Gives the reservations of refunds the provider refused back to their charges (`Transaction.releaseRefund`, summed per charge). */
+export async function releaseRefunds(em: EntityManager, refunds: { chargeId: string; amountMinor: number }[]): Promise<void> {
+  if (refunds.length === 0) return;
+  const rows = refunds.map((r) => ({ id: r.chargeId, amount_minor: r.amountMinor }));
+  await queryRows(
+    em,
+    `update transactions t set refunded_minor = greatest(0, t.refunded_minor - r.amount_minor)
+       from (select id, sum(amount_minor) as amount_minor from jsonb_to_recordset(?::jsonb) as x(id uuid, amount_minor bigint) group by id) r
+      where t.id = r.id`,
+    [JSON.stringify(rows)],
+  );
+}
+
+/**
+ * Writes integration events to the outbox in one statement, in array order, with the trace
+ * context of the caller (what `recordEvent` does one entity at a time).
+ */
+export async function insertEvents(em: EntityManager, events: PendingEvent[], occurredAt = new Date()): Promise<void> {
+  if (events.length === 0) return;
+  const traceContext = injectTraceHeaders();
+  const at = occurredAt.toISOString();
+  const rows = events.map((e, seq) => ({ seq, id: randomUUID(), type: e.type, merchant_id: e.merchantId, data: e.data, occurred_at: at }));
+  await queryRows(
+    em,
+    `insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
+     select e.id, e.type, e.merchant_id, e.data, e.occurred_at, ?::jsonb
+       from jsonb_to_recordset(?::jsonb) as e(seq int, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz)
+      order by e.seq`,
+    [JSON.stringify(traceContext), JSON.stringify(rows)],
+  );
+}
