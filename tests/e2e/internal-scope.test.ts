@@ -108,3 +108,48 @@ describe('checkout refuses internal calls that name no scope', () => {
     refused(await call('checkout', 'checkout.v1.Checkout', 'GetSession', { ...scope, sessionId: randomUUID() }));
   });
 });
+
+describe('identity refuses internal calls that name no scope', () => {
+  let a: TestMerchant;
+  let b: TestMerchant;
+  let keyOfA: string;
+
+  beforeAll(async () => {
+    const api = apiClient(inject('gatewayUrl'));
+    [a, b] = await Promise.all([setUpMerchant(api, inject('adminToken')), setUpMerchant(api, inject('adminToken'))]);
+    const keys = await call('identity', 'identity.v1.ApiKeys', 'ListApiKeys', { ...merchantScope(a), page: 1, pageSize: 50 });
+    keyOfA = (keys.reply as { items: { id: string }[] }).items[0]!.id;
+  });
+
+  it.each(unscoped)('API keys, merchant users and checkout tokens (%j)', async (scope) => {
+    refused(await call('identity', 'identity.v1.ApiKeys', 'ListApiKeys', { ...scope, page: 1, pageSize: 50 }));
+    refused(await call('identity', 'identity.v1.ApiKeys', 'GetApiKey', { ...scope, id: keyOfA }));
+    refused(await call('identity', 'identity.v1.ApiKeys', 'RevokeApiKey', { ...scope, id: keyOfA }));
+    refused(await call('identity', 'identity.v1.ApiKeys', 'UpdateWebhook', { ...scope, id: keyOfA, webhookEnabled: false }));
+    refused(await call('identity', 'identity.v1.ApiKeys', 'CreateApiKey', { ...scope, name: 'no scope' }));
+    refused(await call('identity', 'identity.v1.MerchantUsers', 'UpdateMerchantUser', { ...scope, userId: randomUUID(), isActive: false }));
+    refused(await call('identity', 'identity.v1.CheckoutTokens', 'IssueCheckoutToken', { ...scope, sessionId: randomUUID() }, 'checkout'));
+    const key = await call('identity', 'identity.v1.ApiKeys', 'GetApiKey', { ...merchantScope(a), id: keyOfA });
+    const { id, revokedAt } = key.reply as { id: string; revokedAt?: string };
+    expect({ id, revoked: Boolean(revokedAt) }).toEqual({ id: keyOfA, revoked: false });
+  });
+
+  it("a merchant scope does not reach another merchant's key; the platform does not list every merchant's", async () => {
+    expect((await call('identity', 'identity.v1.ApiKeys', 'GetApiKey', { ...merchantScope(b), id: keyOfA })).code).toBe(grpc.status.NOT_FOUND);
+    expect((await call('identity', 'identity.v1.ApiKeys', 'RevokeApiKey', { ...merchantScope(b), id: keyOfA })).code).toBe(grpc.status.NOT_FOUND);
+    refused(await call('identity', 'identity.v1.ApiKeys', 'ListApiKeys', { ...PLATFORM, page: 1, pageSize: 50 }));
+    expect((await call('identity', 'identity.v1.ApiKeys', 'GetApiKey', { ...PLATFORM, id: keyOfA })).code).toBe(grpc.status.OK);
+  });
+});
+
+describe('webhooks refuses internal calls that name no scope', () => {
+  it.each(unscoped)('deliveries (%j)', async (scope) => {
+    refused(await call('webhooks', 'webhooks.v1.WebhookDeliveries', 'ListDeliveries', { ...scope, page: 1, pageSize: 50 }));
+    refused(await call('webhooks', 'webhooks.v1.WebhookDeliveries', 'GetDelivery', { ...scope, id: randomUUID() }));
+    refused(await call('webhooks', 'webhooks.v1.WebhookDeliveries', 'ReplayDelivery', { ...scope, id: randomUUID() }));
+  });
+
+  it('the platform scope does not list every merchant\'s deliveries', async () => {
+    refused(await call('webhooks', 'webhooks.v1.WebhookDeliveries', 'ListDeliveries', { ...PLATFORM, page: 1, pageSize: 50 }));
+  });
+});

@@ -8,6 +8,8 @@ import { openBillingDatabase } from './app.js';
 import { BillingConfig } from './config.js';
 import { membersGrpc } from './members/members-grpc.js';
 import { Merchant } from './merchants/merchant.js';
+import { paymentMethodsGrpc } from './payment-methods/payment-methods-grpc.js';
+import type { PaymentProviders } from './payment-provider/payment-providers.js';
 import { plansGrpc } from './plans/plans-grpc.js';
 import { productsGrpc } from './products/products-grpc.js';
 import { subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
@@ -112,5 +114,60 @@ describe('subscriptions', () => {
     const { merchantId, planId } = await merchantWithPlan(false);
     const { member } = await membersGrpc(orm).CreateMember({ scope: { kind: 'merchantId', merchantId }, email: 'late@example.com', firstName: 'L', lastName: 'A' });
     expect((await codeOf(subscriptionsGrpc(orm).CreateSubscription({ scope: { kind: 'merchantId', merchantId }, memberId: member.id, planId }))).code).toBe('unprocessable');
+  });
+});
+
+describe('transitions', () => {
+  it('pauses a subscription once of 20 concurrent pauses (the others: invalid_transition), with one subscription.paused; other subscriptions in the same batches change too', async () => {
+    const { merchantId, planId } = await merchantWithPlan();
+    const scope = { kind: 'merchantId' as const, merchantId };
+    const subs = subscriptionsGrpc(orm);
+    const members = await Promise.all(['p1', 'p2', 'p3'].map((n) => membersGrpc(orm).CreateMember({ scope, email: `${n}@example.com`, firstName: 'P', lastName: n })));
+    const [target, ...others] = await Promise.all(members.map(({ member }) => subs.CreateSubscription({ scope, memberId: member.id, planId })));
+    const outcomes = await Promise.allSettled([
+      ...Array.from({ length: 20 }, () => subs.PauseSubscription({ scope, id: target!.id })),
+      ...others.map((o) => subs.PauseSubscription({ scope, id: o.id })),
+    ]);
+    const won = outcomes.slice(0, 20).filter((o) => o.status === 'fulfilled');
+    expect(won).toHaveLength(1);
+    for (const o of outcomes.slice(0, 20)) if (o.status === 'rejected') expect((o.reason as DomainError).code).toBe('invalid_transition');
+    expect(outcomes.slice(20).map((o) => o.status)).toEqual(['fulfilled', 'fulfilled']);
+    expect(await count(`select count(*) as n from billing.outbox where type = 'subscription.paused' and data->>'id' = ?`, [target!.id])).toBe(1);
+    expect(await count(`select count(*) as n from billing.subscriptions where merchant_id = ? and status = 'Paused'`, [merchantId])).toBe(3);
+  });
+
+  it('answers not_found for another merchant\'s subscription without touching it or its batch neighbours', async () => {
+    const a = await merchantWithPlan();
+    const b = await merchantWithPlan();
+    const subs = subscriptionsGrpc(orm);
+    const scopeA = { kind: 'merchantId' as const, merchantId: a.merchantId };
+    const { member } = await membersGrpc(orm).CreateMember({ scope: scopeA, email: 'x1@example.com', firstName: 'X', lastName: 'Y' });
+    const { member: other } = await membersGrpc(orm).CreateMember({ scope: scopeA, email: 'x2@example.com', firstName: 'X', lastName: 'Z' });
+    const sub = await subs.CreateSubscription({ scope: scopeA, memberId: member.id, planId: a.planId });
+    const neighbour = await subs.CreateSubscription({ scope: scopeA, memberId: other.id, planId: a.planId });
+    const [foreign, own] = await Promise.allSettled([
+      subs.CancelSubscription({ scope: { kind: 'merchantId', merchantId: b.merchantId }, id: sub.id, atPeriodEnd: false }),
+      subs.CancelSubscription({ scope: scopeA, id: neighbour.id, atPeriodEnd: false }),
+    ]);
+    expect(foreign.status === 'rejected' && (foreign.reason as DomainError).code).toBe('not_found');
+    expect(own.status).toBe('fulfilled');
+    expect(await count(`select count(*) as n from billing.subscriptions where id = ? and status = 'Active'`, [sub.id])).toBe(1);
+  });
+});
+
+describe('payment methods', () => {
+  it('gives 10 concurrent adds for one member ranks 1..10, and adds for other members their own rank 1', async () => {
+    const { merchantId } = await merchantWithPlan();
+    const scope = { kind: 'merchantId' as const, merchantId };
+    const [{ member }, { member: second }] = await Promise.all(['r1', 'r2'].map((n) => membersGrpc(orm).CreateMember({ scope, email: `${n}@example.com`, firstName: 'R', lastName: n })));
+    const methods = paymentMethodsGrpc(orm, {} as PaymentProviders);
+    const card = { type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2040 };
+    const added = await Promise.all([
+      ...Array.from({ length: 10 }, () => methods.AddPaymentMethod({ scope, memberId: member!.id, ...card })),
+      methods.AddPaymentMethod({ scope, memberId: second!.id, ...card }),
+    ]);
+    expect(added.slice(0, 10).map((a) => a.paymentMethod!.rank).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(added[10]!.paymentMethod!.rank).toBe(1);
+    expect(await count(`select count(*) as n from billing.outbox where type = 'payment_method.added' and merchant_id = ?`, [merchantId])).toBe(11);
   });
 });

@@ -28,3 +28,24 @@ export async function findScoped<T extends object>(
   if (!found) throw new DomainError('not_found', `${what} not found.`);
   return found as T;
 }
+
+/**
+ * The entities with these ids, for a batch of requests, by lower-cased id; optionally
+ * row-locked, in id order so that concurrent batches cannot deadlock. Malformed ids find nothing.
+ */
+export async function findManyById<T extends { id: string }>(em: EntityManager, entity: EntityName<T>, ids: readonly string[], opts: { lock?: boolean } = {}): Promise<Map<string, T>> {
+  const wanted = [...new Set(ids.filter(isUuidText).map((id) => id.toLowerCase()))];
+  if (wanted.length === 0) return new Map();
+  const found = await em.find(entity, { id: { $in: wanted } } as unknown as FilterQuery<T>, {
+    orderBy: { id: 'asc' } as never,
+    ...(opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}),
+  });
+  return new Map(found.map((e) => [e.id, e]));
+}
+
+/** `findScoped` over what `findManyById` loaded: another merchant's entity is `not_found` too. */
+export function pickScoped<T extends { id: string; merchantId: string }>(loaded: Map<string, T>, scope: CallScope, id: string, what: string): T {
+  const found = isUuidText(id) ? loaded.get(id.toLowerCase()) : undefined;
+  if (!found || (scope.kind === 'merchant' && found.merchantId !== scope.merchantId)) throw new DomainError('not_found', `${what} not found.`);
+  return found;
+}

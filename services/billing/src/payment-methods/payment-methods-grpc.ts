@@ -1,38 +1,21 @@
 import { LockMode, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { AddPaymentMethodRequest, DomainError, parseOrThrow } from '@billing/contracts';
-import { recordEvent, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
+import { requireScope, type ServiceImpl } from '@billing/service-runtime';
 import { findMember } from '../members/members-grpc.js';
 import type { Member } from '../members/member.js';
 import { Merchant } from '../merchants/merchant.js';
 import { scopedTo } from '../merchant-scope.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
+import { methodAppender } from './append-method.js';
 import { PaymentMethod, type InstrumentDetails } from './payment-method.js';
-import { byRank, nextRank, rerank } from './ranking.js';
+import { byRank, rerank } from './ranking.js';
 
 async function methodsOf(em: EntityManager, member: Member, lock = false): Promise<PaymentMethod[]> {
   return em.find(PaymentMethod, { memberId: member.id }, { orderBy: { rank: 'asc' }, ...(lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) });
 }
 
-/**
- * Appends a method at the member's lowest rank and records `payment_method.added`, in one
- * transaction holding the member's row lock (so concurrent adds get distinct ranks).
- */
-async function appendMethod(orm: MikroORM, scope: CallScope, memberId: string, details: InstrumentDetails, providerToken: string | null) {
-  return orm.em.fork().transactional(async (em) => {
-    const member = await findMember(em, scope, memberId, { lock: true });
-    if (providerToken) {
-      const existing = await em.findOne(PaymentMethod, { merchantId: member.merchantId, providerToken });
-      if (existing && existing.memberId === member.id) return { paymentMethod: existing.toMessage(), created: false };
-      if (existing) throw DomainError.field('providerToken', 'This token is already used by another member.');
-    }
-    const pm = PaymentMethod.create({ ...details, merchantId: member.merchantId, memberId: member.id, rank: nextRank(await methodsOf(em, member)), providerToken });
-    em.persist(pm);
-    recordEvent(em, { type: 'payment_method.added', merchantId: member.merchantId, data: pm.toView() });
-    return { paymentMethod: pm.toMessage(), created: true };
-  });
-}
-
 export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders): ServiceImpl<'billing.v1.PaymentMethods'> {
+  const append = methodAppender(orm);
   return {
     AddPaymentMethod: async (req) => {
       const scope = requireScope(req.scope);
@@ -54,7 +37,7 @@ export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders): 
         accountName: input.accountName ?? null,
         bsb: input.bsb ?? null,
       };
-      return appendMethod(orm, scope, req.memberId, details, null);
+      return append({ scope, memberId: req.memberId, details, providerToken: null });
     },
 
     /** Validates the token with the merchant's payment provider, then stores what it stands for. */
@@ -69,11 +52,11 @@ export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders): 
       if (!instrument) throw DomainError.field('providerToken', 'The payment provider does not know this token.');
       const { token: _token, ...details } = instrument;
       try {
-        return await appendMethod(orm, scope, req.memberId, details, token);
+        return await append({ scope, memberId: req.memberId, details, providerToken: token });
       } catch (e) {
         // A concurrent add of the same token won the unique index: answer as the repeat it is.
         if (!(e instanceof UniqueConstraintViolationException)) throw e;
-        return appendMethod(orm, scope, req.memberId, details, token);
+        return append({ scope, memberId: req.memberId, details, providerToken: token });
       }
     },
 

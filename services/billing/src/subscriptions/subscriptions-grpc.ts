@@ -1,7 +1,7 @@
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DateOrDateTime, DomainError, isUuidText, pageWindow, parseOrThrow, SUBSCRIPTION_STATUSES } from '@billing/contracts';
-import { recordEvent, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
-import { findScoped } from '../merchant-scope.js';
+import { GroupWrite, recordEvent, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
+import { findManyById, findScoped, pickScoped } from '../merchant-scope.js';
 import { Plan } from '../plans/plan.js';
 import { Subscription } from './subscription.js';
 import { SubscriptionStore } from './subscription-store.js';
@@ -44,18 +44,40 @@ async function repeatedCreate(em: EntityManager, req: { merchantId: string; memb
   return existing;
 }
 
+/** A state change of one subscription; `change` runs the aggregate's transition (given its plan when `needsPlan`). */
+interface TransitionRequest {
+  scope: CallScope;
+  id: string;
+  change: (sub: Subscription, plan: Plan | undefined) => void;
+  needsPlan: boolean;
+}
+
 export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscriptions'> {
   const store = new SubscriptionStore(orm);
-  /** Loads, changes and saves one subscription with its events, under a row lock. */
-  const transition = (req: { scope?: Parameters<typeof requireScope>[0]; id: string }, change: (sub: Subscription, em: EntityManager) => Promise<void> | void) => {
-    const scope = requireScope(req.scope);
-    return orm.em.fork().transactional(async (em) => {
-      const sub = await findSubscription(em, scope, req.id, { lock: true });
-      await change(sub, em);
-      recordSubscriptionEvents(em, sub);
-      return sub.toMessage();
-    });
-  };
+  /**
+   * Loads, changes and saves a subscription with its events under its row lock, group-committed:
+   * the transitions that arrive together share one locking read and one transaction. Two
+   * transitions of one subscription never share a batch, and a later batch waits for the lock.
+   */
+  const transitions = new GroupWrite(
+    orm,
+    {
+      load: async (em: EntityManager, items: readonly TransitionRequest[]) => {
+        const subs = await findManyById(em, Subscription, items.map((t) => t.id), { lock: true });
+        const planIds = items.filter((t) => t.needsPlan).flatMap((t) => subs.get(t.id.toLowerCase())?.planId ?? []);
+        return { subs, plans: await findManyById(em, Plan, planIds) };
+      },
+      apply: (em: EntityManager, t: TransitionRequest, loaded: { subs: Map<string, Subscription>; plans: Map<string, Plan> }) => {
+        const sub = pickScoped(loaded.subs, t.scope, t.id, 'Subscription');
+        t.change(sub, loaded.plans.get(sub.planId));
+        recordSubscriptionEvents(em, sub);
+        return sub.toMessage();
+      },
+    },
+    { keyOf: (t) => t.id.toLowerCase() },
+  );
+  const transition = (req: { scope?: Parameters<typeof requireScope>[0]; id: string }, change: TransitionRequest['change'], needsPlan = false) =>
+    transitions.run({ scope: requireScope(req.scope), id: req.id, change, needsPlan });
 
   return {
     /**
@@ -114,7 +136,15 @@ export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscr
     },
 
     ResumeSubscription: async (req) =>
-      transition(req, async (sub, em) => sub.resume(await em.findOneOrFail(Plan, { id: sub.planId }))),
+      transition(
+        req,
+        (sub, plan) => {
+          // Cannot happen (a foreign key); not a DomainError, so the batch is retried item by item.
+          if (!plan) throw new Error(`plan ${sub.planId} of subscription ${sub.id} is missing`);
+          sub.resume(plan);
+        },
+        true,
+      ),
 
     CancelSubscription: async (req) => transition(req, (sub) => sub.cancel(Boolean(req.atPeriodEnd))),
   };

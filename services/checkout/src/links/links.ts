@@ -111,7 +111,7 @@ export class Links {
       session = await this.open(payload, linkHash);
     }
     if (session.linkHash !== linkHash) return { outcome: 'NonceAlreadyUsed' };
-    const issued = await this.backends.tokens.IssueCheckoutToken({ sessionId: session.id, merchantId });
+    const issued = await this.backends.tokens.IssueCheckoutToken({ sessionId: session.id, scope: scopeOfMerchant(merchantId) });
     return { outcome: 'Ok', sessionId: session.id, sessionToken: issued.token, expiresAt: issued.expiresAt };
   }
 

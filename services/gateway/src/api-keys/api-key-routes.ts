@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AdminCreateApiKeyRequest, ApiKey, CreateApiKeyRequest, CreatedApiKey, Paged, PageQuery, toPage, UpdateWebhookRequest, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import type { CredentialFeed } from '../auth/credential-feed.js';
-import { merchantOf } from '../auth/principal.js';
+import { callScope, credentialScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
 import { assertSameId, orNull, present } from '../http/views.js';
@@ -45,8 +45,8 @@ export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: C
       body: AdminCreateApiKeyRequest,
       responses: { 201: CreatedApiKey, 400: null, 404: null },
       handler: async ({ params, body, principal }) => {
-        await access.assert(principal, params.id);
-        const res = toCreatedApiKey(await keys.CreateApiKey({ merchantId: params.id, name: body.name, expiresAt: body.expiresAt ?? undefined }));
+        const scope = await merchantCallScope(access, principal, params.id);
+        const res = toCreatedApiKey(await keys.CreateApiKey({ scope, name: body.name, expiresAt: body.expiresAt ?? undefined }));
         return created(res, `/api/ApiKeys/${res.id}`);
       },
     }),
@@ -60,8 +60,8 @@ export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: C
       body: CreateApiKeyRequest,
       responses: { 201: CreatedApiKey, 400: null, 403: null, 404: null },
       handler: async ({ body, principal }) => {
-        await access.assert(principal, body.merchantId);
-        const res = toCreatedApiKey(await keys.CreateApiKey({ merchantId: body.merchantId.toLowerCase(), name: body.name, expiresAt: body.expiresAt ?? undefined }));
+        const scope = await merchantCallScope(access, principal, body.merchantId);
+        const res = toCreatedApiKey(await keys.CreateApiKey({ scope, name: body.name, expiresAt: body.expiresAt ?? undefined }));
         return created(res, `/api/ApiKeys/${res.id}`);
       },
     }),
@@ -74,8 +74,8 @@ export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: C
       query: PageQuery.extend({ merchantId: Uuid.optional() }),
       responses: { 200: Paged(ApiKey), 403: null, 404: null },
       handler: async ({ query, principal }) => {
-        const merchantId = await access.resolve(principal, query.merchantId);
-        const res = await keys.ListApiKeys({ merchantId, page: query.page, pageSize: query.pageSize });
+        const scope = await merchantCallScope(access, principal, query.merchantId);
+        const res = await keys.ListApiKeys({ scope, page: query.page, pageSize: query.pageSize });
         return ok(toPage(res.items.map(toApiKey), res.totalCount, query));
       },
     }),
@@ -87,7 +87,7 @@ export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: C
       auth: { merchant: 'Viewer' },
       params: IdParams,
       responses: { 200: ApiKey, 404: null },
-      handler: async ({ params, principal }) => ok(toApiKey(await keys.GetApiKey({ merchantId: merchantOf(principal) ?? '', id: params.id }))),
+      handler: async ({ params, principal }) => ok(toApiKey(await keys.GetApiKey({ scope: credentialScope(principal), id: params.id }))),
     }),
     defineRoute({
       method: 'DELETE',
@@ -99,7 +99,7 @@ export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: C
       params: IdParams,
       responses: { 204: null, 404: null },
       handler: async ({ params, principal }) => {
-        const key = await keys.RevokeApiKey({ merchantId: merchantOf(principal) ?? '', id: params.id });
+        const key = await keys.RevokeApiKey({ scope: credentialScope(principal), id: params.id });
         feed.apply({ kind: 'api_key', subjectId: key.id, revoked: true, at: present(key.revokedAt, 'revokedAt') });
         return noContent();
       },
@@ -117,9 +117,8 @@ export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: C
       responses: { 200: ApiKey, 400: null, 403: null, 404: null },
       handler: async ({ params, body, principal }) => {
         assertSameId('id', body.id, params.id);
-        await access.assert(principal, body.merchantId);
         const res = await keys.UpdateWebhook({
-          merchantId: body.merchantId.toLowerCase(),
+          scope: await callScope(access, principal, body.merchantId),
           id: params.id,
           setWebhookUrl: body.webhookUrl !== undefined,
           webhookUrl: body.webhookUrl ?? undefined,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CreateMerchantUserRequest, MERCHANT_ROLES, MerchantLoginRequest, MerchantSignInResult, MerchantUser, UpdateMerchantUserRequest, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
+import { merchantCallScope } from '../auth/call-scope.js';
 import type { CredentialFeed } from '../auth/credential-feed.js';
 import { PASSWORD_WORK_DEADLINE_MS, type Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
@@ -40,8 +41,8 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       body: CreateMerchantUserRequest,
       responses: { 201: MerchantUser, 400: null, 404: null, 409: null },
       handler: async ({ params, body, principal }) => {
-        await access.assert(principal, params.id);
-        const user = await users.CreateMerchantUser({ ...body, merchantId: params.id }, { deadlineMs: PASSWORD_WORK_DEADLINE_MS });
+        const scope = await merchantCallScope(access, principal, params.id);
+        const user = await users.CreateMerchantUser({ ...body, scope }, { deadlineMs: PASSWORD_WORK_DEADLINE_MS });
         return created(toMerchantUser(user), `/api/admin/merchants/${params.id}/users/${user.id}`);
       },
     }),
@@ -56,9 +57,9 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       body: UpdateMerchantUserRequest,
       responses: { 200: MerchantUser, 400: null, 404: null },
       handler: async ({ params, body, principal }) => {
-        await access.assert(principal, params.id);
+        const scope = await merchantCallScope(access, principal, params.id);
         const before = Date.now();
-        const user = await users.UpdateMerchantUser({ merchantId: params.id, userId: params.userId, ...body });
+        const user = await users.UpdateMerchantUser({ scope, userId: params.userId, ...body });
         if (body.isActive === false || body.role !== undefined) feed.apply({ kind: 'merchant_user', subjectId: user.id, revoked: true, at: new Date(before).toISOString() });
         return ok(toMerchantUser(user));
       },

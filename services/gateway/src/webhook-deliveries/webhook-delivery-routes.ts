@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ATTEMPT_ERRORS, ATTEMPT_TRIGGERS, DELIVERY_STATUSES, ListWebhookDeliveriesQuery, Paged, ReplayAccepted, toPage, Uuid, WebhookAttempt, WebhookDelivery } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
-import { merchantOf } from '../auth/principal.js';
+import { credentialScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { defineRoute, ok, type RouteSpec } from '../http/route.js';
 import { oneOf, orNull } from '../http/views.js';
@@ -53,8 +53,8 @@ export function webhookDeliveryRoutes(backends: Backends, access: MerchantAccess
       query: ListWebhookDeliveriesQuery,
       responses: { 200: Paged(WebhookDelivery), 400: null, 403: null, 404: null },
       handler: async ({ query, principal }) => {
-        const merchantId = await access.resolve(principal, query.merchantId);
-        const res = await deliveries.ListDeliveries({ merchantId, status: query.status, eventType: query.eventType, page: query.page, pageSize: query.pageSize });
+        const scope = await merchantCallScope(access, principal, query.merchantId);
+        const res = await deliveries.ListDeliveries({ scope, status: query.status, eventType: query.eventType, page: query.page, pageSize: query.pageSize });
         return ok(toPage(res.items.map(toWebhookDelivery), res.totalCount, query));
       },
     }),
@@ -67,7 +67,7 @@ export function webhookDeliveryRoutes(backends: Backends, access: MerchantAccess
       auth: { merchant: 'Viewer' },
       params: IdParams,
       responses: { 200: WebhookDelivery, 404: null },
-      handler: async ({ params, principal }) => ok(toWebhookDelivery(await deliveries.GetDelivery({ merchantId: merchantOf(principal) ?? '', id: params.id }))),
+      handler: async ({ params, principal }) => ok(toWebhookDelivery(await deliveries.GetDelivery({ scope: credentialScope(principal), id: params.id }))),
     }),
     defineRoute({
       method: 'POST',
@@ -80,7 +80,7 @@ export function webhookDeliveryRoutes(backends: Backends, access: MerchantAccess
       params: IdParams,
       responses: { 202: ReplayAccepted, 404: null, 409: null },
       handler: async ({ params, principal }) => {
-        const res = await deliveries.ReplayDelivery({ merchantId: merchantOf(principal) ?? '', id: params.id });
+        const res = await deliveries.ReplayDelivery({ scope: credentialScope(principal), id: params.id });
         return { status: 202, body: { attemptId: res.attemptId } };
       },
     }),

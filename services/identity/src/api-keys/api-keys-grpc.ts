@@ -1,6 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { AdminCreateApiKeyRequest, DomainError, isUuidText, parseOrThrow, WebhookSettings, type ApiKeyEventType } from '@billing/contracts';
-import { recordEvent, type SecretBox, type ServiceImpl } from '@billing/service-runtime';
+import { merchantFilter, recordEvent, requireMerchantScope, requireScope, type CallScope, type SecretBox, type ServiceImpl } from '@billing/service-runtime';
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import { ApiKey } from './api-key.js';
 import { assertWebhookUrlAllowed } from './webhook-url.js';
@@ -24,8 +24,9 @@ export function toApiKeyMessage(k: ApiKey) {
 }
 
 /** A key addressed by id: another merchant's key is indistinguishable from a missing one. */
-async function findKey(em: EntityManager, ref: { merchantId: string; id: string }, lock = false): Promise<ApiKey> {
-  const where = ref.merchantId ? { id: ref.id, merchantId: ref.merchantId } : { id: ref.id };
+async function findKey(em: EntityManager, scope: CallScope, id: string, lock = false): Promise<ApiKey> {
+  if (!isUuidText(id)) throw new DomainError('not_found', 'API key not found.');
+  const where = { id: id.toLowerCase(), ...merchantFilter(scope) };
   const key = await em.findOne(ApiKey, where, lock ? { lockMode: 4 } : {});
   if (!key) throw new DomainError('not_found', 'API key not found.');
   return key;
@@ -39,8 +40,9 @@ function recordEndpointEvent(em: EntityManager, type: ApiKeyEventType, key: ApiK
 export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: boolean }): ServiceImpl<'identity.v1.ApiKeys'> {
   return {
     CreateApiKey: async (req) => {
+      const merchantId = requireMerchantScope(req.scope);
       const input = parseOrThrow(AdminCreateApiKeyRequest, { name: req.name, expiresAt: req.expiresAt });
-      const { apiKey, key, signingSecret } = ApiKey.mint({ merchantId: req.merchantId, name: input.name, expiresAt: input.expiresAt ? new Date(input.expiresAt) : null }, box);
+      const { apiKey, key, signingSecret } = ApiKey.mint({ merchantId, name: input.name, expiresAt: input.expiresAt ? new Date(input.expiresAt) : null }, box);
       await orm.em.fork().transactional(async (em) => {
         em.persist(apiKey);
         recordEndpointEvent(em, 'api_key.created', apiKey);
@@ -51,23 +53,25 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
     ListApiKeys: async (req) => {
       const [items, total] = await orm.em.fork().findAndCount(
         ApiKey,
-        { merchantId: req.merchantId },
+        { merchantId: requireMerchantScope(req.scope) },
         { orderBy: { createdAt: 'desc', id: 'asc' }, limit: req.pageSize, offset: (req.page - 1) * req.pageSize },
       );
       return { items: items.map(toApiKeyMessage), totalCount: total };
     },
 
-    GetApiKey: async (req) => toApiKeyMessage(await findKey(orm.em.fork(), req)),
+    GetApiKey: async (req) => toApiKeyMessage(await findKey(orm.em.fork(), requireScope(req.scope), req.id)),
 
-    RevokeApiKey: async (req) =>
-      orm.em.fork().transactional(async (em) => {
-        const key = await findKey(em, req, true);
+    RevokeApiKey: async (req) => {
+      const scope = requireScope(req.scope);
+      return orm.em.fork().transactional(async (em) => {
+        const key = await findKey(em, scope, req.id, true);
         if (key.revoke()) {
           em.persist(CredentialChange.of('api_key', key.id, true));
           recordEndpointEvent(em, 'api_key.revoked', key);
         }
         return toApiKeyMessage(key);
-      }),
+      });
+    },
 
     AuthenticateApiKey: async (req) => {
       const key = await orm.em.fork().findOne(ApiKey, { keyHash: req.keyHash });
@@ -76,6 +80,7 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
     },
 
     UpdateWebhook: async (req) => {
+      const scope = requireScope(req.scope);
       const change = parseOrThrow(WebhookSettings, {
         webhookUrl: req.setWebhookUrl ? (req.webhookUrl ?? null) : undefined,
         webhookEvents: req.setWebhookEvents ? (req.webhookEventsAll ? null : req.webhookEvents) : undefined,
@@ -83,7 +88,7 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
       });
       if (change.webhookUrl) await assertWebhookUrlAllowed(change.webhookUrl, opts.production);
       return orm.em.fork().transactional(async (em) => {
-        const key = await findKey(em, req, true);
+        const key = await findKey(em, scope, req.id, true);
         key.configureWebhook({ webhookUrl: change.webhookUrl, webhookEvents: change.webhookEvents, webhookEnabled: change.webhookEnabled });
         recordEndpointEvent(em, 'api_key.webhook_configured', key);
         return toApiKeyMessage(key);

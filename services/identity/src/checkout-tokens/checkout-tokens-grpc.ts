@@ -1,5 +1,5 @@
 import { CHECKOUT_SESSION_TTL_SECONDS, DomainError, isUuidText } from '@billing/contracts';
-import type { ServiceImpl } from '@billing/service-runtime';
+import { requireMerchantScope, type ServiceImpl } from '@billing/service-runtime';
 import type { TokenIssuer } from '../signing-keys/token-issuer.js';
 
 /**
@@ -9,9 +9,10 @@ import type { TokenIssuer } from '../signing-keys/token-issuer.js';
 export function checkoutTokensGrpc(issuer: TokenIssuer): ServiceImpl<'identity.v1.CheckoutTokens'> {
   return {
     IssueCheckoutToken: async (req) => {
-      if (!isUuidText(req.sessionId) || !isUuidText(req.merchantId)) throw new DomainError('bad_request', 'sessionId and merchantId must be uuids.');
+      const mid = requireMerchantScope(req.scope);
+      if (!isUuidText(req.sessionId)) throw new DomainError('bad_request', 'sessionId must be a uuid.');
       const sid = req.sessionId.toLowerCase();
-      const { token, expiresAt } = await issuer.issue('checkout', sid, { sid, mid: req.merchantId.toLowerCase(), scope: 'checkout' }, CHECKOUT_SESSION_TTL_SECONDS);
+      const { token, expiresAt } = await issuer.issue('checkout', sid, { sid, mid, scope: 'checkout' }, CHECKOUT_SESSION_TTL_SECONDS);
       return { token, expiresAt: expiresAt.toISOString() };
     },
   };

@@ -1,4 +1,4 @@
-import type { ServiceImpl } from '@billing/service-runtime';
+import { merchantFilter, requireMerchantScope, requireScope, type ServiceImpl } from '@billing/service-runtime';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateMerchantUserRequest, DomainError, MERCHANT_TOKEN_TTL_SECONDS, MerchantLoginRequest, parseOrThrow, UpdateMerchantUserRequest } from '@billing/contracts';
 import { CredentialChange } from '../credential-changes/credential-change.js';
@@ -10,9 +10,10 @@ import { MerchantUser } from './merchant-user.js';
 export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer: TokenIssuer, lockout: LoginLockout): ServiceImpl<'identity.v1.MerchantUsers'> {
   return {
     CreateMerchantUser: async (req) => {
+      const merchantId = requireMerchantScope(req.scope);
       const input = parseOrThrow(CreateMerchantUserRequest, req);
       const em = orm.em.fork();
-      const user = MerchantUser.create({ merchantId: req.merchantId, email: input.email, fullName: input.fullName, role: input.role, passwordHash: await hasher.hash(input.password) });
+      const user = MerchantUser.create({ merchantId, email: input.email, fullName: input.fullName, role: input.role, passwordHash: await hasher.hash(input.password) });
       try {
         await em.persistAndFlush(user);
       } catch (e) {
@@ -23,9 +24,10 @@ export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer:
     },
 
     UpdateMerchantUser: async (req) => {
+      const scope = requireScope(req.scope);
       const change = parseOrThrow(UpdateMerchantUserRequest, { isActive: req.isActive, role: req.role });
       return orm.em.fork().transactional(async (em) => {
-        const user = await em.findOne(MerchantUser, { id: req.userId, merchantId: req.merchantId }, { lockMode: 4 /* pessimistic write */ });
+        const user = await em.findOne(MerchantUser, { id: req.userId, ...merchantFilter(scope) }, { lockMode: 4 /* pessimistic write */ });
         if (!user) throw new DomainError('not_found', 'Merchant user not found.');
         const effect = user.update(change);
         if (effect) em.persist(CredentialChange.of('merchant_user', user.id, effect === 'revoked'));

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DELIVERY_STATUSES, DomainError, isUuidText, pageWindow, type DeliveryStatus } from '@billing/contracts';
-import type { ServiceImpl } from '@billing/service-runtime';
+import { merchantFilter, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { Endpoint } from '../endpoints/endpoint.js';
 import { Attempt, Delivery, Replay } from './delivery.js';
 
@@ -41,9 +41,9 @@ async function attemptsOf(orm: MikroORM, ids: string[]): Promise<Map<string, Att
 }
 
 /** A delivery addressed by id: another merchant's is indistinguishable from a missing one. */
-async function findDelivery(orm: MikroORM, ref: { merchantId: string; id: string }): Promise<Delivery> {
-  if (!isUuidText(ref.id)) throw new DomainError('not_found', 'Webhook delivery not found.');
-  const where = ref.merchantId ? { id: ref.id, merchantId: ref.merchantId } : { id: ref.id };
+async function findDelivery(orm: MikroORM, scope: CallScope, id: string): Promise<Delivery> {
+  if (!isUuidText(id)) throw new DomainError('not_found', 'Webhook delivery not found.');
+  const where = { id: id.toLowerCase(), ...merchantFilter(scope) };
   const d = await orm.em.fork().findOne(Delivery, where);
   if (!d) throw new DomainError('not_found', 'Webhook delivery not found.');
   return d;
@@ -53,9 +53,9 @@ async function findDelivery(orm: MikroORM, ref: { merchantId: string; id: string
 export function deliveriesGrpc(orm: MikroORM, scheduler: { nudge(): void }): ServiceImpl<'webhooks.v1.WebhookDeliveries'> {
   return {
     ListDeliveries: async (req) => {
+      const merchantId = requireMerchantScope(req.scope);
       if (req.status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(req.status)) throw DomainError.field('status', 'Must be one of Pending, Succeeded, Failed.');
-      const where: { merchantId?: string; status?: DeliveryStatus; eventType?: string } = {};
-      if (req.merchantId) where.merchantId = req.merchantId;
+      const where: { merchantId: string; status?: DeliveryStatus; eventType?: string } = { merchantId };
       if (req.status) where.status = req.status as DeliveryStatus;
       if (req.eventType) where.eventType = req.eventType;
       const [items, total] = await orm.em.fork().findAndCount(Delivery, where, { orderBy: { createdAt: 'desc', id: 'asc' }, ...pageWindow(req) });
@@ -64,12 +64,12 @@ export function deliveriesGrpc(orm: MikroORM, scheduler: { nudge(): void }): Ser
     },
 
     GetDelivery: async (req) => {
-      const d = await findDelivery(orm, req);
+      const d = await findDelivery(orm, requireScope(req.scope), req.id);
       return toDeliveryMessage(d, (await attemptsOf(orm, [d.id])).get(d.id)!);
     },
 
     ReplayDelivery: async (req) => {
-      const d = await findDelivery(orm, req);
+      const d = await findDelivery(orm, requireScope(req.scope), req.id);
       const endpoint = await orm.em.fork().findOne(Endpoint, { apiKeyId: d.apiKeyId });
       if (endpoint?.revoked) throw new DomainError('conflict', "The delivery's API key is revoked.");
       const replay = Object.assign(new Replay(), { deliveryId: d.id });
