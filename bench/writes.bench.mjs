@@ -1,8 +1,10 @@
 // Every create and update that writes an outbox event or takes an Idempotency-Key, one row each,
 // through the gateway with an API key and a fresh Idempotency-Key per request, beside a bare
 // fastify doing one INSERT per request (bench/baseline/fastify-insert.mjs) with the same load in
-// the same run: measured before the first and after the last write row, and each row's ratio is
-// to the mean of the two, so a machine slowing down during the run shows as a gap between them.
+// the same run. The baseline is measured right before every row (as many requests, after the
+// same warm-up) and each row's ratio is to its own baseline, so that load from elsewhere on a
+// shared machine, which comes and goes within a run, skews a ratio less than it skews req/s.
+// The baseline rows show the first and the slowest and fastest of those measurements.
 //
 // Rows chain: the members created by the Members row receive the payment methods and the
 // subscriptions, and the subscriptions created are then paused, resumed and cancelled; every
@@ -45,15 +47,19 @@ export async function run({ platform, connections = 64 }) {
 
   const baselineProc = await spawnWithPort(path.join(here, 'baseline/fastify-insert.mjs'), { DATABASE_URL: platform.databaseUrl });
   const scratch = Array.from({ length: total }, () => ({ body: { memberId: randomUUID(), planId: randomUUID() } }));
+  const baselines = [];
   const baselineRun = async () => {
     const url = `http://127.0.0.1:${baselineProc.port}/scratch`;
     await loadRequests({ url, connections, headers: {}, requests: scratch.slice(0, WARMUP) });
-    return loadRequests({ url, connections, headers: {}, requests: scratch.slice(WARMUP) });
+    const b = await loadRequests({ url, connections, headers: {}, requests: scratch.slice(WARMUP) });
+    baselines.push(b);
+    return b;
   };
 
   const rows = [];
   /** Sends `requests` (WARMUP warm-up ones, then REQUESTS measured) and records a row unless filtered out. */
   const measureRow = async (label, requests) => {
+    const baseline = await baselineRun();
     const warm = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(0, WARMUP) });
     const watched = await watchProcesses(platform);
     const real = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(WARMUP) });
@@ -66,12 +72,10 @@ export async function run({ platform, connections = 64 }) {
     }
     const bad = { ...warm.statuses, ...real.statuses };
     for (const s of Object.keys(bad)) if (Number(s) < 200 || Number(s) >= 300) console.warn(`bench: ${label}: statuses ${JSON.stringify(real.statuses)} (warm-up ${JSON.stringify(warm.statuses)})`);
-    if (ONLY.length === 0 || ONLY.some((s) => label.includes(s))) rows.push({ name: label, connections, ...real });
+    if (ONLY.length === 0 || ONLY.some((s) => label.includes(s))) rows.push({ name: label, connections, ...real, ratio: real.rps / baseline.rps });
   };
 
-  let baseline1;
   try {
-    baseline1 = await baselineRun();
 
     // Members: a new email each (the ids are read back below for the rows that need members).
     const memberBodies = Array.from({ length: total * 2 }, (_, i) => ({ merchantId, email: `w${i}-${tag}@bench.example.com`, firstName: 'Bench', lastName: `Member ${i}` }));
@@ -120,15 +124,15 @@ export async function run({ platform, connections = 64 }) {
       Array.from({ length: total }, () => ({ path: '/api/Checkout/links', body: { merchantId, planId: plan.id, returnUrl: 'http://127.0.0.1/return', apiKeyId } })),
     );
 
-    const baseline2 = await baselineRun();
-    const base = (baseline1.rps + baseline2.rps) / 2;
+    const byRps = [...baselines].sort((a, b) => a.rps - b.rps);
     const loadedRss = rss();
     console.log('bench: RSS MB (idle → after the write rows)');
     for (const n of Object.keys(idleRss)) console.log(`  ${n.padEnd(16)} ${idleRss[n]?.toFixed(0) ?? '?'} → ${loadedRss[n]?.toFixed(0) ?? '?'}`);
     return [
-      { name: 'baseline: fastify + one INSERT (before)', connections, ...baseline1 },
-      ...rows.map((r) => ({ ...r, ratio: r.rps / base })),
-      { name: 'baseline: fastify + one INSERT (after)', connections, ...baseline2 },
+      { name: 'baseline: fastify + one INSERT (first)', connections, ...baselines[0] },
+      { name: 'baseline: fastify + one INSERT (slowest)', connections, ...byRps[0] },
+      { name: 'baseline: fastify + one INSERT (fastest)', connections, ...byRps.at(-1) },
+      ...rows,
       ...Object.keys(idleRss).map((n) => ({ name: `RSS MB ${n}: idle ${idleRss[n]?.toFixed(0)}, loaded ${loadedRss[n]?.toFixed(0)}` })),
     ];
   } finally {

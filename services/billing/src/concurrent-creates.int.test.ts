@@ -12,6 +12,7 @@ import { paymentMethodsGrpc } from './payment-methods/payment-methods-grpc.js';
 import type { PaymentProviders } from './payment-provider/payment-providers.js';
 import { plansGrpc } from './plans/plans-grpc.js';
 import { productsGrpc } from './products/products-grpc.js';
+import { questionsGrpc } from './questions/questions-grpc.js';
 import { subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
 
 // The billing gRPC handlers against a real Postgres database of their own: the uniqueness
@@ -169,5 +170,16 @@ describe('payment methods', () => {
     expect(added.slice(0, 10).map((a) => a.paymentMethod!.rank).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(added[10]!.paymentMethod!.rank).toBe(1);
     expect(await count(`select count(*) as n from billing.outbox where type = 'payment_method.added' and merchant_id = ?`, [merchantId])).toBe(11);
+  });
+});
+
+describe('questions', () => {
+  it('gives 10 concurrent creates without an order the orders 1..10 after the last one', async () => {
+    const { merchantId } = await merchantWithPlan();
+    const scope = { kind: 'merchantId' as const, merchantId };
+    const product = await productsGrpc(orm).CreateProduct({ scope, name: 'Quiz' });
+    const questions = questionsGrpc(orm);
+    const created = await Promise.all(Array.from({ length: 10 }, (_, i) => questions.CreateQuestion({ scope, productId: product.id, text: `Q${i}?`, kind: 'Text', required: false, optionLabels: [] })));
+    expect(created.map((q) => q.order).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
   });
 });

@@ -1,8 +1,8 @@
-import { requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
+import { GroupWrite, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { pageWindow } from '@billing/contracts';
-import { findScoped } from '../merchant-scope.js';
-import { findProduct } from '../products/products-grpc.js';
+import { findManyById, findScoped, pickScoped } from '../merchant-scope.js';
+import { Product } from '../products/product.js';
 import { Plan } from './plan.js';
 
 /** A plan addressed by id: another merchant's plan is indistinguishable from a missing one. */
@@ -10,15 +10,37 @@ export function findPlan(em: EntityManager, scope: CallScope, id: string, opts: 
   return findScoped(em, Plan, scope, id, 'Plan', opts);
 }
 
+type NewPlan = Omit<Parameters<typeof Plan.create>[0], 'merchantId' | 'productId'> & { scope: CallScope; productId: string };
+type PlanChange = { scope: CallScope; id: string; name?: string | null; isActive?: boolean | null };
+
 export function plansGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Plans'> {
+  /** Group-committed: the creates that arrive together share one read of their products and one insert. */
+  const creates = new GroupWrite(orm, {
+    load: (em: EntityManager, items: readonly NewPlan[]) => findManyById(em, Product, items.map((p) => p.productId)),
+    apply: (em: EntityManager, { scope, productId, ...input }: NewPlan, products: Map<string, Product>) => {
+      const product = pickScoped(products, scope, productId, 'Product');
+      const plan = Plan.create({ ...input, merchantId: product.merchantId, productId: product.id });
+      em.persist(plan);
+      return plan.toMessage();
+    },
+  });
+  /** Group-committed under the plans' row locks; one plan's updates never share a batch. */
+  const updates = new GroupWrite(
+    orm,
+    {
+      load: (em: EntityManager, items: readonly PlanChange[]) => findManyById(em, Plan, items.map((c) => c.id), { lock: true }),
+      apply: (_em: EntityManager, change: PlanChange, plans: Map<string, Plan>) => {
+        const plan = pickScoped(plans, change.scope, change.id, 'Plan');
+        plan.update({ name: change.name, isActive: change.isActive });
+        return plan.toMessage();
+      },
+    },
+    { keyOf: (c) => c.id.toLowerCase() },
+  );
   return {
     CreatePlan: async (req) => {
       const merchantId = requireMerchantScope(req.scope);
-      const em = orm.em.fork();
-      const product = await findProduct(em, { kind: 'merchant', merchantId }, req.productId);
-      const plan = Plan.create({ ...req, merchantId: product.merchantId, productId: product.id, amountMinor: Number(req.amountMinor) });
-      await em.persistAndFlush(plan);
-      return plan.toMessage();
+      return creates.run({ ...req, scope: { kind: 'merchant', merchantId }, amountMinor: Number(req.amountMinor) });
     },
 
     GetPlan: async (req) => (await findPlan(orm.em.fork(), requireScope(req.scope), req.id)).toMessage(),
@@ -31,13 +53,6 @@ export function plansGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Plans'> {
       return { items: items.map((p) => p.toMessage()), totalCount: total };
     },
 
-    UpdatePlan: async (req) => {
-      const scope = requireScope(req.scope);
-      return orm.em.fork().transactional(async (em) => {
-        const plan = await findPlan(em, scope, req.id, { lock: true });
-        plan.update({ name: req.name, isActive: req.isActive });
-        return plan.toMessage();
-      });
-    },
+    UpdatePlan: async (req) => updates.run({ scope: requireScope(req.scope), id: req.id, name: req.name, isActive: req.isActive }),
   };
 }

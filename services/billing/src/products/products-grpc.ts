@@ -1,4 +1,4 @@
-import { requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
+import { GroupWrite, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { ForeignKeyConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateProductRequest, DomainError, pageWindow, parseOrThrow } from '@billing/contracts';
 import { findScoped } from '../merchant-scope.js';
@@ -10,18 +10,25 @@ export function findProduct(em: EntityManager, scope: CallScope, id: string, opt
 }
 
 export function productsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Products'> {
+  /** Group-committed: the creates that arrive together are one multi-row insert. */
+  const creates = new GroupWrite(orm, {
+    load: async () => undefined,
+    apply: (em: EntityManager, product: Product) => {
+      em.persist(product);
+      return product.toMessage();
+    },
+  });
   return {
     CreateProduct: async (req) => {
       const merchantId = requireMerchantScope(req.scope);
       const input = parseOrThrow(CreateProductRequest, { ...req, merchantId });
       const product = Product.create({ ...input, merchantId });
       try {
-        await orm.em.fork().persistAndFlush(product);
+        return await creates.run(product);
       } catch (e) {
         if (e instanceof ForeignKeyConstraintViolationException) throw new DomainError('merchant_not_found', 'Merchant not found.');
         throw e;
       }
-      return product.toMessage();
     },
 
     GetProduct: async (req) => (await findProduct(orm.em.fork(), requireScope(req.scope), req.id)).toMessage(),

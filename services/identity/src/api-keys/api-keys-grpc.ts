@@ -1,6 +1,6 @@
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { AdminCreateApiKeyRequest, DomainError, isUuidText, parseOrThrow, WebhookSettings, type ApiKeyEventType } from '@billing/contracts';
-import { merchantFilter, recordEvent, requireMerchantScope, requireScope, type CallScope, type SecretBox, type ServiceImpl } from '@billing/service-runtime';
+import { GroupWrite, merchantFilter, recordEvent, requireMerchantScope, requireScope, type CallScope, type SecretBox, type ServiceImpl } from '@billing/service-runtime';
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import { ApiKey } from './api-key.js';
 import { assertWebhookUrlAllowed } from './webhook-url.js';
@@ -24,12 +24,19 @@ export function toApiKeyMessage(k: ApiKey) {
 }
 
 /** A key addressed by id: another merchant's key is indistinguishable from a missing one. */
-async function findKey(em: EntityManager, scope: CallScope, id: string, lock = false): Promise<ApiKey> {
+async function findKey(em: EntityManager, scope: CallScope, id: string): Promise<ApiKey> {
   if (!isUuidText(id)) throw new DomainError('not_found', 'API key not found.');
   const where = { id: id.toLowerCase(), ...merchantFilter(scope) };
-  const key = await em.findOne(ApiKey, where, lock ? { lockMode: 4 } : {});
+  const key = await em.findOne(ApiKey, where);
   if (!key) throw new DomainError('not_found', 'API key not found.');
   return key;
+}
+
+/** A change of one key (and the events it records), made under the key's row lock. */
+interface KeyChange {
+  scope: CallScope;
+  id: string;
+  change: (key: ApiKey, em: EntityManager) => void;
 }
 
 /** Announces the key's endpoint state to the webhooks read model, in the caller's transaction. */
@@ -38,15 +45,41 @@ function recordEndpointEvent(em: EntityManager, type: ApiKeyEventType, key: ApiK
 }
 
 export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: boolean }): ServiceImpl<'identity.v1.ApiKeys'> {
+  /** Group-committed: the creates that arrive together share one transaction (keys and events). */
+  const creates = new GroupWrite(orm, {
+    load: async () => undefined,
+    apply: (em: EntityManager, apiKey: ApiKey) => {
+      em.persist(apiKey);
+      recordEndpointEvent(em, 'api_key.created', apiKey);
+    },
+  });
+  /**
+   * Changes of a key and their events under its row lock, group-committed: the changes that
+   * arrive together share one locking read and one transaction; one key's never share a batch.
+   */
+  const changes = new GroupWrite(
+    orm,
+    {
+      load: async (em: EntityManager, items: readonly KeyChange[]) => {
+        const ids = [...new Set(items.filter((c) => isUuidText(c.id)).map((c) => c.id.toLowerCase()))];
+        const keys = ids.length ? await em.find(ApiKey, { id: { $in: ids } }, { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' } }) : [];
+        return new Map(keys.map((k) => [k.id, k]));
+      },
+      apply: (em: EntityManager, c: KeyChange, keys: Map<string, ApiKey>) => {
+        const key = isUuidText(c.id) ? keys.get(c.id.toLowerCase()) : undefined;
+        if (!key || (c.scope.kind === 'merchant' && key.merchantId !== c.scope.merchantId)) throw new DomainError('not_found', 'API key not found.');
+        c.change(key, em);
+        return toApiKeyMessage(key);
+      },
+    },
+    { keyOf: (c) => c.id.toLowerCase() },
+  );
   return {
     CreateApiKey: async (req) => {
       const merchantId = requireMerchantScope(req.scope);
       const input = parseOrThrow(AdminCreateApiKeyRequest, { name: req.name, expiresAt: req.expiresAt });
       const { apiKey, key, signingSecret } = ApiKey.mint({ merchantId, name: input.name, expiresAt: input.expiresAt ? new Date(input.expiresAt) : null }, box);
-      await orm.em.fork().transactional(async (em) => {
-        em.persist(apiKey);
-        recordEndpointEvent(em, 'api_key.created', apiKey);
-      });
+      await creates.run(apiKey);
       return { apiKey: toApiKeyMessage(apiKey), key, signingSecret };
     },
 
@@ -63,13 +96,14 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
 
     RevokeApiKey: async (req) => {
       const scope = requireScope(req.scope);
-      return orm.em.fork().transactional(async (em) => {
-        const key = await findKey(em, scope, req.id, true);
-        if (key.revoke()) {
+      return changes.run({
+        scope,
+        id: req.id,
+        change: (key, em) => {
+          if (!key.revoke()) return;
           em.persist(CredentialChange.of('api_key', key.id, true));
           recordEndpointEvent(em, 'api_key.revoked', key);
-        }
-        return toApiKeyMessage(key);
+        },
       });
     },
 
@@ -87,11 +121,13 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
         webhookEnabled: req.webhookEnabled,
       });
       if (change.webhookUrl) await assertWebhookUrlAllowed(change.webhookUrl, opts.production);
-      return orm.em.fork().transactional(async (em) => {
-        const key = await findKey(em, scope, req.id, true);
-        key.configureWebhook({ webhookUrl: change.webhookUrl, webhookEvents: change.webhookEvents, webhookEnabled: change.webhookEnabled });
-        recordEndpointEvent(em, 'api_key.webhook_configured', key);
-        return toApiKeyMessage(key);
+      return changes.run({
+        scope,
+        id: req.id,
+        change: (key, em) => {
+          key.configureWebhook({ webhookUrl: change.webhookUrl, webhookEvents: change.webhookEvents, webhookEnabled: change.webhookEnabled });
+          recordEndpointEvent(em, 'api_key.webhook_configured', key);
+        },
       });
     },
 
