@@ -1,4 +1,4 @@
-import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
 import { toMajorUnits } from '@billing/money';
 import { queryRows, recordEvent, type Logger } from '@billing/service-runtime';
@@ -12,7 +12,19 @@ import { Plan } from '../plans/plan.js';
 import { recordSubscriptionEvents } from '../subscriptions/subscriptions-grpc.js';
 import { parseRetryOffsets, Subscription, type DunningPolicy } from '../subscriptions/subscription.js';
 import { Transaction, transactionEventData } from '../transactions/transaction.js';
-import { insertEvents, insertTransactions, recordOutcomes, releaseRefunds, releaseUnconfirmed, saveBillingStates, type PendingEvent, type RecordedOutcome } from './billing-run-store.js';
+import {
+  insertEvents,
+  insertTransactions,
+  loadPaymentMethods,
+  loadSubscriptions,
+  recordOutcomes,
+  releaseRefunds,
+  releaseUnconfirmed,
+  saveBillingStates,
+  type ChargeableMethod,
+  type PendingEvent,
+  type RecordedOutcome,
+} from './billing-run-store.js';
 
 /** Counts of one billing run (see proto/billing/v1/billing_runs.proto). */
 export interface BillingRunResult {
@@ -263,13 +275,11 @@ export class BillingRun {
         [this.asOf.toISOString(), this.excludedIds(), this.opts.chunkSize],
       );
       if (rows.length === 0) return null;
-      // Read without the unit of work (no identity map, no snapshots): the chunk's writes are bulk statements below.
-      const read = { disableIdentityMap: true } as const;
-      const subs = await em.find(Subscription, { id: { $in: rows.map((r) => r.id) } }, read);
+      const subs = await loadSubscriptions(em, rows.map((r) => r.id));
       const merchants = await merchantsById(em, subs.map((s) => s.merchantId));
-      const plans = new Map((await em.find(Plan, { id: { $in: [...new Set(subs.map((s) => s.planId))] } }, read)).map((p) => [p.id, p]));
-      const methods = new Map<string, PaymentMethod[]>();
-      for (const pm of await em.find(PaymentMethod, { memberId: { $in: [...new Set(subs.map((s) => s.memberId))] } }, { ...read, orderBy: { memberId: 'asc', rank: 'asc' } })) {
+      const plans = new Map((await em.find(Plan, { id: { $in: [...new Set(subs.map((s) => s.planId))] } }, { disableIdentityMap: true })).map((p) => [p.id, p]));
+      const methods = new Map<string, ChargeableMethod[]>();
+      for (const pm of await loadPaymentMethods(em, { memberIds: [...new Set(subs.map((s) => s.memberId))] })) {
         const list = methods.get(pm.memberId);
         if (list) list.push(pm);
         else methods.set(pm.memberId, [pm]);
@@ -378,7 +388,7 @@ async function subscriptionsById(em: EntityManager, ids: string[]): Promise<Map<
 /** Merchants and payment methods a caller has loaded already (read in the claim of a chunk). */
 interface Known {
   merchants?: Map<string, Merchant>;
-  methods?: Map<string, PaymentMethod>;
+  methods?: Map<string, ChargeableMethod>;
 }
 
 /** A claimed chunk: its Processing charges, and what was read to make them. */
@@ -391,7 +401,7 @@ export async function callProviderFor(orm: MikroORM, providers: PaymentProviders
     const em = orm.em.fork();
     const merchants = known.merchants ?? (await merchantsById(em, txns.map((t) => t.merchantId)));
     const pmIds = [...new Set(txns.map((t) => t.paymentMethodId).filter((id): id is string => id !== null && !known.methods?.has(id)))];
-    const methods = new Map([...(known.methods ?? []), ...(pmIds.length ? await em.find(PaymentMethod, { id: { $in: pmIds } }, { disableIdentityMap: true }) : []).map((pm) => [pm.id, pm] as const)]);
+    const methods = new Map([...(known.methods ?? []), ...(await loadPaymentMethods(em, { ids: pmIds })).map((pm) => [pm.id, pm] as const)]);
     const originalIds = [...new Set(txns.filter((t) => t.kind === 'Refund').map((t) => t.originalTransactionId!))];
     const originals = new Map((originalIds.length ? await em.find(Transaction, { id: { $in: originalIds } }, { disableIdentityMap: true }) : []).map((t) => [t.id, t]));
     return inPool(txns, concurrency, (t) => {
@@ -402,7 +412,7 @@ export async function callProviderFor(orm: MikroORM, providers: PaymentProviders
 
 
 /** The provider call a transaction stands for, made (or repeated) with its id as the idempotency key. */
-export function callFor(provider: PaymentProvider, t: Transaction, methods: Map<string, PaymentMethod>, originals: Map<string, Transaction>): Promise<CallOutcome> {
+export function callFor(provider: PaymentProvider, t: Transaction, methods: Map<string, ChargeableMethod>, originals: Map<string, Transaction>): Promise<CallOutcome> {
   if (t.kind === 'Refund') {
     const charge = originals.get(t.originalTransactionId!);
     if (!charge?.providerRef) return Promise.resolve({ status: 'Failed', providerRef: `none:${t.id}`, failureReason: 'charge_not_found' });
@@ -432,10 +442,8 @@ export async function applyCallOutcomes(orm: MikroORM, txns: Transaction[], outc
   await orm.em.fork().transactional(async (em) => {
     // Subscriptions first and in id order (the lock order of every writer of a chunk), locked
     // for the read-modify-write of their billing state below.
-    const subIds = [...new Set(txns.filter((t) => t.kind === 'Charge' && t.subscriptionId).map((t) => t.subscriptionId!))].sort();
-    const subs = new Map(
-      (subIds.length ? await em.find(Subscription, { id: { $in: subIds } }, { disableIdentityMap: true, lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' } }) : []).map((s) => [s.id, s]),
-    );
+    const subIds = [...new Set(txns.filter((t) => t.kind === 'Charge' && t.subscriptionId).map((t) => t.subscriptionId!))];
+    const subs = new Map((await loadSubscriptions(em, subIds, { lock: true })).map((s) => [s.id, s]));
     const planIds = [...new Set([...subs.values()].map((s) => s.planId))];
     const plans = new Map((planIds.length ? await em.find(Plan, { id: { $in: planIds } }, { disableIdentityMap: true }) : []).map((p) => [p.id, p]));
 
