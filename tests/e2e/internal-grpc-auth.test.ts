@@ -19,16 +19,16 @@ function signingClient(credentials: grpc.ChannelCredentials) {
 }
 const asService = (service: string) => grpc.credentials.createSsl(pem('ca.crt'), pem(`${service}.key`), pem(`${service}.crt`));
 
-function getSigningSecret(client: grpc.Client & Record<string, Function>, apiKeyId: string, metadata = new grpc.Metadata()) {
+function getSigningSecret(client: grpc.Client & Record<string, Function>, key: { id: string; merchantId: string }, metadata = new grpc.Metadata()) {
   return new Promise<{ code: grpc.status; reply?: { signingSecret: string } }>((resolve) =>
-    client.GetSigningSecret!({ apiKeyId }, metadata, { deadline: new Date(Date.now() + 5000) }, (err: grpc.ServiceError | null, reply: { signingSecret: string }) =>
+    client.GetSigningSecret!({ scope: { merchantId: key.merchantId }, apiKeyId: key.id }, metadata, { deadline: new Date(Date.now() + 5000) }, (err: grpc.ServiceError | null, reply: { signingSecret: string }) =>
       resolve(err ? { code: err.code } : { code: grpc.status.OK, reply }),
     ),
   );
 }
 
 describe('identity gRPC answers only authenticated, authorised services', () => {
-  let key: { id: string; signingSecret: string };
+  let key: { id: string; merchantId: string; signingSecret: string };
   const clients: grpc.Client[] = [];
   const client = (credentials: grpc.ChannelCredentials) => {
     const c = signingClient(credentials);
@@ -39,20 +39,20 @@ describe('identity gRPC answers only authenticated, authorised services', () => 
   beforeAll(async () => {
     const api = apiClient(inject('gatewayUrl'));
     const merchant = await createMerchant(api, inject('adminToken'));
-    key = await createApiKey(api, inject('adminToken'), merchant.id);
+    key = { ...(await createApiKey(api, inject('adminToken'), merchant.id)), merchantId: merchant.id };
   });
   afterAll(() => clients.forEach((c) => c.close()));
 
   it('refuses a plaintext call, even one naming itself webhooks in metadata', async () => {
     const md = new grpc.Metadata();
     md.set('x-internal-caller', 'webhooks');
-    const res = await getSigningSecret(client(grpc.credentials.createInsecure()), key.id, md);
+    const res = await getSigningSecret(client(grpc.credentials.createInsecure()), key, md);
     expect(res.code).toBe(grpc.status.UNAVAILABLE);
     expect(res.reply).toBeUndefined();
   });
 
   it('refuses a TLS call without a client certificate', async () => {
-    const res = await getSigningSecret(client(grpc.credentials.createSsl(pem('ca.crt'))), key.id);
+    const res = await getSigningSecret(client(grpc.credentials.createSsl(pem('ca.crt'))), key);
     expect(res.code).not.toBe(grpc.status.OK);
     expect(res.reply).toBeUndefined();
   });
@@ -60,17 +60,17 @@ describe('identity gRPC answers only authenticated, authorised services', () => 
   it("refuses billing's certificate for WebhookSigning.GetSigningSecret, whatever its metadata says", async () => {
     const md = new grpc.Metadata();
     md.set('x-internal-caller', 'webhooks');
-    const res = await getSigningSecret(client(asService('billing')), key.id, md);
+    const res = await getSigningSecret(client(asService('billing')), key, md);
     expect(res.code).toBe(grpc.status.PERMISSION_DENIED);
     expect(res.reply).toBeUndefined();
   });
 
   it("refuses the gateway's certificate for WebhookSigning.GetSigningSecret", async () => {
-    expect((await getSigningSecret(client(asService('gateway')), key.id)).code).toBe(grpc.status.PERMISSION_DENIED);
+    expect((await getSigningSecret(client(asService('gateway')), key)).code).toBe(grpc.status.PERMISSION_DENIED);
   });
 
   it("answers the webhooks service's certificate with the key's signing secret", async () => {
-    const res = await getSigningSecret(client(asService('webhooks')), key.id);
+    const res = await getSigningSecret(client(asService('webhooks')), key);
     expect(res.code).toBe(grpc.status.OK);
     expect(res.reply?.signingSecret).toBe(key.signingSecret);
   });

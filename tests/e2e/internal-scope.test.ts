@@ -129,6 +129,7 @@ describe('identity refuses internal calls that name no scope', () => {
     refused(await call('identity', 'identity.v1.ApiKeys', 'CreateApiKey', { ...scope, name: 'no scope' }));
     refused(await call('identity', 'identity.v1.MerchantUsers', 'UpdateMerchantUser', { ...scope, userId: randomUUID(), isActive: false }));
     refused(await call('identity', 'identity.v1.CheckoutTokens', 'IssueCheckoutToken', { ...scope, sessionId: randomUUID() }, 'checkout'));
+    refused(await call('identity', 'identity.v1.WebhookSigning', 'GetSigningSecret', { ...scope, apiKeyId: keyOfA }, 'webhooks'));
     const key = await call('identity', 'identity.v1.ApiKeys', 'GetApiKey', { ...merchantScope(a), id: keyOfA });
     const { id, revokedAt } = key.reply as { id: string; revokedAt?: string };
     expect({ id, revoked: Boolean(revokedAt) }).toEqual({ id: keyOfA, revoked: false });
@@ -137,6 +138,8 @@ describe('identity refuses internal calls that name no scope', () => {
   it("a merchant scope does not reach another merchant's key; the platform does not list every merchant's", async () => {
     expect((await call('identity', 'identity.v1.ApiKeys', 'GetApiKey', { ...merchantScope(b), id: keyOfA })).code).toBe(grpc.status.NOT_FOUND);
     expect((await call('identity', 'identity.v1.ApiKeys', 'RevokeApiKey', { ...merchantScope(b), id: keyOfA })).code).toBe(grpc.status.NOT_FOUND);
+    expect((await call('identity', 'identity.v1.WebhookSigning', 'GetSigningSecret', { ...merchantScope(b), apiKeyId: keyOfA }, 'webhooks')).code).toBe(grpc.status.NOT_FOUND);
+    expect((await call('identity', 'identity.v1.WebhookSigning', 'GetSigningSecret', { ...merchantScope(a), apiKeyId: keyOfA }, 'webhooks')).code).toBe(grpc.status.OK);
     refused(await call('identity', 'identity.v1.ApiKeys', 'ListApiKeys', { ...PLATFORM, page: 1, pageSize: 50 }));
     expect((await call('identity', 'identity.v1.ApiKeys', 'GetApiKey', { ...PLATFORM, id: keyOfA })).code).toBe(grpc.status.OK);
   });

@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { DomainError, ERROR_CODES, type ErrorCode } from '@billing/contracts';
 import { SERVICE_FILES, type ServiceDefinitions, type ServiceName } from '@billing/proto-types';
-import { currentTraceId, recordRpcCall } from '@billing/telemetry';
+import { context, currentTraceId, incomingContext, injectTraceHeaders, propagatesContextManually, recordRpcCall } from '@billing/telemetry';
 import { callerOf, clientCredentialsFor, serverCredentialsFor, serverNameOptions, type GrpcPeer } from './grpc-transport.js';
 import type { Logger } from './logger.js';
 import { invalidTextError } from './database.js';
@@ -176,7 +176,8 @@ const callerRules = new WeakMap<grpc.Server, CallerRules>();
  * (UNAUTHENTICATED without a verified certificate, PERMISSION_DENIED for another service), maps
  * DomainError to status + metadata, logs anything else with the trace id before answering
  * INTERNAL without internals, and records the call's duration and status. (Server spans,
- * continuing the caller's trace, come from OpenTelemetry's grpc-js instrumentation.)
+ * continuing the caller's trace, come from OpenTelemetry's grpc-js instrumentation; without
+ * recording, the handler runs in the caller's trace context restored here.)
  */
 function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl, allowedCallers: (method: string) => ReadonlySet<string>): grpc.UntypedServiceImplementation {
   const out: grpc.UntypedServiceImplementation = {};
@@ -192,7 +193,9 @@ function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl, a
         done(refusal.code ?? grpc.status.PERMISSION_DENIED);
         return callback(refusal);
       }
-      fn(call.request, call).then(
+      // The caller's trace context, when no instrumentation restores it (spans not recorded).
+      const handled = propagatesContextManually() ? context.with(incomingContext(call.metadata.getMap()), () => fn(call.request, call)) : fn(call.request, call);
+      handled.then(
         (res) => {
           done(grpc.status.OK);
           callback(null, res as object);
@@ -300,8 +303,10 @@ export function createClient<N extends ServiceName>(
   for (const method of Object.keys(Ctor.service)) {
     api[method] = (req: unknown, opts: CallOptions = {}) =>
       new Promise((res, rej) => {
-        // The trace context is added by OpenTelemetry's grpc-js instrumentation.
+        // The trace context: added here when spans are not recorded, else by OpenTelemetry's
+        // grpc-js instrumentation (with the client span as parent).
         const md = new grpc.Metadata();
+        if (propagatesContextManually()) for (const [k, v] of Object.entries(injectTraceHeaders())) md.set(k, v);
         for (const [k, v] of Object.entries(opts.metadata ?? {})) md.set(k, v);
         const deadline = new Date(Date.now() + (opts.deadlineMs ?? defaultDeadlineMs));
         client[method]!(req, md, { deadline }, (err: grpc.ServiceError | null, reply: unknown) =>

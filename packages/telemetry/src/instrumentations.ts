@@ -12,11 +12,12 @@ const UNTRACED_PATHS = /^\/(?:health(?:\/.*)?|metrics)(?:\?|$)/;
 export type InstrumentationName = 'http' | 'undici' | 'fastify' | 'grpc' | 'pg';
 
 /**
- * The ones that carry W3C trace context across a hop (incoming HTTP, gRPC metadata, outgoing
- * webhook requests). The others (fastify's hooks, pg's queries) only ever add spans, so they are
- * not loaded when spans are not recorded: they would wrap every hook and query for nothing.
+ * Loaded even when spans are not recorded: undici's carries trace context on outgoing requests
+ * (webhook deliveries, the payment provider). Incoming HTTP and gRPC are then propagated by
+ * `incomingContext`/`injectTraceHeaders` (see `propagatesContextManually`), and fastify's and
+ * pg's instrumentations only ever add spans, so they would wrap every hook and query for nothing.
  */
-const PROPAGATING: ReadonlySet<InstrumentationName> = new Set(['http', 'undici', 'grpc']);
+const PROPAGATING: ReadonlySet<InstrumentationName> = new Set(['undici']);
 
 /**
  * OpenTelemetry's own instrumentations of the libraries every hop goes through. Outgoing calls
@@ -24,7 +25,7 @@ const PROPAGATING: ReadonlySet<InstrumentationName> = new Set(['http', 'undici',
  * delivered), so pools, polls and housekeeping start no traces of their own. Query parameters
  * are never recorded (pg's `enhancedDatabaseReporting` stays off).
  *
- * `recording` false (nowhere to export spans): only the propagating ones. `disabled`: names an
+ * `recording` false (nowhere to export spans): only the propagating one. `disabled`: names an
  * operator turned off (`OTEL_NODE_DISABLED_INSTRUMENTATIONS`, as in OpenTelemetry's
  * auto-instrumentations for Node).
  */

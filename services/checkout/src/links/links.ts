@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
-import { scopeOfMerchant, sha256Hex } from '@billing/service-runtime';
+import { PLATFORM_SCOPE, scopeOfMerchant, sha256Hex } from '@billing/service-runtime';
+import type { Scope } from '@billing/proto-types/common/v1/Scope';
 import type { CheckoutLink__Output as CheckoutLink } from '@billing/proto-types/checkout/v1/CheckoutLink';
 import type { ResolveLinkReply__Output as ResolveLinkReply } from '@billing/proto-types/checkout/v1/ResolveLinkReply';
 import type { CheckoutBackends } from '../backends.js';
@@ -34,10 +35,14 @@ export class Links {
     private readonly opts: LinkOptions,
   ) {}
 
-  /** The key's merchant and signing secret, or undefined when it is unknown, revoked or expired. */
-  private async usableKey(apiKeyId: string, now: Date): Promise<SigningKey | undefined> {
+  /**
+   * The key's merchant and signing secret, or undefined when it is unknown (to `scope`), revoked
+   * or expired. Creating a link asks in the merchant's scope; resolving one asks in the platform
+   * scope, since the anonymous link's claimed merchant is only checked against the key's after.
+   */
+  private async usableKey(scope: Scope, apiKeyId: string, now: Date): Promise<SigningKey | undefined> {
     try {
-      const key = await this.backends.signing.GetSigningSecret({ apiKeyId });
+      const key = await this.backends.signing.GetSigningSecret({ scope, apiKeyId });
       if (key.revoked || (key.expiresAt && new Date(key.expiresAt) <= now)) return undefined;
       return { merchantId: key.merchantId.toLowerCase(), secret: key.signingSecret };
     } catch (e) {
@@ -63,7 +68,7 @@ export class Links {
     if (!Number.isInteger(minutes) || minutes < 1 || minutes > MAX_LINK_MINUTES) throw DomainError.field('expiresInMinutes', `Must be 1 to ${MAX_LINK_MINUTES}.`);
     const urlProblem = returnUrlProblem(req.returnUrl, this.opts.production);
     if (urlProblem) throw DomainError.field('returnUrl', urlProblem);
-    const key = await this.usableKey(req.apiKeyId, now);
+    const key = await this.usableKey(scopeOfMerchant(req.merchantId), req.apiKeyId, now);
     if (!key || key.merchantId !== req.merchantId) throw DomainError.field('apiKeyId', 'Must be an API key of this merchant that is neither revoked nor expired.');
     const plan = await this.planUsable(req.merchantId, req.planId);
     if (plan === 'missing') throw new DomainError('not_found', 'Plan not found.');
@@ -96,7 +101,7 @@ export class Links {
     const now = new Date();
     const payload = decodeLink(d);
     if (!payload || returnUrlProblem(payload.returnUrl, this.opts.production)) return { outcome: 'InvalidSignature' };
-    const key = await this.usableKey(payload.kid, now);
+    const key = await this.usableKey(PLATFORM_SCOPE, payload.kid, now);
     if (!key) return { outcome: 'ApiKeyNotFound' };
     if (!verifyLink(d, s, key.secret)) return { outcome: 'InvalidSignature' };
     const merchantId = payload.mid.toLowerCase();

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { DomainError, fieldErrorsOf } from '@billing/contracts';
-import { currentTraceId, recordHttpRequest } from '@billing/telemetry';
+import { context, currentTraceId, incomingContext, propagatesContextManually, recordHttpRequest } from '@billing/telemetry';
 import type { Logger } from '@billing/service-runtime';
 import { authorize } from '../auth/access.js';
 import type { Authenticator } from '../auth/authenticator.js';
@@ -78,6 +79,18 @@ function domainErrorOf(err: unknown): DomainError | undefined {
   return undefined;
 }
 
+/**
+ * An HTTP server that runs every request in its trace context (`incomingContext`), with the
+ * timeouts fastify would set on a server of its own.
+ */
+function tracedServer(handler: (req: IncomingMessage, res: ServerResponse) => void, opts: FastifyServerOptions): Server {
+  const server = createServer((req, res) => context.with(incomingContext(req.headers), () => handler(req, res)));
+  if (opts.keepAliveTimeout !== undefined) server.keepAliveTimeout = opts.keepAliveTimeout;
+  if (opts.requestTimeout !== undefined) server.requestTimeout = opts.requestTimeout;
+  if (opts.maxRequestsPerSocket) server.maxRequestsPerSocket = opts.maxRequestsPerSocket;
+  return server;
+}
+
 export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance; register(spec: RouteSpec): void } {
   const { logger, authenticator, pipeline = {} } = opts;
   const httpLog = logger.child({ component: 'http' });
@@ -92,6 +105,9 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     trustProxy: (opts.trustProxy ?? false) as boolean,
     // Errors Node's HTTP parser raises before fastify sees a request (431, bad header bytes).
     clientErrorHandler: answerClientError,
+    // Without span recording there is no http instrumentation to open each request's trace
+    // context; the server does it, so the trace id reaches gRPC metadata, logs and outbox rows.
+    ...(propagatesContextManually() ? { serverFactory: tracedServer } : {}),
   });
 
   // First hook of every request, routed or not: the trace id exists before anything can fail.

@@ -6,6 +6,8 @@ export interface DeliveryJob {
   eventId: string;
   eventType: string;
   apiKeyId: string;
+  /** The merchant of the event and of the API key (the scope its signing secret is read in). */
+  merchantId: string;
   url: string;
   /** The webhook body, byte for byte the same on every attempt. */
   body: string;

@@ -15,7 +15,7 @@ export interface DispatcherLimits {
 }
 
 interface SigningKeys {
-  keyFor(apiKeyId: string): Promise<Buffer>;
+  keyFor(apiKeyId: string, merchantId: string): Promise<Buffer>;
 }
 
 interface EndpointQueue {
@@ -162,7 +162,7 @@ export class Dispatcher {
     if (Date.now() > job.leaseUntil - this.limits.timeoutMs - 1000) return;
     let key: Buffer;
     try {
-      key = await this.deps.keys.keyFor(job.apiKeyId);
+      key = await this.deps.keys.keyFor(job.apiKeyId, job.merchantId);
     } catch (e) {
       this.deps.logger.warn({ err: e, apiKeyId: job.apiKeyId }, 'signing secret unavailable; attempt postponed');
       this.deps.recorder.postpone(job, SECRET_UNAVAILABLE_RETRY_MS);

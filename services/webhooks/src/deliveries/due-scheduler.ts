@@ -15,6 +15,7 @@ interface ClaimedRow {
   event_id: string;
   event_type: string;
   api_key_id: string;
+  merchant_id: string;
   url: string;
   body: string;
   scheduled_attempts: number;
@@ -144,7 +145,7 @@ export class DueScheduler {
        update "deliveries" d set "lease_until" = now() + ? * interval '1 millisecond', "url" = due."url"
          from due, "events" ev
         where d."id" = due."id" and ev."id" = d."event_id"
-       returning d."id", d."event_id", d."event_type", d."api_key_id", d."url", ev."body", d."scheduled_attempts", d."lease_until"`;
+       returning d."id", d."event_id", d."event_type", d."api_key_id", d."merchant_id", d."url", ev."body", d."scheduled_attempts", d."lease_until"`;
     const rows = await this.leaseTransaction((em) => queryRows<ClaimedRow>(em, sql, [this.opts.perEndpoint, `{${busy.join(',')}}`, limit, this.opts.leaseMs]));
     return rows.map((r) => toJob(r, 'Scheduled'));
   }
@@ -160,7 +161,7 @@ export class DueScheduler {
        update "replays" r set "lease_until" = now() + ? * interval '1 millisecond'
          from due, "deliveries" d left join "endpoints" e on e."api_key_id" = d."api_key_id", "events" ev
         where r."id" = due."id" and d."id" = r."delivery_id" and ev."id" = d."event_id"
-       returning r."id" as "replay_id", d."id", d."event_id", d."event_type", d."api_key_id", coalesce(e."url", d."url") as "url", ev."body", d."scheduled_attempts", r."lease_until"`;
+       returning r."id" as "replay_id", d."id", d."event_id", d."event_type", d."api_key_id", d."merchant_id", coalesce(e."url", d."url") as "url", ev."body", d."scheduled_attempts", r."lease_until"`;
     const rows = await this.leaseTransaction((em) => queryRows<ClaimedRow>(em, sql, [limit, this.opts.leaseMs]));
     return rows.map((r) => toJob(r, 'Manual'));
   }
@@ -172,6 +173,7 @@ function toJob(r: ClaimedRow, trigger: 'Scheduled' | 'Manual'): DeliveryJob {
     eventId: r.event_id,
     eventType: r.event_type,
     apiKeyId: r.api_key_id,
+    merchantId: r.merchant_id,
     url: r.url,
     body: r.body,
     trigger,

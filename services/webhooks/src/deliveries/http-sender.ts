@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { AttemptError } from '@billing/contracts';
 import { bareHost, isLoopbackName, judgeAddress, publicOnlyLookup } from '@billing/service-runtime';
+import { injectTraceHeaders, propagatesContextManually } from '@billing/telemetry';
 import type { AttemptOutcome } from './delivery.js';
 import { parseRetryAfter } from './retry-policy.js';
 
@@ -64,6 +65,8 @@ export class HttpSender {
             'content-type': 'application/json',
             'content-length': payload.length,
             'user-agent': this.userAgent,
+            // The event's trace context; when spans are recorded the http instrumentation sets it instead (naming the client span).
+            ...(propagatesContextManually() ? injectTraceHeaders() : {}),
             ...signature,
           },
         },

@@ -106,7 +106,7 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
         const id = randomUUID();
         const startNow = opts.startNow(ep.apiKeyId);
         deliveries.push({ id, event_id: e.id, event_type: e.type, merchant_id: e.merchantId, api_key_id: ep.apiKeyId, url: ep.url!, lease_until: startNow ? new Date(leaseUntil).toISOString() : null });
-        if (startNow) jobs.push({ deliveryId: id, eventId: e.id, eventType: e.type, apiKeyId: ep.apiKeyId, url: ep.url!, body: bodies.get(e.id)!, trigger: 'Scheduled', scheduledAttempts: 0, leaseUntil });
+        if (startNow) jobs.push({ deliveryId: id, eventId: e.id, eventType: e.type, apiKeyId: ep.apiKeyId, merchantId: e.merchantId, url: ep.url!, body: bodies.get(e.id)!, trigger: 'Scheduled', scheduledAttempts: 0, leaseUntil });
       }
     }
     if (deliveries.length) {

@@ -1,4 +1,4 @@
-import { createClient, type ServiceClient } from '@billing/service-runtime';
+import { createClient, scopeOfMerchant, type ServiceClient } from '@billing/service-runtime';
 import { signingKey } from './signature.js';
 
 /**
@@ -18,21 +18,25 @@ export class SigningSecrets {
     this.client = createClient('identity.v1.WebhookSigning', identityAddress, 5000);
   }
 
-  /** The HMAC key of the API key's signing secret; rejects when identity cannot answer. */
-  async keyFor(apiKeyId: string): Promise<Buffer> {
-    const hit = this.cache.get(apiKeyId);
+  /**
+   * The HMAC key of the API key's signing secret, read in the scope of the delivery's merchant
+   * (a key of another merchant is not found); rejects when identity cannot answer.
+   */
+  async keyFor(apiKeyId: string, merchantId: string): Promise<Buffer> {
+    const entry = `${merchantId}/${apiKeyId}`;
+    const hit = this.cache.get(entry);
     if (hit && Date.now() - hit.at < this.ttlMs) return hit.key;
-    let pending = this.inFlight.get(apiKeyId);
+    let pending = this.inFlight.get(entry);
     if (!pending) {
       pending = this.client
-        .GetSigningSecret({ apiKeyId })
+        .GetSigningSecret({ scope: scopeOfMerchant(merchantId), apiKeyId })
         .then((res) => {
           const key = signingKey(res.signingSecret);
-          this.cache.set(apiKeyId, { key, at: Date.now() });
+          this.cache.set(entry, { key, at: Date.now() });
           return key;
         })
-        .finally(() => this.inFlight.delete(apiKeyId));
-      this.inFlight.set(apiKeyId, pending);
+        .finally(() => this.inFlight.delete(entry));
+      this.inFlight.set(entry, pending);
     }
     return pending;
   }
