@@ -130,7 +130,7 @@ export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscr
     },
 
     PauseSubscription: async (req) => {
-      requireScope(req.scope);
+      requireScope(req.scope); // an unscoped call is refused before its body is looked at
       const resumeAt = parseInstant('resumeAt', req.resumeAt);
       return transition(req, (sub) => sub.pause(resumeAt));
     },
