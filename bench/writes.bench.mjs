@@ -15,6 +15,7 @@
 // of that, at least two requests per connection). BENCH_WRITES_ROWS: comma-separated substrings; only rows whose name contains one run
 // (the ones they depend on still run, unmeasured).
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { call, inParallel, loadRequests, rssMb, spawnWithPort, watchProcesses } from './load.mjs';
@@ -22,6 +23,18 @@ import { call, inParallel, loadRequests, rssMb, spawnWithPort, watchProcesses } 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 export const name = 'writes';
+
+/**
+ * BENCH_STALL_TRACE=<dir>: every service records its event-loop stalls and GC pauses there
+ * (bench/stall-trace.cjs), with the rows' time windows in rows.json; summarise them after the
+ * run with `node bench/stall-summary.mjs <dir>`.
+ */
+const STALL_TRACE = process.env.BENCH_STALL_TRACE ? path.resolve(process.env.BENCH_STALL_TRACE) : undefined;
+if (STALL_TRACE) fs.mkdirSync(STALL_TRACE, { recursive: true });
+const nodeOptions = [process.env.BENCH_NODE_OPTIONS, STALL_TRACE && `-r ${path.join(path.dirname(fileURLToPath(import.meta.url)), 'stall-trace.cjs')}`].filter(Boolean).join(' ');
+/** BENCH_NODE_OPTIONS: NODE_OPTIONS of every service (e.g. V8 heap flags to compare). */
+export const env = { ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}), ...(STALL_TRACE ? { BENCH_STALL_TRACE: STALL_TRACE } : {}) };
+const rowWindows = [];
 
 const REQUESTS = Math.max(200, Number(process.env.BENCH_WRITES ?? 2000));
 const ONLY = (process.env.BENCH_WRITES_ROWS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -62,7 +75,10 @@ export async function run({ platform, connections = 64 }) {
     const baseline = await baselineRun();
     const warm = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(0, WARMUP) });
     const watched = await watchProcesses(platform);
+    const from = Date.now();
     const real = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(WARMUP) });
+    rowWindows.push({ name: label, from, to: Date.now() });
+    if (STALL_TRACE) fs.writeFileSync(path.join(STALL_TRACE, 'rows.json'), JSON.stringify(rowWindows));
     const procs = await watched();
     if (process.env.BENCH_WRITES_PROCESSES === '1') {
       console.log(`bench: ${label}: ${real.rps.toFixed(0)} req/s, p99 ${real.p99} ms`);

@@ -1,10 +1,15 @@
-import { monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
+import { constants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
 import type { Meter } from '@opentelemetry/api';
 
 /** GC pause bounds (seconds): a scavenge takes about a millisecond, a full mark-compact tens. */
 const GC_BUCKETS_SECONDS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.06, 0.1, 0.25];
 
-const GC_KINDS: Record<number, string> = { 1: 'minor', 2: 'major', 4: 'incremental', 8: 'weakcb', 16: 'minor' };
+const GC_KINDS: Record<number, string> = {
+  [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
+};
 
 let loopDelay: IntervalHistogram | undefined;
 let gcObserver: PerformanceObserver | undefined;
