@@ -5,7 +5,6 @@ import { queryRows, recordEvent, type Logger } from '@billing/service-runtime';
 import { withoutCallSpans } from '@billing/telemetry';
 import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
-import { PaymentMethod } from '../payment-methods/payment-method.js';
 import type { ChargeStatus, PaymentProvider } from '../payment-provider/payment-provider.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { Plan } from '../plans/plan.js';
@@ -398,18 +397,17 @@ interface ClaimedChunk extends Required<Known> {
 
 /** Calls the provider for each unconfirmed transaction, with its id as the idempotency key, `concurrency` at a time. */
 export async function callProviderFor(orm: MikroORM, providers: PaymentProviders, txns: Transaction[], concurrency: number, known: Known = {}): Promise<CallOutcome[]> {
-    const em = orm.em.fork();
-    const merchants = known.merchants ?? (await merchantsById(em, txns.map((t) => t.merchantId)));
-    const pmIds = [...new Set(txns.map((t) => t.paymentMethodId).filter((id): id is string => id !== null && !known.methods?.has(id)))];
-    const methods = new Map([...(known.methods ?? []), ...(await loadPaymentMethods(em, { ids: pmIds })).map((pm) => [pm.id, pm] as const)]);
-    const originalIds = [...new Set(txns.filter((t) => t.kind === 'Refund').map((t) => t.originalTransactionId!))];
-    const originals = new Map((originalIds.length ? await em.find(Transaction, { id: { $in: originalIds } }, { disableIdentityMap: true }) : []).map((t) => [t.id, t]));
-    return inPool(txns, concurrency, (t) => {
-      const provider: PaymentProvider = providers.forEnvironment(merchants.get(t.merchantId)!.providerEnvironment);
-      return callFor(provider, t, methods, originals);
-    });
-  }
-
+  const em = orm.em.fork();
+  const merchants = known.merchants ?? (await merchantsById(em, txns.map((t) => t.merchantId)));
+  const pmIds = [...new Set(txns.map((t) => t.paymentMethodId).filter((id): id is string => id !== null && !known.methods?.has(id)))];
+  const methods = new Map([...(known.methods ?? []), ...(await loadPaymentMethods(em, { ids: pmIds })).map((pm) => [pm.id, pm] as const)]);
+  const originalIds = [...new Set(txns.filter((t) => t.kind === 'Refund').map((t) => t.originalTransactionId!))];
+  const originals = new Map((originalIds.length ? await em.find(Transaction, { id: { $in: originalIds } }, { disableIdentityMap: true }) : []).map((t) => [t.id, t]));
+  return inPool(txns, concurrency, (t) => {
+    const provider: PaymentProvider = providers.forEnvironment(merchants.get(t.merchantId)!.providerEnvironment);
+    return callFor(provider, t, methods, originals);
+  });
+}
 
 /** The provider call a transaction stands for, made (or repeated) with its id as the idempotency key. */
 export function callFor(provider: PaymentProvider, t: Transaction, methods: Map<string, ChargeableMethod>, originals: Map<string, Transaction>): Promise<CallOutcome> {
