@@ -20,6 +20,7 @@ import {
   releaseRefunds,
   releaseUnconfirmed,
   saveBillingStates,
+  setClaims,
   type ChargeableMethod,
   type PendingEvent,
   type RecordedOutcome,
@@ -343,11 +344,10 @@ export class BillingRun {
           claimedUntil: until,
           occurredAt: this.asOf,
         });
-        sub.claimedUntil = until;
-        changed.push(sub);
         charges.push(t);
       }
       await insertTransactions(em, charges);
+      await setClaims(em, charges.map((t) => t.subscriptionId!), until);
       await saveBillingStates(em, changed);
       await insertEvents(em, events);
       return { charges, merchants, methods: new Map([...methods.values()].flat().map((pm) => [pm.id, pm])) };
@@ -457,10 +457,10 @@ export async function applyCallOutcomes(orm: MikroORM, txns: Transaction[], outc
 
     const events: PendingEvent[] = [];
     const refused: { chargeId: string; amountMinor: number }[] = [];
+    const advanced: Subscription[] = [];
     txns.forEach((t, i) => {
       const outcome = outcomes[i]!;
       const sub = t.kind === 'Charge' && t.subscriptionId ? subs.get(t.subscriptionId) : undefined;
-      if (sub) sub.claimedUntil = null;
       if (outcome === 'unavailable' || !recorded.has(t.id)) return;
       // The state `recordOutcomes` wrote, on the in-memory transaction, for its events.
       t.applyOutcome(outcome, asOf);
@@ -472,12 +472,16 @@ export async function applyCallOutcomes(orm: MikroORM, txns: Transaction[], outc
       if (!sub || !t.periodStart || sub.duePeriodStart()?.getTime() !== t.periodStart.getTime() || (sub.status !== 'Active' && sub.status !== 'PastDue')) return;
       if (t.status === 'Settled' || t.status === 'Processing') {
         sub.advancePeriod(plans.get(sub.planId)!, asOf);
+        sub.claimedUntil = null;
         succeeded++;
+        advanced.push(sub);
         events.push(...subscriptionEvents(sub));
       }
     });
     await releaseRefunds(em, refused);
-    await saveBillingStates(em, [...subs.values()]);
+    await saveBillingStates(em, advanced);
+    const untouched = new Set(advanced.map((s) => s.id));
+    await setClaims(em, [...subs.keys()].filter((id) => !untouched.has(id)), null);
     await insertEvents(em, events);
   });
   return succeeded;
