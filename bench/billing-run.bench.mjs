@@ -108,10 +108,10 @@ export async function seed(databaseUrl) {
   }
 }
 
-/** Peak resident set size (VmHWM) of a process, in MiB. */
-function peakRssMiB(pid) {
+/** Peak (VmHWM) or current (VmRSS) resident set size of a process, in MiB. */
+function rssMiB(pid, which = 'VmHWM') {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  const kb = Number(new RegExp(`${which}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
   return kb / 1024;
 }
 
@@ -130,6 +130,38 @@ async function measureCpu(pids, fn) {
   const result = await fn();
   const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid) - before[k]]));
   return { result, cpu };
+}
+
+/**
+ * CPU seconds the Postgres backends serving `databaseUrl` (other than this probe's) used while
+ * `fn` runs; backends started meanwhile count from zero, ones that ended are missed. Null when
+ * the server is not on this machine (its backends' /proc entries are not readable).
+ */
+async function measurePostgresCpu(databaseUrl, fn) {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  const backends = async () =>
+    (await db.query('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')).rows.map((r) => r.pid);
+  const read = (pid) => {
+    try {
+      return cpuSeconds(pid);
+    } catch {
+      return null;
+    }
+  };
+  try {
+    const before = new Map((await backends()).map((pid) => [pid, read(pid)]));
+    const result = await fn();
+    let seconds = 0;
+    for (const pid of await backends()) {
+      const now = read(pid);
+      if (now === null) return { result, seconds: null };
+      seconds += now - (before.get(pid) ?? 0);
+    }
+    return { result, seconds };
+  } finally {
+    await db.end();
+  }
 }
 
 /** POST of a JSON body over a kept-alive agent; resolves to the parsed answer. */
@@ -169,9 +201,12 @@ async function baseline(databaseUrl, sandboxUrl) {
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  agent.destroy();
-  await pool.end();
-  return { rate: BASELINE_CHARGES / seconds, seconds };
+  // Closed by the caller, once the CPU of its Postgres backends has been read.
+  const close = async () => {
+    agent.destroy();
+    await pool.end();
+  };
+  return { rate: BASELINE_CHARGES / seconds, seconds, close };
 }
 
 const loadAverage = () => os.loadavg().map((x) => x.toFixed(1)).join(' ');
@@ -187,23 +222,27 @@ export async function run({ platform, databaseUrl }) {
   const sandboxPid = platform.processes['sandbox-provider'].pid;
 
   console.log('bench: billing-run: baseline');
-  const { result: base, cpu: baseCpu } = await measureCpu({ sandbox: sandboxPid, bench: process.pid }, () => baseline(databaseUrl, sandboxUrl));
+  const { result: { result: base, cpu: baseCpu }, seconds: basePostgresCpu } = await measurePostgresCpu(databaseUrl, () =>
+    measureCpu({ sandbox: sandboxPid, bench: process.pid }, () => baseline(databaseUrl, sandboxUrl)),
+  );
+  await base.close();
 
-  console.log('bench: billing-run: billing run');
+  const rssBefore = rssMiB(billingPid, 'VmRSS');
+  console.log(`bench: billing-run: billing run (billing RSS before it ${rssBefore.toFixed(0)} MiB)`);
   const started = performance.now();
-  const { result: res, cpu } = await measureCpu({ billing: billingPid, sandbox: sandboxPid }, async () => {
+  const { result: { result: res, cpu }, seconds: postgresCpu } = await measurePostgresCpu(databaseUrl, () => measureCpu({ billing: billingPid, sandbox: sandboxPid }, async () => {
     const r = await fetch(`${platform.gatewayUrl}/api/admin/billing-runs`, {
       method: 'POST',
       headers: { authorization: `Bearer ${platform.adminToken}`, 'content-type': 'application/json' },
       body: JSON.stringify({ asOf: AS_OF }),
     });
     return { status: r.status, body: await r.json() };
-  });
+  }));
   const body = res.body;
   const seconds = (performance.now() - started) / 1000;
   if (res.status !== 200) throw new Error(`billing run: ${res.status} ${JSON.stringify(body)}`);
-  const rss = peakRssMiB(billingPid);
-  const perCharge = (s, n) => `${Math.round((s * 1e6) / n)} µs`;
+  const rss = rssMiB(billingPid);
+  const perCharge = (s, n) => (s === null ? 'n/a' : `${Math.round((s * 1e6) / n)} µs`);
 
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
@@ -219,8 +258,9 @@ export async function run({ platform, databaseUrl }) {
       `baseline ${Math.round(base.rate)} charges/s (${BASELINE_CHARGES} in ${base.seconds.toFixed(2)} s); ratio ${(rate / base.rate).toFixed(2)}`,
   );
   console.log(
-    `bench: billing-run: CPU per charge: billing run: billing ${perCharge(cpu.billing, body.succeeded)}, sandbox ${perCharge(cpu.sandbox, body.succeeded)}; ` +
-      `baseline: bench process ${perCharge(baseCpu.bench, BASELINE_CHARGES)}, sandbox ${perCharge(baseCpu.sandbox, BASELINE_CHARGES)}; ` +
+    `bench: billing-run: CPU per charge: billing run: billing ${perCharge(cpu.billing, body.succeeded)}, sandbox ${perCharge(cpu.sandbox, body.succeeded)}, ` +
+      `Postgres ${perCharge(postgresCpu, body.succeeded)}; baseline: bench process ${perCharge(baseCpu.bench, BASELINE_CHARGES)}, ` +
+      `sandbox ${perCharge(baseCpu.sandbox, BASELINE_CHARGES)}, Postgres ${perCharge(basePostgresCpu, BASELINE_CHARGES)}; ` +
       `load average before ${loadBefore}, after ${loadAverage()} (${os.cpus().length} CPUs)`,
   );
   if (settled.n !== SUBSCRIPTIONS || ledger.charges.length !== SUBSCRIPTIONS) throw new Error(`expected ${SUBSCRIPTIONS} settled charges, each once in the provider ledger`);

@@ -13,7 +13,7 @@ export type InstrumentationName = 'http' | 'undici' | 'fastify' | 'grpc' | 'pg';
 
 /**
  * Loaded even when spans are not recorded: undici's carries trace context on outgoing requests
- * (webhook deliveries, the payment provider). Incoming HTTP and gRPC are then propagated by
+ * (webhook deliveries; billing's payment-provider client sets its `traceparent` itself). Incoming HTTP and gRPC are then propagated by
  * `incomingContext`/`injectTraceHeaders` (see `propagatesContextManually`), and fastify's and
  * pg's instrumentations only ever add spans, so they would wrap every hook and query for nothing.
  */

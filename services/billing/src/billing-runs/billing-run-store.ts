@@ -180,6 +180,12 @@ export async function saveBillingStates(em: EntityManager, subs: Subscription[])
   );
 }
 
+/** Sets (or, with null, releases) the claim of a billing run on subscriptions whose rows the caller has locked. */
+export async function setClaims(em: EntityManager, ids: string[], until: Date | null): Promise<void> {
+  if (ids.length === 0) return;
+  await queryRows(em, `update subscriptions set claimed_until = ?::timestamptz where id = any(?::uuid[])`, [iso(until), ids]);
+}
+
 /** A provider's answer to record on a transaction. */
 export interface RecordedOutcome {
   id: string;

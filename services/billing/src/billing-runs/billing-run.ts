@@ -5,7 +5,6 @@ import { queryRows, recordEvent, type Logger } from '@billing/service-runtime';
 import { withoutCallSpans } from '@billing/telemetry';
 import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
-import { PaymentMethod } from '../payment-methods/payment-method.js';
 import type { ChargeStatus, PaymentProvider } from '../payment-provider/payment-provider.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { Plan } from '../plans/plan.js';
@@ -21,6 +20,7 @@ import {
   releaseRefunds,
   releaseUnconfirmed,
   saveBillingStates,
+  setClaims,
   type ChargeableMethod,
   type PendingEvent,
   type RecordedOutcome,
@@ -344,11 +344,10 @@ export class BillingRun {
           claimedUntil: until,
           occurredAt: this.asOf,
         });
-        sub.claimedUntil = until;
-        changed.push(sub);
         charges.push(t);
       }
       await insertTransactions(em, charges);
+      await setClaims(em, charges.map((t) => t.subscriptionId!), until);
       await saveBillingStates(em, changed);
       await insertEvents(em, events);
       return { charges, merchants, methods: new Map([...methods.values()].flat().map((pm) => [pm.id, pm])) };
@@ -398,18 +397,17 @@ interface ClaimedChunk extends Required<Known> {
 
 /** Calls the provider for each unconfirmed transaction, with its id as the idempotency key, `concurrency` at a time. */
 export async function callProviderFor(orm: MikroORM, providers: PaymentProviders, txns: Transaction[], concurrency: number, known: Known = {}): Promise<CallOutcome[]> {
-    const em = orm.em.fork();
-    const merchants = known.merchants ?? (await merchantsById(em, txns.map((t) => t.merchantId)));
-    const pmIds = [...new Set(txns.map((t) => t.paymentMethodId).filter((id): id is string => id !== null && !known.methods?.has(id)))];
-    const methods = new Map([...(known.methods ?? []), ...(await loadPaymentMethods(em, { ids: pmIds })).map((pm) => [pm.id, pm] as const)]);
-    const originalIds = [...new Set(txns.filter((t) => t.kind === 'Refund').map((t) => t.originalTransactionId!))];
-    const originals = new Map((originalIds.length ? await em.find(Transaction, { id: { $in: originalIds } }, { disableIdentityMap: true }) : []).map((t) => [t.id, t]));
-    return inPool(txns, concurrency, (t) => {
-      const provider: PaymentProvider = providers.forEnvironment(merchants.get(t.merchantId)!.providerEnvironment);
-      return callFor(provider, t, methods, originals);
-    });
-  }
-
+  const em = orm.em.fork();
+  const merchants = known.merchants ?? (await merchantsById(em, txns.map((t) => t.merchantId)));
+  const pmIds = [...new Set(txns.map((t) => t.paymentMethodId).filter((id): id is string => id !== null && !known.methods?.has(id)))];
+  const methods = new Map([...(known.methods ?? []), ...(await loadPaymentMethods(em, { ids: pmIds })).map((pm) => [pm.id, pm] as const)]);
+  const originalIds = [...new Set(txns.filter((t) => t.kind === 'Refund').map((t) => t.originalTransactionId!))];
+  const originals = new Map((originalIds.length ? await em.find(Transaction, { id: { $in: originalIds } }, { disableIdentityMap: true }) : []).map((t) => [t.id, t]));
+  return inPool(txns, concurrency, (t) => {
+    const provider: PaymentProvider = providers.forEnvironment(merchants.get(t.merchantId)!.providerEnvironment);
+    return callFor(provider, t, methods, originals);
+  });
+}
 
 /** The provider call a transaction stands for, made (or repeated) with its id as the idempotency key. */
 export function callFor(provider: PaymentProvider, t: Transaction, methods: Map<string, ChargeableMethod>, originals: Map<string, Transaction>): Promise<CallOutcome> {
@@ -459,10 +457,10 @@ export async function applyCallOutcomes(orm: MikroORM, txns: Transaction[], outc
 
     const events: PendingEvent[] = [];
     const refused: { chargeId: string; amountMinor: number }[] = [];
+    const advanced: Subscription[] = [];
     txns.forEach((t, i) => {
       const outcome = outcomes[i]!;
       const sub = t.kind === 'Charge' && t.subscriptionId ? subs.get(t.subscriptionId) : undefined;
-      if (sub) sub.claimedUntil = null;
       if (outcome === 'unavailable' || !recorded.has(t.id)) return;
       // The state `recordOutcomes` wrote, on the in-memory transaction, for its events.
       t.applyOutcome(outcome, asOf);
@@ -474,12 +472,16 @@ export async function applyCallOutcomes(orm: MikroORM, txns: Transaction[], outc
       if (!sub || !t.periodStart || sub.duePeriodStart()?.getTime() !== t.periodStart.getTime() || (sub.status !== 'Active' && sub.status !== 'PastDue')) return;
       if (t.status === 'Settled' || t.status === 'Processing') {
         sub.advancePeriod(plans.get(sub.planId)!, asOf);
+        sub.claimedUntil = null;
         succeeded++;
+        advanced.push(sub);
         events.push(...subscriptionEvents(sub));
       }
     });
     await releaseRefunds(em, refused);
-    await saveBillingStates(em, [...subs.values()]);
+    await saveBillingStates(em, advanced);
+    const untouched = new Set(advanced.map((s) => s.id));
+    await setClaims(em, [...subs.keys()].filter((id) => !untouched.has(id)), null);
     await insertEvents(em, events);
   });
   return succeeded;

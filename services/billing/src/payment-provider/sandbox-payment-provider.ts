@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { DomainError } from '@billing/contracts';
-import { spansSuppressed } from '@billing/telemetry';
+import { injectTraceHeaders, propagatesContextManually, spansSuppressed } from '@billing/telemetry';
 import type { ChargeRequest, ChargeResult, PaymentProvider, RefundRequest, RefundResult, TokenisedInstrument } from './payment-provider.js';
 
 /** Header naming the merchant account a sandbox call is made for (like a provider's connected-account header). */
@@ -103,10 +103,12 @@ export class SandboxPaymentProvider implements PaymentProvider {
   /** One HTTP exchange, failed with a `TimeoutError` past `deadline`, or a `StaleSocket` error (see the class comment). */
   private send(method: string, url: URL, headers: Record<string, string>, payload: string | undefined, deadline: number): Promise<ProviderResponse> {
     return new Promise((resolve, reject) => {
-      // With spans suppressed (a billing run's bulk calls) the request bypasses the HTTP
-      // instrumentation, which costs more per call than the call itself.
+      // Through the HTTP instrumentation (a client span, which carries the trace context) only
+      // while spans are recorded and not suppressed; otherwise the request bypasses it (it costs
+      // more per call than the call itself) and the context, if any, goes in headers set here.
       const options: http.RequestOptions = { protocol: url.protocol, hostname: url.hostname, port: url.port, path: url.pathname + url.search, method, headers, agent: this.agent };
-      const req = spansSuppressed() ? new http.ClientRequest(options) : this.client.request(options);
+      const req =
+        propagatesContextManually() || spansSuppressed() ? new http.ClientRequest({ ...options, headers: injectTraceHeaders({ ...headers }) }) : this.client.request(options);
       const timer = setTimeout(() => req.destroy(Object.assign(new Error('timeout'), { name: 'TimeoutError' })), Math.max(0, deadline - Date.now()));
       req.on('error', (e: NodeJS.ErrnoException) => {
         clearTimeout(timer);

@@ -1,0 +1,160 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate } from '@billing/service-runtime';
+import { openBillingDatabase } from '../app.js';
+import { BillingConfig } from '../config.js';
+import { Subscription } from '../subscriptions/subscription.js';
+import { Transaction } from '../transactions/transaction.js';
+import { insertTransactions, loadSubscriptions, recordOutcomes, saveBillingStates } from './billing-run-store.js';
+
+// The billing run's hand-written SQL against a real database: what it reads and writes is what
+// the ORM reads (so a column added to an entity and missed here fails), and a provider answer is
+// recorded once.
+
+const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const dbName = `bp_test_billing_${randomBytes(5).toString('hex')}`;
+let orm: MikroORM;
+let db: pg.Client;
+
+async function onServer(sql: string) {
+  const client = new pg.Client({ connectionString: SERVER_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+beforeAll(async () => {
+  await onServer(`create database "${dbName}"`);
+  const url = new URL(SERVER_URL);
+  url.pathname = `/${dbName}`;
+  orm = await openBillingDatabase(BillingConfig.parse({ DATABASE_URL: url.toString() }));
+  await migrate(orm, 'billing');
+  db = new pg.Client({ connectionString: url.toString() });
+  await db.connect();
+}, 60_000);
+
+afterAll(async () => {
+  await db?.end();
+  await orm?.close();
+  await onServer(`drop database if exists "${dbName}" with (force)`);
+});
+
+const at = (iso: string) => new Date(iso);
+
+/** A subscription with every column set, each instant distinct. */
+async function seedSubscription(): Promise<{ subscriptionId: string; merchantId: string; memberId: string; paymentMethodId: string }> {
+  const [merchantId, productId, planId, memberId, paymentMethodId, subscriptionId] = Array.from({ length: 6 }, () => randomUUID());
+  await db.query(`insert into billing.merchants (id, name, contact_email, gateway_configured, provider_environment, created_at, updated_at) values ($1, 'M', 'm@example.com', true, 'Staging', now(), now())`, [merchantId]);
+  await db.query(`insert into billing.products (id, merchant_id, name, created_at, updated_at) values ($1, $2, 'P', now(), now())`, [productId, merchantId]);
+  await db.query(
+    `insert into billing.plans (id, merchant_id, product_id, name, amount_minor, currency, billing_interval, created_at, updated_at) values ($1, $2, $3, 'Monthly', 1995, 'AUD', 'Month', now(), now())`,
+    [planId, merchantId, productId],
+  );
+  await db.query(`insert into billing.members (id, merchant_id, email, first_name, last_name, created_at, updated_at) values ($1, $2, 'a@example.com', 'A', 'B', now(), now())`, [memberId, merchantId]);
+  await db.query(
+    `insert into billing.payment_methods (id, merchant_id, member_id, type, brand, last4, expiry_month, expiry_year, rank, created_at, updated_at) values ($1, $2, $3, 'Card', 'Visa', '4242', 12, 2099, 1, now(), now())`,
+    [paymentMethodId, merchantId, memberId],
+  );
+  await db.query(
+    `insert into billing.subscriptions (id, merchant_id, member_id, plan_id, payment_method_id, status, current_period_start, current_period_end, next_billing_at, billing_anchor,
+                                        cancel_at_period_end, paused_at, resume_at, cancelled_at, dunning_period_start, dunning_started_at, retry_count, claimed_until, created_at, updated_at)
+     values ($1, $2, $3, $4, $5, 'PastDue', '2030-01-01T00:00:00.123Z', '2030-02-01T00:00:00Z', '2030-01-04T00:00:00Z', '2029-12-01T08:30:00Z',
+             true, '2029-12-10T00:00:00Z', '2029-12-11T00:00:00Z', '2029-12-12T00:00:00Z', '2030-01-01T00:00:00Z', '2030-01-02T00:00:00Z', 2, '2030-01-03T00:00:00Z',
+             '2029-11-01T00:00:00Z', '2029-11-02T00:00:00Z')`,
+    [subscriptionId, merchantId, memberId, planId, paymentMethodId],
+  );
+  return { subscriptionId, merchantId, memberId, paymentMethodId };
+}
+
+describe('billing run store', () => {
+  it('reads a subscription exactly as the ORM does, every property included', async () => {
+    const { subscriptionId } = await seedSubscription();
+    const [loaded] = await loadSubscriptions(orm.em.fork(), [subscriptionId]);
+    const viaOrm = await orm.em.fork().findOneOrFail(Subscription, { id: subscriptionId });
+    const props = Object.keys(orm.getMetadata().get(Subscription.name).properties);
+    for (const p of props) expect(loaded![p as keyof Subscription], p).not.toBeUndefined();
+    expect({ ...loaded }).toEqual({ ...viaOrm });
+  });
+
+  it('writes the billing state the domain computed, and nothing else', async () => {
+    const { subscriptionId } = await seedSubscription();
+    const [sub] = await loadSubscriptions(orm.em.fork(), [subscriptionId]);
+    Object.assign(sub!, {
+      status: 'Paused',
+      currentPeriodStart: at('2030-03-01T00:00:00Z'),
+      currentPeriodEnd: at('2030-04-01T00:00:00Z'),
+      nextBillingAt: null,
+      pausedAt: at('2030-03-05T00:00:00Z'),
+      resumeAt: null,
+      cancelledAt: null,
+      dunningPeriodStart: null,
+      dunningStartedAt: null,
+      retryCount: 0,
+      claimedUntil: null,
+      updatedAt: at('2030-03-05T00:00:01Z'),
+      // Not billing state: never written by a run.
+      cancelAtPeriodEnd: false,
+      billingAnchor: at('2000-01-01T00:00:00Z'),
+    });
+    await orm.em.fork().transactional((em) => saveBillingStates(em, [sub!]));
+    const after = await orm.em.fork().findOneOrFail(Subscription, { id: subscriptionId });
+    expect(after).toMatchObject({
+      status: 'Paused',
+      currentPeriodStart: at('2030-03-01T00:00:00Z'),
+      currentPeriodEnd: at('2030-04-01T00:00:00Z'),
+      nextBillingAt: null,
+      pausedAt: at('2030-03-05T00:00:00Z'),
+      resumeAt: null,
+      cancelledAt: null,
+      dunningPeriodStart: null,
+      dunningStartedAt: null,
+      retryCount: 0,
+      claimedUntil: null,
+      updatedAt: at('2030-03-05T00:00:01Z'),
+      cancelAtPeriodEnd: true,
+      billingAnchor: at('2029-12-01T08:30:00Z'),
+    });
+  });
+
+  it('inserts charges the ORM reads back whole, and records a provider answer only once', async () => {
+    const { subscriptionId, merchantId, memberId, paymentMethodId } = await seedSubscription();
+    const charge = Object.assign(new Transaction(), {
+      merchantId,
+      memberId,
+      subscriptionId,
+      paymentMethodId,
+      kind: 'Charge' as const,
+      amountMinor: 1995,
+      currency: 'AUD',
+      attempt: 3,
+      periodStart: at('2030-01-01T00:00:00Z'),
+      feeMinor: 60,
+      claimedUntil: at('2030-01-04T00:02:00Z'),
+      occurredAt: at('2030-01-04T00:00:00Z'),
+    });
+    await orm.em.fork().transactional((em) => insertTransactions(em, [charge]));
+    const { pending: _, ...expected } = charge as unknown as Record<string, unknown>;
+    expect({ ...(await orm.em.fork().findOneOrFail(Transaction, { id: charge.id })) }).toEqual(expect.objectContaining(expected));
+
+    const answer = { id: charge.id, status: 'Settled' as const, providerRef: 'ch_1', failureReason: null, settledAt: at('2030-01-04T00:00:00Z') };
+    const first = await orm.em.fork().transactional((em) => recordOutcomes(em, [answer], at('2030-01-04T00:00:00Z')));
+    expect([...first]).toEqual([charge.id]);
+    // A second answer (a reconciling run's, or a late one) changes nothing.
+    const second = await orm.em.fork().transactional((em) => recordOutcomes(em, [{ ...answer, status: 'Failed', providerRef: 'ch_2', failureReason: 'card_declined', settledAt: null }], at('2030-01-05T00:00:00Z')));
+    expect(second.size).toBe(0);
+    expect(await orm.em.fork().findOneOrFail(Transaction, { id: charge.id })).toMatchObject({ status: 'Settled', providerRef: 'ch_1', failureReason: null, claimedUntil: null, settledAt: at('2030-01-04T00:00:00Z') });
+
+    // A bank charge stays Processing once confirmed; a repeated answer does not settle it (only settlement does).
+    const bank = Object.assign(new Transaction(), { ...charge, id: randomUUID(), attempt: 4 });
+    await orm.em.fork().transactional((em) => insertTransactions(em, [bank]));
+    const processing = { id: bank.id, status: 'Processing' as const, providerRef: 'ch_b', failureReason: null, settledAt: null };
+    expect((await orm.em.fork().transactional((em) => recordOutcomes(em, [processing], at('2030-01-04T00:00:00Z')))).size).toBe(1);
+    expect((await orm.em.fork().transactional((em) => recordOutcomes(em, [{ ...processing, status: 'Settled', settledAt: at('2030-01-05T00:00:00Z') }], at('2030-01-05T00:00:00Z')))).size).toBe(0);
+    expect(await orm.em.fork().findOneOrFail(Transaction, { id: bank.id })).toMatchObject({ status: 'Processing', providerRef: 'ch_b', settledAt: null });
+  });
+});
