@@ -43,7 +43,7 @@ const rowWindows = [];
 const REQUESTS = Math.max(200, Number(process.env.BENCH_WRITES ?? 2000));
 const ONLY = (process.env.BENCH_WRITES_ROWS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 
-/** Distinct ids from the answers of a row's 2xx requests, in request order. */
+/** The ids of the resources the answers describe, in request order. */
 const idsOf = (answers) => answers.filter(Boolean).map((a) => a.id);
 
 export async function run({ platform, connections = 64 }) {
@@ -105,7 +105,6 @@ export async function run({ platform, connections = 64 }) {
   };
 
   try {
-
     // First, unmeasured, the members the later rows need (payment methods and subscriptions each
     // get their own), through the same route: this also warms every process up (JIT, pools), so
     // the first measured row is not charged for that.
