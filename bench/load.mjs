@@ -21,7 +21,7 @@ export async function measure({ url, connections = 64, duration = 10, method = '
   };
 }
 
-/** Spawns `node script` and resolves with its announced port and a stop function. */
+/** Spawns `node script` and resolves with its announced port, its pid and a stop function. */
 export function spawnWithPort(script, env = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -29,7 +29,7 @@ export function spawnWithPort(script, env = {}) {
     child.stdout.on('data', (d) => {
       buf += d;
       const m = buf.match(/PORT (\d+)/);
-      if (m) resolve({ port: Number(m[1]), stop: () => new Promise((r) => (child.once('exit', r), child.kill('SIGTERM'))) });
+      if (m) resolve({ port: Number(m[1]), pid: child.pid, stop: () => new Promise((r) => (child.once('exit', r), child.kill('SIGTERM'))) });
     });
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
   });
@@ -167,4 +167,15 @@ export async function watchProcesses(platform) {
     }
     return out;
   };
+}
+
+/** CPU time (user + system) a process has used, in ms (Linux /proc), or undefined when unavailable. */
+export function cpuMs(pid) {
+  try {
+    // Fields after the parenthesised command name: state is 1st, utime 12th, stime 13th (clock ticks of 10 ms).
+    const rest = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(rest[11]) + Number(rest[12])) * 10;
+  } catch {
+    return undefined;
+  }
 }

@@ -6,19 +6,23 @@
 // shared machine, which comes and goes within a run, skews a ratio less than it skews req/s.
 // The baseline rows show the first and the slowest and fastest of those measurements.
 //
-// Rows chain: the members created by the Members row receive the payment methods and the
+// Rows chain: members created before the first row receive the payment methods and the
 // subscriptions, and the subscriptions created are then paused, resumed and cancelled; every
 // request names a resource of its own (no two contend for one row lock). The RSS of every
-// service is read before the first request (idle) and after the last (loaded).
+// service is read before the first request (idle) and after the last (loaded), and each
+// service's CPU time per request of every row is printed (from /proc; unlike req/s it hardly
+// moves with load from elsewhere, so it says where the time goes even on a busy machine).
 //
 // BENCH_WRITES: measured requests per row (default 2000; each row is also warmed up with a fifth
-// of that, at least two requests per connection). BENCH_WRITES_ROWS: comma-separated substrings; only rows whose name contains one run
-// (the ones they depend on still run, unmeasured).
+// of that, at least two requests per connection). BENCH_WRITES_ROWS: comma-separated substrings;
+// only rows whose name contains one are reported (all still run: later rows use what earlier
+// ones created). BENCH_WRITES_PROCESSES=1: print, per row, each service's longest event-loop
+// delay, GC pauses and RSS while it ran.
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { call, inParallel, loadRequests, rssMb, spawnWithPort, watchProcesses } from './load.mjs';
+import { call, cpuMs, inParallel, loadRequests, rssMb, spawnWithPort, watchProcesses } from './load.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -55,6 +59,8 @@ export async function run({ platform, connections = 64 }) {
   const tag = randomUUID().slice(0, 8);
   const total = WARMUP + REQUESTS;
 
+  const cpu = () => Object.fromEntries(Object.entries(platform.processes).map(([n, p]) => [n, p.pid ? cpuMs(p.pid) : undefined]));
+  const cpuRows = [];
   const rss = () => Object.fromEntries(Object.entries(platform.processes).map(([n, p]) => [n, p.pid ? rssMb(p.pid) : undefined]));
   const idleRss = rss();
 
@@ -64,7 +70,9 @@ export async function run({ platform, connections = 64 }) {
   const baselineRun = async () => {
     const url = `http://127.0.0.1:${baselineProc.port}/scratch`;
     await loadRequests({ url, connections, headers: {}, requests: scratch.slice(0, WARMUP) });
+    const before = cpuMs(baselineProc.pid);
     const b = await loadRequests({ url, connections, headers: {}, requests: scratch.slice(WARMUP) });
+    b.cpuPerRequest = ((cpuMs(baselineProc.pid) - before) * 1000) / b.requests;
     baselines.push(b);
     return b;
   };
@@ -75,8 +83,13 @@ export async function run({ platform, connections = 64 }) {
     const baseline = await baselineRun();
     const warm = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(0, WARMUP) });
     const watched = await watchProcesses(platform);
+    const cpuBefore = cpu();
     const from = Date.now();
     const real = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(WARMUP) });
+    const cpuAfter = cpu();
+    // CPU per request of each service: unlike req/s, hardly moved by load from elsewhere.
+    const cpuPerRequest = Object.fromEntries(Object.keys(cpuAfter).map((n) => [n, ((cpuAfter[n] - cpuBefore[n]) * 1000) / real.requests]));
+    cpuRows.push({ name: label, cpuPerRequest });
     rowWindows.push({ name: label, from, to: Date.now() });
     if (STALL_TRACE) fs.writeFileSync(path.join(STALL_TRACE, 'rows.json'), JSON.stringify(rowWindows));
     const procs = await watched();
@@ -93,12 +106,14 @@ export async function run({ platform, connections = 64 }) {
 
   try {
 
-    // Members: a new email each (the ids are read back below for the rows that need members).
-    const memberBodies = Array.from({ length: total * 2 }, (_, i) => ({ merchantId, email: `w${i}-${tag}@bench.example.com`, firstName: 'Bench', lastName: `Member ${i}` }));
-    await measureRow('POST /api/Members', memberBodies.slice(0, total).map((body) => ({ path: '/api/Members', body })));
-    // The rest of the members (unmeasured) so payment methods and subscriptions each get their own.
-    const members = await inParallel(total * 2, 16, (i) => call(gw, 'POST', '/api/Members', key, memberBodies[i], [200, 201]));
+    // First, unmeasured, the members the later rows need (payment methods and subscriptions each
+    // get their own), through the same route: this also warms every process up (JIT, pools), so
+    // the first measured row is not charged for that.
+    const memberBodies = Array.from({ length: total * 3 }, (_, i) => ({ merchantId, email: `w${i}-${tag}@bench.example.com`, firstName: 'Bench', lastName: `Member ${i}` }));
+    const members = await inParallel(total * 2, 16, (i) => call(gw, 'POST', '/api/Members', key, memberBodies[i], [201]));
     const memberIds = idsOf(members);
+    // Members: a new email each.
+    await measureRow('POST /api/Members', memberBodies.slice(total * 2).map((body) => ({ path: '/api/Members', body })));
 
     await measureRow(
       'POST /api/members/{id}/payment-methods',
@@ -142,6 +157,10 @@ export async function run({ platform, connections = 64 }) {
 
     const byRps = [...baselines].sort((a, b) => a.rps - b.rps);
     const loadedRss = rss();
+    const services = Object.keys(idleRss);
+    const baseCpu = baselines.map((b) => b.cpuPerRequest).sort((a, b) => a - b)[Math.floor(baselines.length / 2)];
+    console.log(`bench: CPU µs per request (10 ms resolution; the baseline process: ${Math.round(baseCpu)} median): ${services.join(', ')}`);
+    for (const r of cpuRows) console.log(`  ${r.name.padEnd(42)} ${services.map((n) => String(Math.round(r.cpuPerRequest[n] ?? NaN)).padStart(6)).join(' ')}`);
     console.log('bench: RSS MB (idle → after the write rows)');
     for (const n of Object.keys(idleRss)) console.log(`  ${n.padEnd(16)} ${idleRss[n]?.toFixed(0) ?? '?'} → ${loadedRss[n]?.toFixed(0) ?? '?'}`);
     return [

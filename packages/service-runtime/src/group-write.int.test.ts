@@ -1,4 +1,7 @@
 import { EntitySchema, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '@billing/contracts';
 import { createTestDatabase, type TestDatabase } from '../../../tests/support/database.js';
@@ -79,6 +82,23 @@ describe('GroupWrite', () => {
     expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(UniqueConstraintViolationException);
     expect(await rows(`select id from "${SCHEMA}".outbox where data->>'name' = 'taken'`)).toHaveLength(1);
     expect(await rows(`select id from "${SCHEMA}".outbox where data->>'name' like 'fresh-%'`)).toHaveLength(2);
+  });
+
+  it('writes each item\'s events with the trace context of its own request, not of the batch', async () => {
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    try {
+      const writer = tagWriter();
+      const traceIds = ['1'.repeat(32), '2'.repeat(32), '3'.repeat(32)];
+      const inTrace = (traceId: string, fn: () => Promise<Tag>) =>
+        context.with(trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: 'a'.repeat(16), traceFlags: TraceFlags.SAMPLED }), fn);
+      await Promise.all(traceIds.map((id, i) => inTrace(id, () => writer.run(`traced-${i}`))));
+      const events = await rows(`select data->>'name' as name, trace_context->>'traceparent' as traceparent from "${SCHEMA}".outbox where data->>'name' like 'traced-%' order by 1`);
+      expect(events.map((e) => String(e.traceparent).split('-')[1])).toEqual(traceIds);
+    } finally {
+      context.disable();
+      propagation.disable();
+    }
   });
 
   it('never puts two items with one key in one batch', async () => {
