@@ -136,6 +136,32 @@ describe('billing runs', () => {
     expect((await m.sub(sub.id)).status).toBe('Active');
   });
 
+  it('fails a charge the provider refuses for good (unknown token) with provider_rejected, falls back, and retries it like a decline', async () => {
+    const m = await billingMerchant({ merchant: { billingRetryOffsetsDays: '1' } });
+    const both = await m.subscriber([{ ...CARD, last4: '1111' }, CARD]);
+    const only = await m.subscriber([{ ...CARD, last4: '1111' }]);
+    // Tokens the sandbox does not know (as after a provider-side reset): it answers 400 token_not_found.
+    await db.query(`update billing.payment_methods set provider_token = 'ctok_unknown_' || id where merchant_id = $1 and last4 = '1111'`, [m.id]);
+
+    expect(await run(T0)).toMatchObject({ charged: 2, succeeded: 1, failed: 1, retried: 0 });
+    expect((await m.transactions(both.id)).map((t) => [t.status, t.failureReason])).toEqual([['Failed', 'provider_rejected'], ['Settled', null]]);
+    expect((await m.sub(both.id)).status).toBe('Active');
+    expect((await m.transactions(only.id)).map((t) => [t.status, t.failureReason, t.attempt])).toEqual([['Failed', 'provider_rejected', 1]]);
+    expect(await m.sub(only.id)).toMatchObject({ status: 'PastDue', nextBillingAt: day(1) });
+    expect(await outbox('subscription.past_due', 'id', only.id)).toHaveLength(1);
+    // Confirmed, not left for the next run to repeat; the refused calls charged nothing.
+    expect(await run(T0)).toMatchObject({ charged: 0 });
+    expect((await ledger(m.id)).charges.map((c) => [c.paymentMethod.last4, c.status])).toEqual([['4242', 'Settled']]);
+
+    // The retry is due as after a decline; with the method usable again it collects the period.
+    await db.query(`update billing.payment_methods set provider_token = null where merchant_id = $1 and last4 = '1111'`, [m.id]);
+    expect(await run(day(1))).toMatchObject({ charged: 1, succeeded: 1, failed: 0, retried: 1 });
+    expect(await m.sub(only.id)).toMatchObject({ status: 'Active', currentPeriodStart: T0 });
+    const l = await ledger(m.id);
+    expect(l.charges.map((c) => [c.paymentMethod.last4, c.status])).toEqual([['4242', 'Settled'], ['1111', 'Settled']]);
+    expect(sumMinor(l.charges)).toBe(2 * 1995);
+  });
+
   it('walks the retry ladder to the terminal action as asOf steps through the days', async () => {
     const cancel = await billingMerchant({ merchant: { billingRetryOffsetsDays: '1,3' } });
     const pause = await billingMerchant({ merchant: { billingRetryOffsetsDays: '2', billingTerminalAction: 'Pause' } });
@@ -216,6 +242,26 @@ describe('never twice, never lost', () => {
     expect(l.charges).toHaveLength(3);
     expect(sumMinor(l.charges)).toBe(3 * 1995);
     for (const s of subs) expect((await m.transactions(s.id)).map((t) => t.status)).toEqual(['Settled']);
+  });
+
+  it('fails an unconfirmed charge whose repeat the provider refuses for good, and falls back without charging twice', async () => {
+    const m = await billingMerchant();
+    const sub = await m.subscriber([{ ...CARD, last4: '1111' }, CARD]);
+    await fault(m.id, { down: true });
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 0 });
+    const [unconfirmed] = await m.transactions(sub.id);
+    expect(unconfirmed).toMatchObject({ status: 'Processing' });
+    await fault(m.id, null);
+    // The provider never saw the call; by the time it is repeated with its key, the token is one it does not know.
+    await db.query(`update billing.payment_methods set provider_token = 'ctok_unknown_' || id where merchant_id = $1 and last4 = '1111'`, [m.id]);
+
+    expect(await run(T0)).toMatchObject({ succeeded: 1 });
+    expect((await m.transactions(sub.id)).map((t) => [t.id === unconfirmed.id, t.status, t.failureReason])).toEqual([
+      [true, 'Failed', 'provider_rejected'],
+      [false, 'Settled', null],
+    ]);
+    expect(await run(T0)).toMatchObject({ charged: 0 });
+    expect((await ledger(m.id)).charges.map((c) => [c.paymentMethod.last4, c.amountMinor])).toEqual([['4242', 1995]]);
   });
 
   it('charges each due period exactly once when two runs race', async () => {
@@ -324,6 +370,34 @@ describe('retry and refund', () => {
     await fault(m.id, { down: true });
     expect((await api.post(`/api/Transactions/${settled.id}/refund`, { amount: 1 }, { token: m.key, headers: idempotent() })).status).toBe(502);
     await fault(m.id, null);
+  });
+
+  it('fails a refund the provider refuses for good with 409, releases its amount, and refunds nothing', async () => {
+    const m = await billingMerchant({ plan: { amount: 100 } });
+    const sub = await m.subscriber();
+    await run(T0);
+    const [charge] = await m.transactions(sub.id);
+    const refund = (body: Record<string, unknown>) => api.post(`/api/Transactions/${charge.id}/refund`, body, { token: m.key, headers: idempotent() });
+    const refunds = async () => (await m.transactions(sub.id)).filter((t) => t.kind === 'Refund');
+    const { rows } = await db.query(`select provider_ref from billing.transactions where id = $1`, [charge.id]);
+    // A charge reference the provider does not know: it answers 404 charge_not_found.
+    await db.query(`update billing.transactions set provider_ref = 'ch_unknown' where id = $1`, [charge.id]);
+
+    const refused = await refund({ amount: 40 });
+    expect(refused.status).toBe(409);
+    const [failed] = await refunds();
+    expect(failed).toMatchObject({ kind: 'Refund', status: 'Failed', failureReason: 'provider_rejected', amount: 40, originalTransactionId: charge.id });
+    expect(refused.body).toMatchObject({ transactionId: failed.id, failureReason: 'provider_rejected' });
+    expect(refused.body.detail).toContain(failed.id);
+    expect(await outbox('transaction.failed', 'id', failed.id)).toHaveLength(1);
+    await run(T0);
+    expect(await refunds()).toMatchObject([{ id: failed.id, status: 'Failed' }]);
+
+    await db.query(`update billing.transactions set provider_ref = $2 where id = $1`, [charge.id, rows[0].provider_ref]);
+    const rest = await refund({});
+    expect(rest.body).toMatchObject({ status: 'Settled', amount: 100 });
+    const l = await ledger(m.id);
+    expect(l.refunds.map((r) => [r.idempotencyKey, r.amountMinor])).toEqual([[rest.body.id, 10000]]);
   });
 
   it('keeps a refund whose provider call timed out Processing and reserved, and settles it once at the next run', async () => {

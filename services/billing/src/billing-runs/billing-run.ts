@@ -5,7 +5,7 @@ import { queryRows, recordEvent, type Logger } from '@billing/service-runtime';
 import { withoutCallSpans } from '@billing/telemetry';
 import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
-import type { ChargeStatus, PaymentProvider } from '../payment-provider/payment-provider.js';
+import { PROVIDER_REJECTED, ProviderRejected, type ChargeStatus, type PaymentProvider } from '../payment-provider/payment-provider.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { Plan } from '../plans/plan.js';
 import { recordSubscriptionEvents } from '../subscriptions/subscriptions-grpc.js';
@@ -75,11 +75,17 @@ export async function inPool<T, R>(items: T[], width: number, fn: (item: T) => P
   return out;
 }
 
-async function outcomeOf(call: () => Promise<{ status: ChargeStatus; providerRef: string; failureReason: string | null }>): Promise<CallOutcome> {
+/**
+ * The outcome of one provider call. For a call the provider refused for good (`ProviderRejected`,
+ * nothing charged or refunded) of transaction `refusedId`: Failed with `provider_rejected`, like a
+ * decline, so it is neither repeated forever nor left unconfirmed.
+ */
+async function outcomeOf(call: () => Promise<{ status: ChargeStatus; providerRef: string; failureReason: string | null }>, refusedId?: string): Promise<CallOutcome> {
   try {
     return await call();
   } catch (e) {
     if (e instanceof DomainError && e.code === 'provider_unavailable') return 'unavailable';
+    if (e instanceof ProviderRejected && refusedId) return { status: 'Failed', providerRef: `none:${refusedId}`, failureReason: PROVIDER_REJECTED };
     throw e;
   }
 }
@@ -417,14 +423,14 @@ export function callFor(provider: PaymentProvider, t: Transaction, methods: Map<
     return outcomeOf(async () => {
       const r = await provider.refund({ account: t.merchantId, idempotencyKey: t.id, providerChargeId: charge.providerRef!, amountMinor: t.amountMinor, currency: t.currency });
       return { status: r.status, providerRef: r.providerRefundId, failureReason: r.failureReason };
-    });
+    }, t.id);
   }
   const pm = t.paymentMethodId ? methods.get(t.paymentMethodId) : undefined;
   if (!pm) return Promise.resolve({ status: 'Failed', providerRef: `none:${t.id}`, failureReason: 'payment_method_removed' });
   return outcomeOf(async () => {
     const r = await provider.charge({ account: t.merchantId, idempotencyKey: t.id, amountMinor: t.amountMinor, currency: t.currency, instrument: { token: pm.providerToken, type: pm.type, last4: pm.last4 } });
     return { status: r.status, providerRef: r.providerChargeId, failureReason: r.failureReason };
-  });
+  }, t.id);
 }
 
 /**

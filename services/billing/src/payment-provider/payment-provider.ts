@@ -8,7 +8,9 @@ import type { PaymentMethodType } from '@billing/contracts';
  * Every call is made on behalf of one merchant account (`account`, the merchant id). Calls
  * that move money carry an idempotency key (the transaction id), so a retry after a timeout
  * never charges twice. An unreachable, failing or slow provider is a DomainError
- * `provider_unavailable`; declines are results, not errors.
+ * `provider_unavailable` (outcome unknown: the call may have been acted on); declines are
+ * results, not errors. A `charge` or `refund` the provider refuses for good (it did not act on
+ * it) is a `ProviderRejected`.
  */
 export interface PaymentProvider {
   /** What a token stands for; null when the provider does not know it for this account. */
@@ -19,6 +21,25 @@ export interface PaymentProvider {
   /** Final outcome of a `Processing` (bank) charge once its settlement window has passed. */
   settle(account: string, providerChargeId: string): Promise<ChargeResult>;
   refund(request: RefundRequest): Promise<RefundResult>;
+}
+
+/** `failureReason` of a charge or refund the provider refused for good (`ProviderRejected`). */
+export const PROVIDER_REJECTED = 'provider_rejected';
+
+/**
+ * The provider refused a call and did not act on it: an answer that is neither a result nor a
+ * sign of a transient condition (HTTP 4xx other than 408, 409, 425, 429: an unknown token, a
+ * malformed request). Repeating the call would be refused again; nothing was charged or refunded.
+ */
+export class ProviderRejected extends Error {
+  override readonly name = 'ProviderRejected';
+  constructor(
+    readonly httpStatus: number,
+    /** The provider's own error code, when it sent one. */
+    readonly providerCode: string | null,
+  ) {
+    super(`The payment provider refused the call (HTTP ${httpStatus}${providerCode ? `, ${providerCode}` : ''}).`);
+  }
 }
 
 export interface TokenisedInstrument {

@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { DomainError } from '@billing/contracts';
 import { injectTraceHeaders, propagatesContextManually, spansSuppressed } from '@billing/telemetry';
-import type { ChargeRequest, ChargeResult, PaymentProvider, RefundRequest, RefundResult, TokenisedInstrument } from './payment-provider.js';
+import { ProviderRejected, type ChargeRequest, type ChargeResult, type PaymentProvider, type RefundRequest, type RefundResult, type TokenisedInstrument } from './payment-provider.js';
 
 /** Header naming the merchant account a sandbox call is made for (like a provider's connected-account header). */
 export const SANDBOX_ACCOUNT_HEADER = 'sandbox-account';
@@ -13,6 +13,13 @@ interface ProviderResponse {
   body: Record<string, unknown> | null;
 }
 
+/**
+ * 4xx answers that say nothing final about the call: a timeout on the provider's side (408), an
+ * idempotency-key conflict such as the first request with the key still in flight (409), too
+ * early (425), rate limited (429). They stay `provider_unavailable`, like a 5xx.
+ */
+const TRANSIENT_4XX = new Set([408, 409, 425, 429]);
+
 /** Errors of a kept-alive socket the server closed just as it was reused: the request never reached it. */
 const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
@@ -20,6 +27,7 @@ const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE']);
  * HTTP client of the sandbox provider process (services/sandbox-provider). Each call has a
  * timeout (the whole call, queueing for a socket included); a connection failure, timeout or
  * 5xx becomes `provider_unavailable` (502 at the gateway), so callers can retry with backoff.
+ * A charge or refund refused with a definitive 4xx is `ProviderRejected`.
  *
  * Connections are kept alive in a pool of at most `maxSockets`: a billing run makes thousands of
  * calls per second, and a connection per call would cost a TCP handshake each (and exhaust
@@ -66,7 +74,7 @@ export class SandboxPaymentProvider implements PaymentProvider {
       paymentMethod: { token: req.instrument.token ?? undefined, type: req.instrument.type, last4: req.instrument.last4 },
       description: req.description,
     }, req.idempotencyKey);
-    return toCharge(ok(res));
+    return toCharge(ok(refusedForGood(res)));
   }
 
   async settle(account: string, providerChargeId: string): Promise<ChargeResult> {
@@ -76,7 +84,7 @@ export class SandboxPaymentProvider implements PaymentProvider {
 
   async refund(req: RefundRequest): Promise<RefundResult> {
     const res = await this.call('POST', '/v1/refunds', req.account, { chargeId: req.providerChargeId, amountMinor: req.amountMinor, currency: req.currency }, req.idempotencyKey);
-    const body = ok(res) as { id: string; status: 'Settled' | 'Failed'; failureReason?: string | null };
+    const body = ok(refusedForGood(res)) as { id: string; status: 'Settled' | 'Failed'; failureReason?: string | null };
     return { providerRefundId: body.id, status: body.status, failureReason: body.failureReason ?? null };
   }
 
@@ -140,6 +148,12 @@ export class SandboxPaymentProvider implements PaymentProvider {
 function unavailable(e: unknown): never {
   const timedOut = (e as Error | null)?.name === 'TimeoutError';
   throw new DomainError('provider_unavailable', timedOut ? 'The payment provider did not answer in time; retry with backoff.' : 'The payment provider could not be reached; retry with backoff.');
+}
+
+/** Throws `ProviderRejected` for a definitive 4xx (see `TRANSIENT_4XX`); passes anything else on. */
+function refusedForGood(res: ProviderResponse): ProviderResponse {
+  if (res.status >= 400 && res.status < 500 && !TRANSIENT_4XX.has(res.status)) throw new ProviderRejected(res.status, typeof res.body?.error === 'string' ? res.body.error : null);
+  return res;
 }
 
 /** The body of a 2xx answer; anything else from the provider is provider_unavailable. */

@@ -5,6 +5,7 @@ import { applyCallOutcomes, callProviderFor, recordTransactionEvents } from '../
 import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
 import { findScoped } from '../merchant-scope.js';
+import { PROVIDER_REJECTED } from '../payment-provider/payment-provider.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { Subscription } from '../subscriptions/subscription.js';
 import { Transaction } from './transaction.js';
@@ -26,6 +27,10 @@ export interface CommandDeps {
  * amount reserved, and the caller gets provider_unavailable naming it: the outcome is unknown
  * until the next billing run repeats the call with the same idempotency key and records the
  * provider's one outcome. So the call is neither lost nor made twice.
+ *
+ * A refund the provider refused for good (`provider_rejected`: nothing was refunded) is
+ * recorded Failed, its reservation released, and answered as a conflict naming it; a charge
+ * refused so is a Failed charge, answered like a decline.
  */
 async function callAndRecord(deps: CommandDeps, t: Transaction): Promise<Transaction> {
   const [outcome] = await callProviderFor(deps.orm, deps.providers, [t], 1);
@@ -35,6 +40,12 @@ async function callAndRecord(deps: CommandDeps, t: Transaction): Promise<Transac
       'provider_unavailable',
       `The payment provider did not answer; ${t.kind.toLowerCase()} ${t.id} stays Processing until the next billing run completes it with the same idempotency key. Look it up before trying again.`,
     );
+  }
+  if (t.kind === 'Refund' && outcome!.status === 'Failed' && outcome!.failureReason === PROVIDER_REJECTED) {
+    throw new DomainError('conflict', `The payment provider refused refund ${t.id}; it is Failed (provider_rejected), nothing was refunded and its amount is refundable again.`, {
+      transactionId: t.id,
+      failureReason: PROVIDER_REJECTED,
+    });
   }
   return deps.orm.em.fork().findOneOrFail(Transaction, { id: t.id });
 }
