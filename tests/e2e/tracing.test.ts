@@ -57,7 +57,9 @@ describe('tracing', () => {
     const inTrace = await eventually(
       async () => {
         const spans = otlp.spans().filter((s) => s.traceId === traceId);
-        return has(spans, (s) => s.service === 'webhooks' && s.kind === SPAN_KIND.CLIENT && isPost(s)) ? spans : undefined;
+        // Each service exports on its own schedule: wait for both ends of the trace.
+        const ends = has(spans, (s) => s.service === 'webhooks' && s.kind === SPAN_KIND.CLIENT && isPost(s)) && has(spans, (s) => s.service === 'gateway' && s.kind === SPAN_KIND.SERVER);
+        return ends ? spans : undefined;
       },
       10_000,
       100,

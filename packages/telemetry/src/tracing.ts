@@ -34,17 +34,27 @@ let manualPropagation = false;
 export async function startTelemetry(serviceName: string): Promise<void> {
   if (started || process.env.OTEL_SDK_DISABLED === 'true') return;
   started = true;
-  // ES modules are patched through a loader hook; only the modules an instrumentation asked
-  // for are wrapped (the message channel tells the hook which).
-  const { registerOptions, waitForAllMessagesAcknowledged } = createAddHookMessageChannel();
-  // Except http and https: every importer gets their one CommonJS exports object, patched below
-  // through require (patching it again through the hook would wrap `request` twice).
-  registerOptions.data.exclude = ['http', 'https'];
-  register('import-in-the-middle/hook.mjs', import.meta.url, registerOptions);
-
   const spanProcessors: SpanProcessor[] = [];
   if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
   if (process.env.OTEL_TRACES_EXPORTER === 'console') spanProcessors.push(new BatchSpanProcessor(new ConsoleSpanExporter()));
+  // A sampler choice means spans may be recorded even without an exporter (tests, processors).
+  const recording = spanProcessors.length > 0 || Boolean(process.env.OTEL_TRACES_SAMPLER);
+  // Not recording: HTTP and gRPC carry the context through this package's own few lines (see
+  // `incomingContext`), not through instrumentations built to record spans.
+  manualPropagation = !recording;
+
+  // Recording: ES modules are patched through a loader hook; only the modules an instrumentation
+  // asked for are wrapped (the message channel tells the hook which). Not recording, the one
+  // instrumentation left (undici) listens on diagnostics channels, so no hook (and no loader
+  // thread, 15-20 MB of memory per process) is needed.
+  const hook = recording ? createAddHookMessageChannel() : undefined;
+  if (hook) {
+    // Except http and https: every importer gets their one CommonJS exports object, patched below
+    // through require (patching it again through the hook would wrap `request` twice).
+    hook.registerOptions.data.exclude = ['http', 'https'];
+    register('import-in-the-middle/hook.mjs', import.meta.url, hook.registerOptions);
+  }
+
   provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }),
     spanProcessors,
@@ -54,18 +64,15 @@ export async function startTelemetry(serviceName: string): Promise<void> {
     ...(spanProcessors.length === 0 && !process.env.OTEL_TRACES_SAMPLER ? { sampler: new ParentBasedSampler({ root: new AlwaysOffSampler() }) } : {}),
   });
   provider.register({ propagator: new W3CTraceContextPropagator() });
-  // A sampler choice means spans may be recorded even without an exporter (tests, processors).
-  const recording = spanProcessors.length > 0 || Boolean(process.env.OTEL_TRACES_SAMPLER);
-  // Not recording: HTTP and gRPC carry the context through this package's own few lines (see
-  // `incomingContext`), not through instrumentations built to record spans.
-  manualPropagation = !recording;
   const disabled = disabledInstrumentations(process.env.OTEL_NODE_DISABLED_INSTRUMENTATIONS);
   registerInstrumentations({ tracerProvider: provider, instrumentations: createInstrumentations({ recording, disabled }) });
-  const require = createRequire(import.meta.url);
-  require('node:http');
-  require('node:https');
+  if (recording) {
+    const require = createRequire(import.meta.url);
+    require('node:http');
+    require('node:https');
+  }
   startMetrics(serviceName);
-  await waitForAllMessagesAcknowledged();
+  await hook?.waitForAllMessagesAcknowledged();
 }
 
 /**
