@@ -233,7 +233,8 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
       if (existing) return { id: existing.id, created: false, claimed: existing.isClaimed() };
       const account = CustomerAccount.unclaimed({ ...input, email, phone: input.phone || null });
       try {
-        await em.persistAndFlush(account);
+        // One INSERT on its own (no BEGIN/COMMIT around a single row); a lost race still meets the unique email.
+        await em.insert(account);
         return { id: account.id, created: true, claimed: false };
       } catch (e) {
         if (!(e instanceof UniqueConstraintViolationException)) throw e;
