@@ -90,6 +90,38 @@ export async function queryPrepared<T = Record<string, any>>(orm: MikroORM, name
   }
 }
 
+/** Runs one named prepared statement (see `queryPrepared`) on the connection it is given to. */
+export type PreparedQuery = <T = Record<string, any>>(name: string, text: string, values: readonly unknown[]) => Promise<{ rows: T[]; rowCount: number }>;
+
+/**
+ * Runs `work` in one transaction on one connection of the ORM's pool, its statements prepared
+ * as `queryPrepared`'s are: COMMIT when `work` resolves, ROLLBACK when it throws (the error is
+ * rethrown). For hot multi-statement writes whose decision is made in JS between a locking read
+ * and the write, at one round trip per statement.
+ */
+export async function transactPrepared<R>(orm: MikroORM, work: (query: PreparedQuery) => Promise<R>): Promise<R> {
+  const client = orm.em.getConnection().getKnex().client as { acquireConnection(): Promise<PgClient>; releaseConnection(c: PgClient): Promise<void> };
+  const conn = (await client.acquireConnection()) as PgClient & { query(text: string): Promise<unknown> };
+  try {
+    await conn.query('begin');
+    let result: R;
+    try {
+      result = await work(async (name, text, values) => {
+        const res = await conn.query({ name, text, values });
+        return { rows: res.rows as never[], rowCount: res.rowCount ?? 0 };
+      });
+    } catch (e) {
+      // Only a broken connection fails to roll back; the original error is the one to report.
+      await conn.query('rollback').catch(() => undefined);
+      throw e;
+    }
+    await conn.query('commit');
+    return result;
+  } finally {
+    await client.releaseConnection(conn);
+  }
+}
+
 /**
  * SQLSTATEs of text Postgres cannot store: 22021 character_not_in_repertoire (a NUL or invalid
  * UTF-8 in a bound parameter), 22P05 untranslatable_character (`\u0000` in jsonb), and 08P01

@@ -13,7 +13,7 @@ import type { PaymentProviders } from './payment-provider/payment-providers.js';
 import { plansGrpc } from './plans/plans-grpc.js';
 import { productsGrpc } from './products/products-grpc.js';
 import { questionsGrpc } from './questions/questions-grpc.js';
-import { subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
+import { findSubscription, subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
 
 // The billing gRPC handlers against a real Postgres database of their own: the uniqueness
 // rules hold under concurrency because the database enforces them, not because of timing.
@@ -153,6 +153,63 @@ describe('transitions', () => {
     expect(foreign.status === 'rejected' && (foreign.reason as DomainError).code).toBe('not_found');
     expect(own.status).toBe('fulfilled');
     expect(await count(`select count(*) as n from billing.subscriptions where id = ? and status = 'Active'`, [sub.id])).toBe(1);
+  });
+});
+
+describe('transition writes', () => {
+  const outboxOf = async (id: string) =>
+    (await orm.em.getConnection().execute(`select type, data from billing.outbox where data->>'id' = ? order by seq`, [id])) as { type: string; data: Record<string, unknown> }[];
+  const rowOf = async (id: string) => (await findSubscription(orm.em.fork(), { kind: 'platform' }, id)).toMessage();
+
+  it('stores what the aggregate decided: the row read back equals each answer, each event carries it, and a no-op writes nothing', async () => {
+    const { merchantId, planId } = await merchantWithPlan();
+    const scope = { kind: 'merchantId' as const, merchantId };
+    const subs = subscriptionsGrpc(orm);
+    const { member } = await membersGrpc(orm).CreateMember({ scope, email: 'rows@example.com', firstName: 'R', lastName: 'W' });
+    const sub = await subs.CreateSubscription({ scope, memberId: member.id, planId });
+    const resumeAt = new Date(Date.now() + 86_400_000).toISOString();
+    const paused = await subs.PauseSubscription({ scope, id: sub.id.toUpperCase(), resumeAt });
+    expect(paused).toMatchObject({ status: 'Paused', resumeAt });
+    expect(await rowOf(sub.id)).toEqual(paused);
+    // Paused past its due date: resuming starts a new period now.
+    await orm.em.getConnection().execute(`update billing.subscriptions set next_billing_at = now() - interval '1 day' where id = ?`, [sub.id]);
+    const resumed = await subs.ResumeSubscription({ scope, id: sub.id });
+    expect(resumed).toMatchObject({ status: 'Active', pausedAt: undefined, resumeAt: undefined, nextBillingAt: resumed.currentPeriodStart });
+    expect(await rowOf(sub.id)).toEqual(resumed);
+    const ending = await subs.CancelSubscription({ scope, id: sub.id, atPeriodEnd: true });
+    expect(ending).toMatchObject({ status: 'Active', cancelAtPeriodEnd: true });
+    expect(await rowOf(sub.id)).toEqual(ending);
+    expect(await subs.CancelSubscription({ scope, id: sub.id, atPeriodEnd: true })).toEqual(ending);
+    expect(await rowOf(sub.id)).toEqual(ending);
+    const cancelled = await subs.CancelSubscription({ scope, id: sub.id, atPeriodEnd: false });
+    expect(await rowOf(sub.id)).toEqual(cancelled);
+    const view = (m: typeof paused) => ({ ...m, paymentMethodId: m.paymentMethodId ?? null, nextBillingAt: m.nextBillingAt ?? null, pausedAt: m.pausedAt ?? null, resumeAt: m.resumeAt ?? null, cancelledAt: m.cancelledAt ?? null });
+    expect(await outboxOf(sub.id)).toEqual([
+      { type: 'subscription.created', data: view(sub) },
+      { type: 'subscription.paused', data: view(paused) },
+      { type: 'subscription.resumed', data: view(resumed) },
+      { type: 'subscription.cancelled', data: view(cancelled) },
+    ]);
+  });
+
+  it('answers not_found for a malformed or missing id and invalid_transition for a refused one, while their batch neighbours commit', async () => {
+    const { merchantId, planId } = await merchantWithPlan();
+    const scope = { kind: 'merchantId' as const, merchantId };
+    const subs = subscriptionsGrpc(orm);
+    const { member } = await membersGrpc(orm).CreateMember({ scope, email: 'mixed@example.com', firstName: 'M', lastName: 'X' });
+    const { member: other } = await membersGrpc(orm).CreateMember({ scope, email: 'mixed2@example.com', firstName: 'M', lastName: 'Y' });
+    const active = await subs.CreateSubscription({ scope, memberId: member.id, planId });
+    const toPause = await subs.CreateSubscription({ scope, memberId: other.id, planId });
+    const outcomes = await Promise.allSettled([
+      subs.PauseSubscription({ scope, id: 'not-a-uuid' }),
+      subs.PauseSubscription({ scope, id: randomUUID() }),
+      subs.ResumeSubscription({ scope, id: active.id }),
+      subs.PauseSubscription({ scope, id: toPause.id }),
+    ]);
+    expect(outcomes.map((o) => (o.status === 'rejected' ? (o.reason as DomainError).code : 'ok'))).toEqual(['not_found', 'not_found', 'invalid_transition', 'ok']);
+    expect(await rowOf(active.id)).toEqual(active);
+    expect((await rowOf(toPause.id)).status).toBe('Paused');
+    expect((await outboxOf(active.id)).map((e) => e.type)).toEqual(['subscription.created']);
   });
 });
 

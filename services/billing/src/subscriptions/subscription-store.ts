@@ -1,9 +1,10 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { type PlanInterval } from '@billing/contracts';
-import { Batcher, queryPrepared } from '@billing/service-runtime';
+import { DomainError, isUuidText, type PlanInterval } from '@billing/contracts';
+import { Batcher, queryPrepared, transactPrepared, type CallScope } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import { randomUUID } from 'node:crypto';
-import type { Subscription } from './subscription.js';
+import type { BillingSchedule } from '../plans/billing-interval.js';
+import { Subscription } from './subscription.js';
 
 /** What enrolling a member needs to know. */
 export interface EnrolmentFacts {
@@ -24,6 +25,94 @@ interface NewSubscription {
   sub: Subscription;
   events: { type: string; data: Record<string, unknown> }[];
   traceContext: Record<string, string>;
+}
+
+/** A state change of one subscription: `change` runs the aggregate's transition, given its plan's schedule. */
+export interface TransitionRequest {
+  scope: CallScope;
+  id: string;
+  change: (sub: Subscription, plan: BillingSchedule | undefined) => void;
+}
+
+interface SubmittedTransition extends TransitionRequest {
+  traceContext: Record<string, string>;
+}
+
+type TransitionOutcome = { ok: true; sub: Subscription } | { ok: false; error: DomainError };
+
+/** The columns a transition of a live subscription may change (what `transitions` writes back). */
+const TRANSITION_COLUMNS = ['status', 'current_period_start', 'current_period_end', 'next_billing_at', 'billing_anchor', 'cancel_at_period_end', 'paused_at', 'resume_at', 'cancelled_at', 'updated_at'] as const;
+
+/** A locked subscription row as jsonb (instants in ISO 8601), with its plan's schedule. */
+interface LockedRow {
+  sub: {
+    id: string;
+    merchant_id: string;
+    member_id: string;
+    plan_id: string;
+    payment_method_id: string | null;
+    status: Subscription['status'];
+    current_period_start: string;
+    current_period_end: string;
+    next_billing_at: string | null;
+    billing_anchor: string;
+    cancel_at_period_end: boolean;
+    paused_at: string | null;
+    resume_at: string | null;
+    cancelled_at: string | null;
+    dunning_period_start: string | null;
+    dunning_started_at: string | null;
+    retry_count: number;
+    claimed_until: string | null;
+    created_at: string;
+    updated_at: string;
+  };
+  /** Null only if the plan were missing (a foreign key forbids it). */
+  plan_interval: PlanInterval | null;
+  plan_interval_count: number | null;
+}
+
+function subscriptionOf(row: LockedRow['sub']): Subscription {
+  const at = (text: string | null) => (text === null ? null : new Date(text));
+  return Object.assign(new Subscription(), {
+    id: row.id,
+    merchantId: row.merchant_id,
+    memberId: row.member_id,
+    planId: row.plan_id,
+    paymentMethodId: row.payment_method_id,
+    status: row.status,
+    currentPeriodStart: at(row.current_period_start),
+    currentPeriodEnd: at(row.current_period_end),
+    nextBillingAt: at(row.next_billing_at),
+    billingAnchor: at(row.billing_anchor),
+    cancelAtPeriodEnd: row.cancel_at_period_end,
+    pausedAt: at(row.paused_at),
+    resumeAt: at(row.resume_at),
+    cancelledAt: at(row.cancelled_at),
+    dunningPeriodStart: at(row.dunning_period_start),
+    dunningStartedAt: at(row.dunning_started_at),
+    retryCount: row.retry_count,
+    claimedUntil: at(row.claimed_until),
+    createdAt: at(row.created_at),
+    updatedAt: at(row.updated_at),
+  });
+}
+
+/** The values of TRANSITION_COLUMNS, as written (instants in ISO 8601). */
+function transitionColumnsOf(sub: Subscription): Record<(typeof TRANSITION_COLUMNS)[number], string | boolean | null> {
+  const iso = (d: Date | null) => d?.toISOString() ?? null;
+  return {
+    status: sub.status,
+    current_period_start: iso(sub.currentPeriodStart),
+    current_period_end: iso(sub.currentPeriodEnd),
+    next_billing_at: iso(sub.nextBillingAt),
+    billing_anchor: iso(sub.billingAnchor),
+    cancel_at_period_end: sub.cancelAtPeriodEnd,
+    paused_at: iso(sub.pausedAt),
+    resume_at: iso(sub.resumeAt),
+    cancelled_at: iso(sub.cancelledAt),
+    updated_at: iso(sub.updatedAt),
+  };
 }
 
 /** How an insert ended: written, refused by a live subscription of the member to the plan, or broken. */
@@ -52,6 +141,93 @@ export class SubscriptionStore {
   insertLiveSubscription(sub: Subscription, events: { type: string; data: Record<string, unknown> }[]): Promise<InsertOutcome> {
     return this.inserts.submit({ sub, events, traceContext: injectTraceHeaders() });
   }
+
+  /**
+   * Loads, changes and saves a subscription with its events under its row lock, group-committed:
+   * the transitions that arrive together share one transaction of two statements, a locking read
+   * of their rows (in id order, so concurrent batches cannot deadlock) and one write of the
+   * changed rows with their outbox events. Two transitions of one subscription never share a
+   * batch, and a later batch waits for the lock. Another merchant's subscription is `not_found`,
+   * as a missing one. A DomainError from `change` (which throws before changing anything) is
+   * that request's answer and writes nothing of it; any other failure rolls the batch back and
+   * its requests run again one per transaction (`Batcher`). Each event carries the trace
+   * context of its own request.
+   */
+  async transition(req: TransitionRequest): Promise<Subscription> {
+    const outcome = await this.transitions.submit({ ...req, traceContext: injectTraceHeaders() });
+    if (!outcome.ok) throw outcome.error;
+    return outcome.sub;
+  }
+
+  private readonly transitions = new Batcher<SubmittedTransition, TransitionOutcome>(
+    (batch) =>
+      transactPrepared(this.orm, async (query) => {
+        const ids = [...new Set(batch.filter((t) => isUuidText(t.id)).map((t) => t.id.toLowerCase()))];
+        const { rows } = ids.length === 0 ? { rows: [] } : await query<LockedRow>(
+          'subscription_transition_lock',
+          `select to_jsonb(s) as sub, p.billing_interval as plan_interval, p.interval_count as plan_interval_count
+             from subscriptions s left join plans p on p.id = s.plan_id
+            where s.id = any($1::uuid[])
+            order by s.id
+              for update of s`,
+          [ids],
+        );
+        const loaded = new Map(rows.map((r) => [r.sub.id, r]));
+        const outcomes: TransitionOutcome[] = [];
+        const changed: Record<string, unknown>[] = [];
+        const outbox: Record<string, unknown>[] = [];
+        for (const t of batch) {
+          const row = isUuidText(t.id) ? loaded.get(t.id.toLowerCase()) : undefined;
+          if (!row || (t.scope.kind === 'merchant' && row.sub.merchant_id !== t.scope.merchantId)) {
+            outcomes.push({ ok: false, error: new DomainError('not_found', 'Subscription not found.') });
+            continue;
+          }
+          const sub = subscriptionOf(row.sub);
+          const before = JSON.stringify(transitionColumnsOf(sub));
+          try {
+            t.change(sub, row.plan_interval ? { interval: row.plan_interval, intervalCount: row.plan_interval_count! } : undefined);
+          } catch (e) {
+            if (!(e instanceof DomainError)) throw e;
+            outcomes.push({ ok: false, error: e });
+            continue;
+          }
+          const after = transitionColumnsOf(sub);
+          if (JSON.stringify(after) !== before) changed.push({ id: sub.id, ...after });
+          for (const type of sub.pullEvents()) {
+            outbox.push({ seq: outbox.length, id: randomUUID(), type, merchant_id: sub.merchantId, data: sub.toView(), occurred_at: new Date().toISOString(), trace_context: t.traceContext });
+          }
+          outcomes.push({ ok: true, sub });
+        }
+        if (changed.length > 0 || outbox.length > 0) {
+          const res = await query<{ updated: number; events: number }>(
+            'subscription_transition_write',
+            `with updated as (
+               update subscriptions s
+                  set status = c.status, current_period_start = c.current_period_start, current_period_end = c.current_period_end,
+                      next_billing_at = c.next_billing_at, billing_anchor = c.billing_anchor, cancel_at_period_end = c.cancel_at_period_end,
+                      paused_at = c.paused_at, resume_at = c.resume_at, cancelled_at = c.cancelled_at, updated_at = c.updated_at
+                 from jsonb_to_recordset($1::jsonb) as c(id uuid, status text, current_period_start timestamptz, current_period_end timestamptz,
+                        next_billing_at timestamptz, billing_anchor timestamptz, cancel_at_period_end boolean, paused_at timestamptz,
+                        resume_at timestamptz, cancelled_at timestamptz, updated_at timestamptz)
+                where s.id = c.id
+               returning 1),
+             events as (
+               insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
+               select e.id, e.type, e.merchant_id, e.data, e.occurred_at, e.trace_context
+                 from jsonb_to_recordset($2::jsonb) as e(seq int, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb)
+                order by e.seq
+               returning 1)
+             select (select count(*) from updated)::int as updated, (select count(*) from events)::int as events`,
+            [JSON.stringify(changed), JSON.stringify(outbox)],
+          );
+          // Cannot happen (the rows are locked); thrown, so the transaction rolls back.
+          const [row] = res.rows;
+          if (row!.updated !== changed.length || row!.events !== outbox.length) throw new Error(`subscription transition wrote ${row!.updated}/${changed.length} rows, ${row!.events}/${outbox.length} events`);
+        }
+        return outcomes;
+      }),
+    { keyOf: (t) => t.id.toLowerCase() },
+  );
 
   private readonly facts = new Batcher<EnrolmentRequest, EnrolmentFacts>(
     async (batch) => {

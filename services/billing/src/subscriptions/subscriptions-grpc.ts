@@ -1,10 +1,9 @@
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DateOrDateTime, DomainError, isUuidText, pageWindow, parseOrThrow, SUBSCRIPTION_STATUSES } from '@billing/contracts';
-import { GroupWrite, recordEvent, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
-import { findManyById, findScoped, pickScoped } from '../merchant-scope.js';
-import { Plan } from '../plans/plan.js';
+import { recordEvent, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
+import { findScoped } from '../merchant-scope.js';
 import { Subscription } from './subscription.js';
-import { SubscriptionStore } from './subscription-store.js';
+import { SubscriptionStore, type TransitionRequest } from './subscription-store.js';
 
 /** A subscription addressed by id: another merchant's is indistinguishable from a missing one. */
 export function findSubscription(em: EntityManager, scope: CallScope, id: string, opts: { lock?: boolean } = {}): Promise<Subscription> {
@@ -44,40 +43,10 @@ async function repeatedCreate(em: EntityManager, req: { merchantId: string; memb
   return existing;
 }
 
-/** A state change of one subscription; `change` runs the aggregate's transition (given its plan when `needsPlan`). */
-interface TransitionRequest {
-  scope: CallScope;
-  id: string;
-  change: (sub: Subscription, plan: Plan | undefined) => void;
-  needsPlan: boolean;
-}
-
 export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscriptions'> {
   const store = new SubscriptionStore(orm);
-  /**
-   * Loads, changes and saves a subscription with its events under its row lock, group-committed:
-   * the transitions that arrive together share one locking read and one transaction. Two
-   * transitions of one subscription never share a batch, and a later batch waits for the lock.
-   */
-  const transitions = new GroupWrite(
-    orm,
-    {
-      load: async (em: EntityManager, items: readonly TransitionRequest[]) => {
-        const subs = await findManyById(em, Subscription, items.map((t) => t.id), { lock: true });
-        const planIds = items.filter((t) => t.needsPlan).flatMap((t) => subs.get(t.id.toLowerCase())?.planId ?? []);
-        return { subs, plans: await findManyById(em, Plan, planIds) };
-      },
-      apply: (em: EntityManager, t: TransitionRequest, loaded: { subs: Map<string, Subscription>; plans: Map<string, Plan> }) => {
-        const sub = pickScoped(loaded.subs, t.scope, t.id, 'Subscription');
-        t.change(sub, loaded.plans.get(sub.planId));
-        recordSubscriptionEvents(em, sub);
-        return sub.toMessage();
-      },
-    },
-    { keyOf: (t) => t.id.toLowerCase() },
-  );
-  const transition = (req: { scope?: Parameters<typeof requireScope>[0]; id: string }, change: TransitionRequest['change'], needsPlan = false) =>
-    transitions.run({ scope: requireScope(req.scope), id: req.id, change, needsPlan });
+  const transition = async (req: { scope?: Parameters<typeof requireScope>[0]; id: string }, change: TransitionRequest['change']) =>
+    (await store.transition({ scope: requireScope(req.scope), id: req.id, change })).toMessage();
 
   return {
     /**
@@ -143,7 +112,6 @@ export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscr
           if (!plan) throw new Error(`plan ${sub.planId} of subscription ${sub.id} is missing`);
           sub.resume(plan);
         },
-        true,
       ),
 
     CancelSubscription: async (req) => transition(req, (sub) => sub.cancel(Boolean(req.atPeriodEnd))),
