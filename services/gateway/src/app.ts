@@ -41,7 +41,7 @@ export const ENTITIES = [IdempotencyRecordSchema];
 
 /** The gateway's own schema: idempotency records. */
 export async function openGatewayDatabase(config: GatewayConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS, poolMax: config.DB_POOL_MAX });
+  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX });
 }
 
 export interface GatewayApp {
@@ -55,7 +55,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   const logger = createLogger('gateway', config.LOG_LEVEL);
   configureGrpcTransport(config);
   const orm = await openGatewayDatabase(config);
-  await migrate(orm, config.DB_SCHEMA);
+  await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
   const backends: Backends = createBackends(config);
 
   const feed = new CredentialFeed(backends.identity, logger, config.CREDENTIAL_FEED_POLL_MS);
