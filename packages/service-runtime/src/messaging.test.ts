@@ -1,4 +1,7 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEmailSender, FileMessageSender, SmtpMessageSender } from './messaging.js';
 
@@ -60,5 +63,17 @@ describe('email channels', () => {
   it('writes files by default and refuses smtp without a URL', () => {
     expect(createEmailSender({ DATA_DIR: '.data', EMAIL_PROVIDER: 'file', EMAIL_FROM: 'x <a@b.c>' })).toBeInstanceOf(FileMessageSender);
     expect(() => createEmailSender({ DATA_DIR: '.data', EMAIL_PROVIDER: 'smtp', EMAIL_FROM: 'x <a@b.c>' })).toThrow(/EMAIL_SMTP_URL/);
+  });
+
+  it('writes files into a directory that is missing at first or removed between messages', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'messaging-'));
+    const dir = join(root, 'data', 'mail');
+    const sender = new FileMessageSender(dir);
+    await sender.send({ to: 'ada@example.com', subject: 'One', text: 'first' });
+    expect(await readdir(dir)).toHaveLength(1);
+    await rm(dir, { recursive: true });
+    await sender.send({ to: 'ada@example.com', subject: 'Two', text: 'second' });
+    expect((await readdir(dir)).filter((f) => f.endsWith('.json'))).toHaveLength(1);
+    await rm(root, { recursive: true });
   });
 });

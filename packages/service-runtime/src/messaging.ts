@@ -39,12 +39,20 @@ class FileOutbox {
   ) {}
 
   async write(message: EmailMessage | SmsMessage): Promise<void> {
-    await mkdir(this.dir, { recursive: true });
     const id = randomUUID();
     const sentAt = new Date().toISOString();
     const name = `${sentAt.replace(/[:.]/g, '-')}-${id}.json`;
     const tmp = join(this.dir, `.${name}.tmp`);
-    await writeFile(tmp, JSON.stringify({ id, channel: this.channel, sentAt, ...message }, null, 2), { mode: 0o600 });
+    const body = JSON.stringify({ id, channel: this.channel, sentAt, ...message }, null, 2);
+    // The directory is created when a write finds it missing (first message, or removed since),
+    // not before every message.
+    try {
+      await writeFile(tmp, body, { mode: 0o600 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      await mkdir(this.dir, { recursive: true });
+      await writeFile(tmp, body, { mode: 0o600 });
+    }
     await rename(tmp, join(this.dir, name));
   }
 }

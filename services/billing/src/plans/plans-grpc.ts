@@ -1,6 +1,6 @@
-import { GroupWrite, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
+import { Batcher, GroupWrite, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
-import { pageWindow } from '@billing/contracts';
+import { DomainError, isUuidText, pageWindow } from '@billing/contracts';
 import { findManyById, findScoped, pickScoped } from '../merchant-scope.js';
 import { Product } from '../products/product.js';
 import { Plan } from './plan.js';
@@ -37,13 +37,26 @@ export function plansGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Plans'> {
     },
     { keyOf: (c) => c.id.toLowerCase() },
   );
+  /** Reads that arrive together share one `select ... where id in (...)`; each still reads the current row. */
+  const reads = new Batcher<string, Plan | undefined>(async (ids) => {
+    const found = await findManyById(orm.em.fork(), Plan, ids);
+    return ids.map((id) => found.get(id));
+  });
+
   return {
     CreatePlan: async (req) => {
       const merchantId = requireMerchantScope(req.scope);
       return creates.run({ ...req, scope: { kind: 'merchant', merchantId }, amountMinor: Number(req.amountMinor) });
     },
 
-    GetPlan: async (req) => (await findPlan(orm.em.fork(), requireScope(req.scope), req.id)).toMessage(),
+    GetPlan: async (req) => {
+      // As findPlan answers: a malformed id is `Not found.`, another merchant's plan is missing.
+      const scope = requireScope(req.scope);
+      if (!isUuidText(req.id)) throw new DomainError('not_found', 'Not found.');
+      const plan = await reads.submit(req.id.toLowerCase());
+      if (!plan || (scope.kind === 'merchant' && plan.merchantId !== scope.merchantId)) throw new DomainError('not_found', 'Plan not found.');
+      return plan.toMessage();
+    },
 
     ListPlans: async (req) => {
       const where: Record<string, unknown> = { merchantId: requireMerchantScope(req.scope) };

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { CreateInvitationRequest, DomainError, parseOrThrow } from '@billing/contracts';
-import { scopeOfMerchant, type CallScope, type DeliveryChannels, type Logger } from '@billing/service-runtime';
+import { Batcher, scopeOfMerchant, type CallScope, type DeliveryChannels, type Logger } from '@billing/service-runtime';
 import type { CheckoutBackends } from '../backends.js';
 import { Invitation } from './invitation.js';
 import { invitationEmail, invitationSms, onboardingLink } from './invitation-messages.js';
@@ -12,6 +12,17 @@ export interface InvitationDeps {
   publicBaseUrl: string;
   defaultExpiryDays: number;
   logger: Logger;
+}
+
+/**
+ * Inserts of invitations that arrive together: one multi-row INSERT, committed on its own (no
+ * BEGIN/COMMIT); each invitation resolves once the statement carrying it is durable.
+ */
+export function invitationInserts(orm: MikroORM): Batcher<Invitation, void> {
+  return new Batcher(async (invitations) => {
+    await orm.em.fork().insertMany(invitations);
+    return invitations.map(() => undefined);
+  });
 }
 
 /** The merchant's name, or merchant_not_found carrying the outcome `MerchantNotFound`. */
@@ -32,7 +43,7 @@ export async function merchantNameOf(backends: CheckoutBackends, merchantId: str
  * SMS channel. Only a phone and no SMS channel is unprocessable (`NoDeliveryChannel`).
  */
 export async function createInvitation(
-  deps: InvitationDeps,
+  deps: InvitationDeps & { inserts: Batcher<Invitation, void> },
   scope: CallScope,
   req: { merchantId: string; firstName: string; lastName: string; email?: string; phone?: string; expiresInDays?: number },
 ): Promise<{ invitation: Invitation; token: string }> {
@@ -56,7 +67,7 @@ export async function createInvitation(
   if (email) await deps.backends.customers.EnsureCustomerAccount({ email, firstName: input.firstName, lastName: input.lastName, phone: phone ?? undefined });
 
   const issued = Invitation.issue({ merchantId, firstName: input.firstName, lastName: input.lastName, email, phone, expiresInDays: input.expiresInDays ?? deps.defaultExpiryDays });
-  await deps.orm.em.fork().persistAndFlush(issued.invitation);
+  await deps.inserts.submit(issued.invitation);
 
   const link = onboardingLink(deps.publicBaseUrl, issued.token);
   const { invitation } = issued;

@@ -1,7 +1,7 @@
 import { LockMode, type EntityManager, type FilterQuery } from '@mikro-orm/postgresql';
 import { DomainError, INVITATION_STATUSES, isUuidText, pageWindow, type InvitationStatus } from '@billing/contracts';
 import { requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
-import { createInvitation, type InvitationDeps } from './create-invitation.js';
+import { createInvitation, invitationInserts, type InvitationDeps } from './create-invitation.js';
 import { Invitation } from './invitation.js';
 
 /** One invitation the scope may see, optionally row-locked; any other is not_found. */
@@ -31,9 +31,10 @@ function statusFilter(status: InvitationStatus, now: Date): FilterQuery<Invitati
 
 export function invitationsGrpc(deps: InvitationDeps): ServiceImpl<'checkout.v1.Invitations'> {
   const { orm } = deps;
+  const inserts = invitationInserts(orm);
   return {
     CreateInvitation: async (req) => {
-      const { invitation, token } = await createInvitation(deps, requireScope(req.scope), {
+      const { invitation, token } = await createInvitation({ ...deps, inserts }, requireScope(req.scope), {
         merchantId: req.merchantId,
         firstName: req.firstName,
         lastName: req.lastName,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
-import { PLATFORM_SCOPE, scopeOfMerchant, sha256Hex } from '@billing/service-runtime';
+import { Batcher, PLATFORM_SCOPE, scopeOfMerchant, sha256Hex } from '@billing/service-runtime';
 import type { Scope } from '@billing/proto-types/common/v1/Scope';
 import type { CheckoutLink__Output as CheckoutLink } from '@billing/proto-types/checkout/v1/CheckoutLink';
 import type { ResolveLinkReply__Output as ResolveLinkReply } from '@billing/proto-types/checkout/v1/ResolveLinkReply';
@@ -29,11 +29,19 @@ export interface LinkOptions {
 
 /** Signing links for merchants and resolving links into sessions. */
 export class Links {
+  /** Links created together are one multi-row INSERT, committed on its own (no BEGIN/COMMIT). */
+  private readonly inserts: Batcher<Link, void>;
+
   constructor(
     private readonly orm: MikroORM,
     private readonly backends: CheckoutBackends,
     private readonly opts: LinkOptions,
-  ) {}
+  ) {
+    this.inserts = new Batcher(async (links) => {
+      await orm.em.fork().insertMany(links);
+      return links.map(() => undefined);
+    });
+  }
 
   /**
    * The key's merchant and signing secret, or undefined when it is unknown (to `scope`), revoked
@@ -88,7 +96,7 @@ export class Links {
     const d = encodeLink(payload);
     const s = signLink(d, key.secret);
     const link = Object.assign(new Link(), { merchantId: req.merchantId, apiKeyId: payload.kid, planId: payload.pid, nonce: payload.nonce, returnUrl: req.returnUrl, expiresAt, createdAt: now });
-    await this.orm.em.fork().persist(link).flush();
+    await this.inserts.submit(link);
     const url = `${this.opts.publicBaseUrl.replace(/\/+$/, '')}/checkout?d=${d}&s=${s}`;
     return { url, d, s, expiresAt: new Date(payload.exp * 1000).toISOString() };
   }

@@ -15,7 +15,7 @@ import {
   UpdateCustomerProfileRequest,
   VerifyEmailRequest,
 } from '@billing/contracts';
-import type { DeliveryChannels, Logger, ServiceImpl } from '@billing/service-runtime';
+import { Batcher, type DeliveryChannels, type Logger, type ServiceImpl } from '@billing/service-runtime';
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import type { PasswordHasher } from '../passwords/password-hasher.js';
 import type { TokenIssuer } from '../signing-keys/token-issuer.js';
@@ -77,6 +77,18 @@ async function findAccount(em: EntityManager, id: string, lock = false): Promise
 
 export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Customers'> {
   const { orm, hasher, issuer, lockout, resetEmails, channels, publicBaseUrl, logger } = deps;
+
+  /** EnsureCustomerAccount's lookups that arrive together: one `select ... where email in (...)`, each reading the current rows. */
+  const accountsByEmail = new Batcher<string, CustomerAccount | undefined>(async (emails) => {
+    const found = await orm.em.fork().find(CustomerAccount, { email: { $in: [...new Set(emails)] } });
+    const byEmail = new Map(found.map((a) => [a.email, a]));
+    return emails.map((e) => byEmail.get(e));
+  });
+  /** Unclaimed accounts created together: one multi-row INSERT, committed on its own; a failed batch is retried one by one, so a lost race meets the unique email alone. */
+  const unclaimedInserts = new Batcher<CustomerAccount, void>(async (accounts) => {
+    await orm.em.fork().insertMany(accounts);
+    return accounts.map(() => undefined);
+  });
 
   /** Delivery never fails the request that caused it; a lost email is logged (never its content). */
   const deliver = (what: string, accountId: string, send: () => Promise<void>) =>
@@ -228,12 +240,11 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
     EnsureCustomerAccount: async (req) => {
       const input = parseOrThrow(EnsureCustomerAccountInput, req);
       const email = input.email.toLowerCase();
-      const em = orm.em.fork();
-      const existing = await em.findOne(CustomerAccount, { email });
+      const existing = await accountsByEmail.submit(email);
       if (existing) return { id: existing.id, created: false, claimed: existing.isClaimed() };
       const account = CustomerAccount.unclaimed({ ...input, email, phone: input.phone || null });
       try {
-        await em.persistAndFlush(account);
+        await unclaimedInserts.submit(account);
         return { id: account.id, created: true, claimed: false };
       } catch (e) {
         if (!(e instanceof UniqueConstraintViolationException)) throw e;
