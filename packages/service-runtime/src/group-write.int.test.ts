@@ -23,7 +23,7 @@ let orm: MikroORM;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  orm = await openDatabase({ url: db.url, schema: SCHEMA, entities: [OutboxMessageSchema, TagSchema], migrations: [] });
+  orm = await openDatabase({ url: db.url, schema: SCHEMA, entities: [OutboxMessageSchema, TagSchema] });
   const conn = orm.em.getConnection();
   await conn.execute(`create schema "${SCHEMA}"`);
   for (const sql of outboxTableSql(SCHEMA)) await conn.execute(sql);

@@ -2,7 +2,6 @@ import { createServer, type Server } from 'node:http';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { serveMetrics } from '@billing/telemetry';
-import { createClient } from './grpc.js';
 import type { Logger } from './logger.js';
 
 /** One thing a service needs to do its work; `probe` throws (or times out) when it is not available. */
@@ -108,14 +107,17 @@ export function natsDependency(url: string, name: string): Dependency {
 
 /** Another service of the platform, through its gRPC health service (SERVING when it is ready). */
 export function grpcServiceDependency(name: string, address: string): Dependency {
-  const client = createClient('grpc.health.v1.Health', address, PROBE_TIMEOUT_MS, { serverName: name });
+  // Created on the first probe: importing the gRPC client here would load the ORM (through
+  // grpc.js's error mapping) into processes that need neither, e.g. the sandbox provider.
+  let client: ReturnType<typeof import('./grpc.js').createClient> | undefined;
   return {
     name,
     probe: async () => {
+      client ??= (await import('./grpc.js')).createClient('grpc.health.v1.Health', address, PROBE_TIMEOUT_MS, { serverName: name });
       const res = await client.Check({ service: '' });
       if (res.status !== 'SERVING') throw new Error(String(res.status).toLowerCase());
     },
-    close: () => client.close(),
+    close: () => client?.close(),
   };
 }
 

@@ -16,7 +16,7 @@ let orm: MikroORM;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  orm = await openDatabase({ url: db.url, schema: SCHEMA, entities: [], migrations: [] });
+  orm = await openDatabase({ url: db.url, schema: SCHEMA, entities: [] });
   await orm.em.getConnection().execute(`create schema "${SCHEMA}"; create table "${SCHEMA}".t (v text, j jsonb)`);
 }, 60_000);
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { z } from 'zod';
 
 /** An email to one recipient; plain text only. */
@@ -74,18 +74,19 @@ export class FileMessageSender implements MessageSender {
  * when the server offers it).
  */
 export class SmtpMessageSender implements MessageSender {
-  private readonly transport: Transporter;
+  // nodemailer (about 6 MB of RSS) is imported by the first send, so that the services whose
+  // config merely could send email (every one that imports this package) never load it.
+  private transport: Promise<Transporter> | undefined;
   constructor(
-    url: string,
+    private readonly url: string,
     private readonly from: string,
-  ) {
-    this.transport = nodemailer.createTransport(url.includes('?') ? `${url}&pool=true` : `${url}?pool=true`);
-  }
+  ) {}
   async send(message: EmailMessage): Promise<void> {
-    await this.transport.sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text });
+    this.transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(this.url.includes('?') ? `${this.url}&pool=true` : `${this.url}?pool=true`));
+    await (await this.transport).sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text });
   }
   close(): void {
-    this.transport.close();
+    void this.transport?.then((t) => t.close(), () => undefined);
   }
 }
 

@@ -24,7 +24,7 @@ const relays: OutboxRelay[] = [];
 beforeAll(async () => {
   db = await createTestDatabase();
   nats = await startTestNats();
-  orm = await openDatabase({ url: db.url, schema: SCHEMA, entities: [OutboxMessageSchema], migrations: [] });
+  orm = await openDatabase({ url: db.url, schema: SCHEMA, entities: [OutboxMessageSchema] });
   const conn = orm.em.getConnection();
   await conn.execute(`create schema "${SCHEMA}"`);
   for (const sql of outboxTableSql(SCHEMA)) await conn.execute(sql);

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { createRequire, register } from 'node:module';
 import { context, propagation, ROOT_CONTEXT, trace, SpanKind, SpanStatusCode, TraceFlags, type Context, type Span } from '@opentelemetry/api';
 import { isTracingSuppressed, suppressTracing, W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOffSampler, BatchSpanProcessor, ConsoleSpanExporter, ParentBasedSampler, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -35,7 +34,11 @@ export async function startTelemetry(serviceName: string): Promise<void> {
   if (started || process.env.OTEL_SDK_DISABLED === 'true') return;
   started = true;
   const spanProcessors: SpanProcessor[] = [];
-  if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
+  if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
+    // Imported only when configured: the exporter and its transport are about 5 MB of RSS.
+    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+    spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
+  }
   if (process.env.OTEL_TRACES_EXPORTER === 'console') spanProcessors.push(new BatchSpanProcessor(new ConsoleSpanExporter()));
   // A sampler choice means spans may be recorded even without an exporter (tests, processors).
   const recording = spanProcessors.length > 0 || Boolean(process.env.OTEL_TRACES_SAMPLER);

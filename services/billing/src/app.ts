@@ -32,7 +32,7 @@ import { subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
 export const ENTITIES = [OutboxMessageSchema, MerchantSchema, ProductSchema, QuestionSchema, PlanSchema, MemberSchema, PaymentMethodSchema, SubscriptionSchema, MemberAnswerSchema, TransactionSchema, FeeStatementSchema];
 
 export async function openBillingDatabase(config: BillingConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS, poolMax: config.DB_POOL_MAX });
+  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX });
 }
 
 export interface BillingApp {
@@ -46,7 +46,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   const logger = createLogger('billing', config.LOG_LEVEL);
   configureGrpcTransport(config, config.BILLING_GRPC_ADDRESS);
   const orm = await openBillingDatabase(config);
-  await migrate(orm, config.DB_SCHEMA);
+  await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
   const box = new SecretBox(config.BILLING_ENCRYPTION_KEY, 'billing/payment-gateway-credentials');
 
   const { server, setServing } = createGrpcServer(BILLING_CALLERS);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '@billing/contracts';
 import { migrate } from '@billing/service-runtime';
 import { openBillingDatabase } from './app.js';
+import { MIGRATIONS } from './migrations/index.js';
 import { BillingConfig } from './config.js';
 import { membersGrpc } from './members/members-grpc.js';
 import { Merchant } from './merchants/merchant.js';
@@ -37,7 +38,7 @@ beforeAll(async () => {
   const url = new URL(SERVER_URL);
   url.pathname = `/${dbName}`;
   orm = await openBillingDatabase(BillingConfig.parse({ DATABASE_URL: url.toString(), DB_POOL_MAX: '25' }));
-  await migrate(orm, 'billing');
+  await migrate(orm, 'billing', MIGRATIONS);
 }, 60_000);
 
 afterAll(async () => {

@@ -6,11 +6,12 @@ await startTelemetry('billing');
 const { closeOnSignals, migrate } = await import('@billing/service-runtime');
 const { openBillingDatabase, startBilling } = await import('./app.js');
 const { loadConfig } = await import('./config.js');
+const { MIGRATIONS } = await import('./migrations/index.js');
 
 const config = loadConfig();
 if (process.argv[2] === 'migrate') {
   const orm = await openBillingDatabase(config);
-  console.log(`billing: applied ${(await migrate(orm, config.DB_SCHEMA)).length} migration(s)`);
+  console.log(`billing: applied ${(await migrate(orm, config.DB_SCHEMA, MIGRATIONS)).length} migration(s)`);
   await orm.close();
 } else {
   const app = await startBilling(config);

@@ -37,7 +37,7 @@ import { Sessions } from './sessions/sessions.js';
 export const ENTITIES = [OutboxMessageSchema, InvitationSchema, OnboardingSchema, LinkSchema, CheckoutSessionSchema, BankTokenSchema];
 
 export async function openCheckoutDatabase(config: CheckoutConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS });
+  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES });
 }
 
 export interface CheckoutApp {
@@ -54,7 +54,7 @@ export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp
   const logger = createLogger('checkout', config.LOG_LEVEL);
   configureGrpcTransport(config, config.CHECKOUT_GRPC_ADDRESS);
   const orm = await openCheckoutDatabase(config);
-  await migrate(orm, config.DB_SCHEMA);
+  await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
   const backends = createCheckoutBackends(config);
   const production = config.PLATFORM_MODE === 'production';
 

@@ -6,11 +6,12 @@ await startTelemetry('checkout');
 const { closeOnSignals, migrate } = await import('@billing/service-runtime');
 const { openCheckoutDatabase, startCheckout } = await import('./app.js');
 const { loadConfig } = await import('./config.js');
+const { MIGRATIONS } = await import('./migrations/index.js');
 
 const config = loadConfig();
 if (process.argv[2] === 'migrate') {
   const orm = await openCheckoutDatabase(config);
-  console.log(`checkout: applied ${(await migrate(orm, config.DB_SCHEMA)).length} migration(s)`);
+  console.log(`checkout: applied ${(await migrate(orm, config.DB_SCHEMA, MIGRATIONS)).length} migration(s)`);
   await orm.close();
 } else {
   const app = await startCheckout(config);

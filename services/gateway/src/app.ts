@@ -41,7 +41,7 @@ export const ENTITIES = [IdempotencyRecordSchema];
 
 /** The gateway's own schema: idempotency records. */
 export async function openGatewayDatabase(config: GatewayConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS, poolMax: config.DB_POOL_MAX });
+  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX });
 }
 
 export interface GatewayApp {
@@ -55,7 +55,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   const logger = createLogger('gateway', config.LOG_LEVEL);
   configureGrpcTransport(config);
   const orm = await openGatewayDatabase(config);
-  await migrate(orm, config.DB_SCHEMA);
+  await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
   const backends: Backends = createBackends(config);
 
   const feed = new CredentialFeed(backends.identity, logger, config.CREDENTIAL_FEED_POLL_MS);
@@ -108,9 +108,11 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   ];
   for (const r of routes) register(r);
 
-  const openapi = buildOpenApi(routes, '1.0.0');
-  app.get('/openapi.json', async () => openapi);
-  const docsScript = loadDocsScript();
+  // Both built on the first request, not at start-up: the document and the reference's bundle
+  // (3.5 MB) are memory every replica would otherwise hold for a page few of them ever serve.
+  let openapi: ReturnType<typeof buildOpenApi> | undefined;
+  app.get('/openapi.json', async () => (openapi ??= buildOpenApi(routes, '1.0.0')));
+  let docsScript: Buffer | undefined;
   // No framing of the reference (clickjacking), no plugins, no base or form targets elsewhere.
   app.get('/docs', async (_req, reply) =>
     reply
@@ -118,7 +120,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
       .header('content-security-policy', "frame-ancestors 'none'; object-src 'none'; base-uri 'none'; form-action 'none'")
       .send(DOCS_HTML),
   );
-  app.get(DOCS_SCRIPT_PATH, async (_req, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(docsScript));
+  app.get(DOCS_SCRIPT_PATH, async (_req, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send((docsScript ??= loadDocsScript())));
   app.get('/health', async () => ({ status: 'ok' }));
   // Ready when its database, NATS and every backend are: an unready backend makes the gateway
   // unready too, so a load balancer sends its traffic elsewhere.

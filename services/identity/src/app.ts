@@ -24,7 +24,7 @@ import { TokenIssuer } from './signing-keys/token-issuer.js';
 export const ENTITIES = [OutboxMessageSchema, SigningKeySchema, MerchantUserSchema, ApiKeySchema, CredentialChangeSchema, CustomerAccountSchema, CustomerTokenSchema];
 
 export async function openIdentityDatabase(config: IdentityConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS });
+  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES });
 }
 
 export interface IdentityApp {
@@ -38,7 +38,7 @@ export async function startIdentity(config: IdentityConfig): Promise<IdentityApp
   const logger = createLogger('identity', config.LOG_LEVEL);
   configureGrpcTransport(config, config.IDENTITY_GRPC_ADDRESS);
   const orm = await openIdentityDatabase(config);
-  await migrate(orm, config.DB_SCHEMA);
+  await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
 
   const box = new SecretBox(config.IDENTITY_ENCRYPTION_KEY, 'identity/api-key-signing-secrets');
   const hasher = new PasswordHasher(undefined, config.PASSWORD_HASH_MAX_CONCURRENT);

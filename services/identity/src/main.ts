@@ -6,11 +6,12 @@ await startTelemetry('identity');
 const { closeOnSignals, migrate } = await import('@billing/service-runtime');
 const { openIdentityDatabase, startIdentity } = await import('./app.js');
 const { loadConfig } = await import('./config.js');
+const { MIGRATIONS } = await import('./migrations/index.js');
 
 const config = loadConfig();
 if (process.argv[2] === 'migrate') {
   const orm = await openIdentityDatabase(config);
-  console.log(`identity: applied ${(await migrate(orm, config.DB_SCHEMA)).length} migration(s)`);
+  console.log(`identity: applied ${(await migrate(orm, config.DB_SCHEMA, MIGRATIONS)).length} migration(s)`);
   await orm.close();
 } else {
   const app = await startIdentity(config);

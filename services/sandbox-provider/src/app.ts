@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { createLogger, type Logger } from '@billing/service-runtime';
+import { createLogger, type Logger } from '@billing/service-runtime/process';
 import type { SandboxConfig } from './config.js';
 import { Faults } from './faults.js';
 import { Ledger, SandboxError } from './ledger.js';

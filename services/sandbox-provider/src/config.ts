@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, parseConfig } from '@billing/service-runtime';
+import { BaseConfig, parseConfig } from '@billing/service-runtime/process';
 
 const Flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 

@@ -2,7 +2,7 @@ import { startTelemetry, stopTelemetry } from '@billing/telemetry';
 
 // First, and awaited: OpenTelemetry patches fastify as it loads, so everything else is imported after it.
 await startTelemetry('sandbox-provider');
-const { closeOnSignals, startOps } = await import('@billing/service-runtime');
+const { closeOnSignals, startOps } = await import('@billing/service-runtime/process');
 const { buildSandbox } = await import('./app.js');
 const { loadConfig } = await import('./config.js');
 

@@ -19,7 +19,7 @@ import { SigningSecrets } from './signing/signing-secrets.js';
 export const ENTITIES = [EndpointSchema, DeliverySchema, AttemptSchema, ReplaySchema];
 
 export async function openWebhooksDatabase(config: WebhooksConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, migrations: MIGRATIONS, poolMax: config.DB_POOL_MAX });
+  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX });
 }
 
 export interface WebhooksApp {
@@ -37,7 +37,7 @@ export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp
   const logger = createLogger('webhooks', config.LOG_LEVEL);
   configureGrpcTransport(config, config.WEBHOOKS_GRPC_ADDRESS);
   const orm = await openWebhooksDatabase(config);
-  await migrate(orm, config.DB_SCHEMA);
+  await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
 
   const policy = new RetryPolicy(config.WEBHOOK_RETRY_SCHEDULE, config.WEBHOOK_RETRY_JITTER);
   const recorder = new AttemptRecorder(orm, policy, logger);

@@ -6,11 +6,12 @@ await startTelemetry('webhooks');
 const { closeOnSignals, migrate } = await import('@billing/service-runtime');
 const { openWebhooksDatabase, startWebhooks } = await import('./app.js');
 const { loadConfig } = await import('./config.js');
+const { MIGRATIONS } = await import('./migrations/index.js');
 
 const config = loadConfig();
 if (process.argv[2] === 'migrate') {
   const orm = await openWebhooksDatabase(config);
-  console.log(`webhooks: applied ${(await migrate(orm, config.DB_SCHEMA)).length} migration(s)`);
+  console.log(`webhooks: applied ${(await migrate(orm, config.DB_SCHEMA, MIGRATIONS)).length} migration(s)`);
   await orm.close();
 } else {
   const app = await startWebhooks(config);

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '@billing/service-runtime';
 import { openBillingDatabase } from '../app.js';
+import { MIGRATIONS } from '../migrations/index.js';
 import { BillingConfig } from '../config.js';
 import { Subscription } from '../subscriptions/subscription.js';
 import { Transaction } from '../transactions/transaction.js';
@@ -33,7 +34,7 @@ beforeAll(async () => {
   const url = new URL(SERVER_URL);
   url.pathname = `/${dbName}`;
   orm = await openBillingDatabase(BillingConfig.parse({ DATABASE_URL: url.toString() }));
-  await migrate(orm, 'billing');
+  await migrate(orm, 'billing', MIGRATIONS);
   db = new pg.Client({ connectionString: url.toString() });
   await db.connect();
 }, 60_000);

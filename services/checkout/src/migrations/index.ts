@@ -1,8 +1,7 @@
-import { Migration20261122190000_invitations } from './Migration20261122190000_invitations.js';
-import { Migration20261122193000_checkout_sessions } from './Migration20261122193000_checkout_sessions.js';
+import type { MigrationSource } from '@billing/service-runtime';
 
-/** Every migration of the checkout service's schema, in order. */
-export const MIGRATIONS = [
-  { name: 'Migration20261122190000_invitations', class: Migration20261122190000_invitations },
-  { name: 'Migration20261122193000_checkout_sessions', class: Migration20261122193000_checkout_sessions },
+/** Every migration of the checkout service's schema, in order; each class is imported only to be applied. */
+export const MIGRATIONS: MigrationSource[] = [
+  { name: 'Migration20261122190000_invitations', load: async () => (await import('./Migration20261122190000_invitations.js')).Migration20261122190000_invitations },
+  { name: 'Migration20261122193000_checkout_sessions', load: async () => (await import('./Migration20261122193000_checkout_sessions.js')).Migration20261122193000_checkout_sessions },
 ];

@@ -123,8 +123,8 @@ beforeAll(async () => {
   await admin.connect();
   await admin.query(`create database ${dbName}`);
   await admin.end();
-  orm = await openDatabase({ url: databaseUrl(dbName), schema: 'gateway', entities: [IdempotencyRecordSchema], migrations: MIGRATIONS });
-  await migrate(orm, 'gateway');
+  orm = await openDatabase({ url: databaseUrl(dbName), schema: 'gateway', entities: [IdempotencyRecordSchema] });
+  await migrate(orm, 'gateway', MIGRATIONS);
   store = new IdempotencyStore(orm);
   app = await server();
 });

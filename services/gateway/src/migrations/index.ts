@@ -1,4 +1,4 @@
-import { Migration20261121154000_idempotency } from './Migration20261121154000_idempotency.js';
+import type { MigrationSource } from '@billing/service-runtime';
 
-/** Every migration of the `gateway` schema, in order. */
-export const MIGRATIONS = [{ name: 'Migration20261121154000_idempotency', class: Migration20261121154000_idempotency }];
+/** Every migration of the `gateway` schema, in order; each class is imported only to be applied. */
+export const MIGRATIONS: MigrationSource[] = [{ name: 'Migration20261121154000_idempotency', load: async () => (await import('./Migration20261121154000_idempotency.js')).Migration20261121154000_idempotency }];

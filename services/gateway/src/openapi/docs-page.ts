@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
  */
 export const DOCS_SCRIPT_PATH = '/docs/api-reference.js';
 
-/** The bundle's bytes, read once at start-up. */
+/** The bundle's bytes (read by the gateway once, on the first request for it). */
 export function loadDocsScript(): Buffer {
   return readFileSync(createRequire(import.meta.url).resolve('@scalar/api-reference/browser/standalone.js'));
 }

@@ -30,8 +30,8 @@ beforeAll(async () => {
   await onServer(`create database "${dbName}"`);
   const url = new URL(SERVER_URL);
   url.pathname = `/${dbName}`;
-  orm = await openDatabase({ url: url.toString(), schema: 'identity', entities: ENTITIES, migrations: MIGRATIONS, poolMax: 20 });
-  await migrate(orm, 'identity');
+  orm = await openDatabase({ url: url.toString(), schema: 'identity', entities: ENTITIES, poolMax: 20 });
+  await migrate(orm, 'identity', MIGRATIONS);
 });
 
 afterAll(async () => {

@@ -7,6 +7,7 @@ import type { EventEnvelope } from '@billing/contracts';
 import { createLogger, migrate } from '@billing/service-runtime';
 import { createTestDatabase, type TestDatabase } from '../../../../tests/support/database.js';
 import { openWebhooksDatabase } from '../app.js';
+import { MIGRATIONS } from '../migrations/index.js';
 import { WebhooksConfig } from '../config.js';
 import { ingestEvents } from '../events/ingest.js';
 import { AttemptRecorder } from './attempt-recorder.js';
@@ -29,7 +30,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   const config = WebhooksConfig.parse({ DATABASE_URL: db.url });
   orm = await openWebhooksDatabase(config);
-  await migrate(orm, config.DB_SCHEMA);
+  await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
   // An "internal" service on loopback that would answer if it were reached.
   internal = createServer((_req, res) => res.writeHead(200).end('internal secrets'));
   internal.on('connection', () => connections++);

@@ -5,6 +5,7 @@ import type { ApiKeyEndpointState, EventEnvelope } from '@billing/contracts';
 import { createLogger, migrate } from '@billing/service-runtime';
 import { createTestDatabase, type TestDatabase } from '../../../../tests/support/database.js';
 import { openWebhooksDatabase } from '../app.js';
+import { MIGRATIONS } from '../migrations/index.js';
 import { WebhooksConfig } from '../config.js';
 import type { DeliveryJob } from '../deliveries/delivery-job.js';
 import type { Dispatcher } from '../deliveries/dispatcher.js';
@@ -19,7 +20,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   const config = WebhooksConfig.parse({ DATABASE_URL: db.url });
   orm = await openWebhooksDatabase(config);
-  await migrate(orm, config.DB_SCHEMA);
+  await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
 }, 60_000);
 
 afterAll(async () => {
