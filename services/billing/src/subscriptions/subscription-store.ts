@@ -40,7 +40,10 @@ interface SubmittedTransition extends TransitionRequest {
 
 type TransitionOutcome = { ok: true; sub: Subscription } | { ok: false; error: DomainError };
 
-/** The columns a transition of a live subscription may change (what `transitions` writes back). */
+/**
+ * The columns a transition of a live subscription may change, all written back for a changed row
+ * (under its lock, so an unchanged one keeps its value: the service stores instants in ms, as JS has them).
+ */
 const TRANSITION_COLUMNS = ['status', 'current_period_start', 'current_period_end', 'next_billing_at', 'billing_anchor', 'cancel_at_period_end', 'paused_at', 'resume_at', 'cancelled_at', 'updated_at'] as const;
 
 /** A locked subscription row as jsonb (instants in ISO 8601), with its plan's schedule. */
