@@ -3,7 +3,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { queryRows } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { PaymentMethod } from '../payment-methods/payment-method.js';
-import { Subscription } from '../subscriptions/subscription.js';
+import type { Subscription } from '../subscriptions/subscription.js';
+import { SUBSCRIPTION_COLUMNS, subscriptionOfRow, type SubscriptionRow } from '../subscriptions/subscription-row.js';
 import type { Transaction, TransactionStatus } from '../transactions/transaction.js';
 
 /**
@@ -15,61 +16,6 @@ import type { Transaction, TransactionStatus } from '../transactions/transaction
 
 const iso = (d: Date | null | undefined) => d?.toISOString() ?? null;
 
-/** Subscription columns in the order `subscriptionOf` reads them. */
-const SUBSCRIPTION_COLUMNS = `id, merchant_id, member_id, plan_id, payment_method_id, status, current_period_start, current_period_end, next_billing_at,
-  billing_anchor, cancel_at_period_end, paused_at, resume_at, cancelled_at, dunning_period_start, dunning_started_at, retry_count, claimed_until, created_at, updated_at`;
-
-interface SubscriptionRow {
-  id: string;
-  merchant_id: string;
-  member_id: string;
-  plan_id: string;
-  payment_method_id: string | null;
-  status: Subscription['status'];
-  current_period_start: string;
-  current_period_end: string;
-  next_billing_at: string | null;
-  billing_anchor: string;
-  cancel_at_period_end: boolean;
-  paused_at: string | null;
-  resume_at: string | null;
-  cancelled_at: string | null;
-  dunning_period_start: string | null;
-  dunning_started_at: string | null;
-  retry_count: number;
-  claimed_until: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-/** The driver of the ORM's pool returns timestamps as text (the ORM converts them for its entities). */
-const instant = (v: Date | string | null): Date | null => (v === null ? null : new Date(v));
-
-function subscriptionOf(r: SubscriptionRow): Subscription {
-  return Object.assign(new Subscription(), {
-    id: r.id,
-    merchantId: r.merchant_id,
-    memberId: r.member_id,
-    planId: r.plan_id,
-    paymentMethodId: r.payment_method_id,
-    status: r.status,
-    currentPeriodStart: instant(r.current_period_start)!,
-    currentPeriodEnd: instant(r.current_period_end)!,
-    nextBillingAt: instant(r.next_billing_at),
-    billingAnchor: instant(r.billing_anchor)!,
-    cancelAtPeriodEnd: r.cancel_at_period_end,
-    pausedAt: instant(r.paused_at),
-    resumeAt: instant(r.resume_at),
-    cancelledAt: instant(r.cancelled_at),
-    dunningPeriodStart: instant(r.dunning_period_start),
-    dunningStartedAt: instant(r.dunning_started_at),
-    retryCount: r.retry_count,
-    claimedUntil: instant(r.claimed_until),
-    createdAt: instant(r.created_at)!,
-    updatedAt: instant(r.updated_at)!,
-  });
-}
-
 /**
  * Subscriptions by id, as detached aggregates (outside the unit of work: `saveBillingStates`
  * writes them), in id order; `lock` takes their row locks for this transaction, in that order.
@@ -78,7 +24,7 @@ export async function loadSubscriptions(em: EntityManager, ids: string[], opts: 
   if (ids.length === 0) return [];
   // Hand-mapped: hydrating a chunk's entities through the ORM cost more than the run's SQL.
   const rows = await queryRows<SubscriptionRow>(em, `select ${SUBSCRIPTION_COLUMNS} from subscriptions where id = any(?::uuid[]) order by id${opts.lock ? ' for update' : ''}`, [ids]);
-  return rows.map(subscriptionOf);
+  return rows.map(subscriptionOfRow);
 }
 
 /** What a provider call needs of a payment method. */

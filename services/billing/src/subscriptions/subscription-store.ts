@@ -5,6 +5,7 @@ import { injectTraceHeaders } from '@billing/telemetry';
 import { randomUUID } from 'node:crypto';
 import type { BillingSchedule } from '../plans/billing-interval.js';
 import { Subscription } from './subscription.js';
+import { subscriptionOfRow, type SubscriptionRow } from './subscription-row.js';
 
 /** What enrolling a member needs to know. */
 export interface EnrolmentFacts {
@@ -48,58 +49,12 @@ const TRANSITION_COLUMNS = ['status', 'current_period_start', 'current_period_en
 
 /** A locked subscription row as jsonb (instants in ISO 8601), with its plan's schedule. */
 interface LockedRow {
-  sub: {
-    id: string;
-    merchant_id: string;
-    member_id: string;
-    plan_id: string;
-    payment_method_id: string | null;
-    status: Subscription['status'];
-    current_period_start: string;
-    current_period_end: string;
-    next_billing_at: string | null;
-    billing_anchor: string;
-    cancel_at_period_end: boolean;
-    paused_at: string | null;
-    resume_at: string | null;
-    cancelled_at: string | null;
-    dunning_period_start: string | null;
-    dunning_started_at: string | null;
-    retry_count: number;
-    claimed_until: string | null;
-    created_at: string;
-    updated_at: string;
-  };
+  sub: SubscriptionRow;
   /** Null only if the plan were missing (a foreign key forbids it). */
   plan_interval: PlanInterval | null;
   plan_interval_count: number | null;
 }
 
-function subscriptionOf(row: LockedRow['sub']): Subscription {
-  const at = (text: string | null) => (text === null ? null : new Date(text));
-  return Object.assign(new Subscription(), {
-    id: row.id,
-    merchantId: row.merchant_id,
-    memberId: row.member_id,
-    planId: row.plan_id,
-    paymentMethodId: row.payment_method_id,
-    status: row.status,
-    currentPeriodStart: at(row.current_period_start),
-    currentPeriodEnd: at(row.current_period_end),
-    nextBillingAt: at(row.next_billing_at),
-    billingAnchor: at(row.billing_anchor),
-    cancelAtPeriodEnd: row.cancel_at_period_end,
-    pausedAt: at(row.paused_at),
-    resumeAt: at(row.resume_at),
-    cancelledAt: at(row.cancelled_at),
-    dunningPeriodStart: at(row.dunning_period_start),
-    dunningStartedAt: at(row.dunning_started_at),
-    retryCount: row.retry_count,
-    claimedUntil: at(row.claimed_until),
-    createdAt: at(row.created_at),
-    updatedAt: at(row.updated_at),
-  });
-}
 
 /** The values of TRANSITION_COLUMNS, as written (instants in ISO 8601). */
 function transitionColumnsOf(sub: Subscription): Record<(typeof TRANSITION_COLUMNS)[number], string | boolean | null> {
@@ -185,7 +140,7 @@ export class SubscriptionStore {
             outcomes.push({ ok: false, error: new DomainError('not_found', 'Subscription not found.') });
             continue;
           }
-          const sub = subscriptionOf(row.sub);
+          const sub = subscriptionOfRow(row.sub);
           const before = JSON.stringify(transitionColumnsOf(sub));
           try {
             t.change(sub, row.plan_interval ? { interval: row.plan_interval, intervalCount: row.plan_interval_count! } : undefined);

@@ -1,0 +1,57 @@
+import { Subscription } from './subscription.js';
+
+/** Every column of `subscriptions`, in the order `subscriptionOfRow` reads them. */
+export const SUBSCRIPTION_COLUMNS = `id, merchant_id, member_id, plan_id, payment_method_id, status, current_period_start, current_period_end, next_billing_at,
+  billing_anchor, cancel_at_period_end, paused_at, resume_at, cancelled_at, dunning_period_start, dunning_started_at, retry_count, claimed_until, created_at, updated_at`;
+
+/** A `subscriptions` row as the pool's driver returns it (timestamps as text; the ORM converts them for its entities). */
+export interface SubscriptionRow {
+  id: string;
+  merchant_id: string;
+  member_id: string;
+  plan_id: string;
+  payment_method_id: string | null;
+  status: Subscription['status'];
+  current_period_start: string;
+  current_period_end: string;
+  next_billing_at: string | null;
+  billing_anchor: string;
+  cancel_at_period_end: boolean;
+  paused_at: string | null;
+  resume_at: string | null;
+  cancelled_at: string | null;
+  dunning_period_start: string | null;
+  dunning_started_at: string | null;
+  retry_count: number;
+  claimed_until: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const instant = (v: Date | string | null): Date | null => (v === null ? null : new Date(v));
+
+/** The aggregate of a row read by hand-written SQL, detached from any unit of work. */
+export function subscriptionOfRow(r: SubscriptionRow): Subscription {
+  return Object.assign(new Subscription(), {
+    id: r.id,
+    merchantId: r.merchant_id,
+    memberId: r.member_id,
+    planId: r.plan_id,
+    paymentMethodId: r.payment_method_id,
+    status: r.status,
+    currentPeriodStart: instant(r.current_period_start)!,
+    currentPeriodEnd: instant(r.current_period_end)!,
+    nextBillingAt: instant(r.next_billing_at),
+    billingAnchor: instant(r.billing_anchor)!,
+    cancelAtPeriodEnd: r.cancel_at_period_end,
+    pausedAt: instant(r.paused_at),
+    resumeAt: instant(r.resume_at),
+    cancelledAt: instant(r.cancelled_at),
+    dunningPeriodStart: instant(r.dunning_period_start),
+    dunningStartedAt: instant(r.dunning_started_at),
+    retryCount: r.retry_count,
+    claimedUntil: instant(r.claimed_until),
+    createdAt: instant(r.created_at)!,
+    updatedAt: instant(r.updated_at)!,
+  });
+}
