@@ -60,12 +60,20 @@ export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
  * in the schema, neither the migrator nor any migration class is loaded.
  */
 export async function migrate(orm: MikroORM, schema: string, migrations: readonly MigrationSource[]): Promise<string[]> {
-  const conn = orm.em.getConnection();
-  await conn.execute(`create schema if not exists "${schema}"`);
+  // Committed before the migrations' transaction, whose migrator checks for it on other
+  // connections. Two processes creating it at once race (one gets a duplicate-key error, and
+  // the schema then exists).
+  try {
+    await orm.em.getConnection().execute(`create schema if not exists "${schema}"`);
+  } catch (e) {
+    if ((e as { code?: string }).code !== '23505') throw e;
+  }
   // Serialise concurrent migrators (several replicas starting at once) on a per-schema lock.
   const lockKey = [...schema].reduce((h, c) => (h * 31 + c.charCodeAt(0)) | 0, 7);
   return orm.em.transactional(async (em) => {
-    await em.getConnection().execute('select pg_advisory_xact_lock(?)', [lockKey]);
+    // In this transaction (em.execute, not the connection's execute, which would take and drop
+    // it at once on another pooled connection), held until it ends; the migrations run in it too.
+    await em.execute('select pg_advisory_xact_lock(?)', [lockKey]);
     const table = `"${schema}"."${MIGRATIONS_TABLE}"`;
     const [{ exists }] = await em.execute<{ exists: boolean }[]>(`select to_regclass(?) is not null as "exists"`, [table]);
     const recorded = exists ? new Set((await em.execute<{ name: string }[]>(`select name from ${table}`)).map((r) => r.name)) : new Set<string>();
@@ -73,7 +81,7 @@ export async function migrate(orm: MikroORM, schema: string, migrations: readonl
     const { Migrator } = await import('@mikro-orm/migrations');
     const migrationsList = await Promise.all(migrations.map(async (m) => ({ name: m.name, class: await m.load() })));
     orm.config.set('migrations', { ...orm.config.get('migrations'), migrationsList });
-    const applied = await new Migrator(orm.em).up();
+    const applied = await new Migrator(em).up({ transaction: em.getTransactionContext() });
     return applied.map((m) => m.name);
   });
 }

@@ -49,4 +49,24 @@ describe('migrate', () => {
     const columns = await orm.em.getConnection().execute(`select column_name from information_schema.columns where table_schema = ? and table_name = 't' order by ordinal_position`, [SCHEMA]);
     expect(columns.map((c: { column_name: string }) => c.column_name)).toEqual(['id', 'v']);
   });
+
+  // Replicas starting together on an empty schema, each with its own pool: the per-schema lock
+  // makes one apply the migration and the other find nothing pending. It used to be taken on a
+  // pooled connection outside the transaction (released at once), and `create schema` raced too.
+  it('applies a migration once when two processes migrate the same schema at the same moment', async () => {
+    const schema = 'migrateconc';
+    class CreateU extends Migration {
+      override async up(): Promise<void> {
+        this.addSql(`select pg_sleep(0.3)`);
+        this.addSql(`create table "${schema}".u (id int primary key)`);
+      }
+    }
+    const replicas = [await openDatabase({ url: db.url, schema, entities: [] }), await openDatabase({ url: db.url, schema, entities: [] })];
+    try {
+      const results = await Promise.all(replicas.map((r) => migrate(r, schema, sources([['M1_create_u', CreateU]], []))));
+      expect(results.map((r) => r.join()).sort()).toEqual(['', 'M1_create_u']);
+    } finally {
+      await Promise.all(replicas.map((r) => r.close()));
+    }
+  });
 });
