@@ -121,11 +121,15 @@ export function serverNameOptions(service: string): grpc.ChannelOptions {
 /** The caller of each verified TLS connection: its certificate cannot change after the handshake. */
 const callerOfSocket = new WeakMap<TLSSocket, string | undefined>();
 
-/** The name in a verified peer certificate's subject CN; undefined when unverified or ambiguous. */
-function callerFromCertificate(socket: TLSSocket): string | undefined {
-  if (!socket.authorized) return undefined;
-  const cn = socket.getPeerCertificate()?.subject?.CN as string | string[] | undefined;
+/** The one subject CN of a peer certificate; undefined when missing or ambiguous. */
+function commonNameOf(cert: { subject?: { CN?: string | string[] } } | undefined): string | undefined {
+  const cn = cert?.subject?.CN;
   return Array.isArray(cn) ? undefined : cn || undefined;
+}
+
+/** The caller named by a connection's verified peer certificate; undefined when unverified. */
+function callerFromCertificate(socket: TLSSocket): string | undefined {
+  return socket.authorized ? commonNameOf(socket.getPeerCertificate()) : undefined;
 }
 
 /**
@@ -145,9 +149,7 @@ export function callerOf(call: grpc.ServerUnaryCall<unknown, unknown>): string |
     return callerOfSocket.get(socket);
   }
   const auth = call.getAuthContext();
-  if (auth?.transportSecurityType !== 'ssl') return undefined;
-  const cn = auth.sslPeerCertificate?.subject?.CN as string | string[] | undefined;
-  return Array.isArray(cn) ? undefined : cn || undefined;
+  return auth?.transportSecurityType === 'ssl' ? commonNameOf(auth.sslPeerCertificate) : undefined;
 }
 
 /** The TLS connection a call arrived on, through grpc-js's call internals; undefined if not found. */

@@ -146,12 +146,7 @@ export function currentTraceId(): string | undefined {
  * otherwise start a trace several times a second.
  */
 export function untraced<T>(fn: () => T): T {
-  const parent = trace.setSpanContext(ROOT_CONTEXT, {
-    traceId: randomBytes(16).toString('hex'),
-    spanId: randomBytes(8).toString('hex'),
-    traceFlags: TraceFlags.NONE,
-    isRemote: false,
-  });
+  const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId: randomHex(16), spanId: randomHex(8), traceFlags: TraceFlags.NONE, isRemote: false });
   return context.with(parent, fn);
 }
 

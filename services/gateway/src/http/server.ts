@@ -111,9 +111,10 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
   });
 
   // First hook of every request, routed or not: the trace id exists before anything can fail.
-  // It is that of the HTTP server span OpenTelemetry's http instrumentation opened for the
-  // request (continuing any `traceparent`); on untraced paths (/health) the caller's
-  // `traceparent`, else (and without tracing, in unit tests) a fresh one.
+  // It is that of the request's trace context: the HTTP server span OpenTelemetry's http
+  // instrumentation opened when spans are recorded, else the one `tracedServer` set (both
+  // continue any `traceparent`); on untraced paths (/health) the caller's `traceparent`, else
+  // (and without tracing, in unit tests) a fresh one.
   app.addHook('onRequest', (request, reply, done) => {
     request.traceId = currentTraceId() ?? traceIdOf(request.headers.traceparent) ?? randomBytes(16).toString('hex');
     reply.header(TRACE_ID_HEADER, request.traceId);
