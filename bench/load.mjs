@@ -122,6 +122,42 @@ export function rssMb(pid) {
   }
 }
 
+/** The machine's busy and total CPU time so far (ms, every core), from /proc/stat. */
+export function machineCpuMs() {
+  try {
+    const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const total = f.reduce((a, b) => a + b, 0) * 10;
+    const idle = (f[3] + (f[4] ?? 0)) * 10;
+    return { busy: total - idle, total };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU time (ms) of every PostgreSQL process on this machine, with what exited backends left in
+ * their parent's waited-for children's time; undefined where none can be read (a remote server).
+ */
+export function postgresCpuMs() {
+  let total = 0;
+  let seen = false;
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const open = stat.indexOf('(');
+      const close = stat.lastIndexOf(')');
+      if (!stat.slice(open + 1, close).startsWith('postgres')) continue;
+      const rest = stat.slice(close + 2).split(' ');
+      total += (Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14])) * 10;
+      seen = true;
+    } catch {
+      // gone between the listing and the read
+    }
+  }
+  return seen ? total : undefined;
+}
+
 /** Every sample of a Prometheus text exposition: `name{labels}` → value. */
 function parseMetrics(text) {
   const out = new Map();

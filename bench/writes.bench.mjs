@@ -22,7 +22,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { call, cpuMs, inParallel, loadRequests, rssMb, spawnWithPort, watchProcesses } from './load.mjs';
+import { call, cpuMs, inParallel, loadRequests, machineCpuMs, postgresCpuMs, rssMb, spawnWithPort, watchProcesses } from './load.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -59,7 +59,7 @@ export async function run({ platform, connections = 64 }) {
   const tag = randomUUID().slice(0, 8);
   const total = WARMUP + REQUESTS;
 
-  const cpu = () => Object.fromEntries(Object.entries(platform.processes).map(([n, p]) => [n, p.pid ? cpuMs(p.pid) : undefined]));
+  const cpu = () => ({ ...Object.fromEntries(Object.entries(platform.processes).map(([n, p]) => [n, p.pid ? cpuMs(p.pid) : undefined])), postgres: postgresCpuMs() });
   const cpuRows = [];
   const rss = () => Object.fromEntries(Object.entries(platform.processes).map(([n, p]) => [n, p.pid ? rssMb(p.pid) : undefined]));
   const idleRss = rss();
@@ -71,8 +71,10 @@ export async function run({ platform, connections = 64 }) {
     const url = `http://127.0.0.1:${baselineProc.port}/scratch`;
     await loadRequests({ url, connections, headers: {}, requests: scratch.slice(0, WARMUP) });
     const before = cpuMs(baselineProc.pid);
+    const pgBefore = postgresCpuMs();
     const b = await loadRequests({ url, connections, headers: {}, requests: scratch.slice(WARMUP) });
     b.cpuPerRequest = ((cpuMs(baselineProc.pid) - before) * 1000) / b.requests;
+    b.postgresCpuPerRequest = pgBefore === undefined ? undefined : ((postgresCpuMs() - pgBefore) * 1000) / b.requests;
     baselines.push(b);
     return b;
   };
@@ -84,12 +86,16 @@ export async function run({ platform, connections = 64 }) {
     const warm = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(0, WARMUP) });
     const watched = await watchProcesses(platform);
     const cpuBefore = cpu();
+    const machineBefore = machineCpuMs();
     const from = Date.now();
     const real = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(WARMUP) });
     const cpuAfter = cpu();
+    const machineAfter = machineCpuMs();
     // CPU per request of each service: unlike req/s, hardly moved by load from elsewhere.
     const cpuPerRequest = Object.fromEntries(Object.keys(cpuAfter).map((n) => [n, ((cpuAfter[n] - cpuBefore[n]) * 1000) / real.requests]));
-    cpuRows.push({ name: label, cpuPerRequest });
+    // How busy every core of the machine was meanwhile: near 100 % means the row is bound by CPU.
+    const busy = machineBefore && machineAfter ? (100 * (machineAfter.busy - machineBefore.busy)) / (machineAfter.total - machineBefore.total) : NaN;
+    cpuRows.push({ name: label, cpuPerRequest, busy });
     rowWindows.push({ name: label, from, to: Date.now() });
     if (STALL_TRACE) fs.writeFileSync(path.join(STALL_TRACE, 'rows.json'), JSON.stringify(rowWindows));
     const procs = await watched();
@@ -156,10 +162,12 @@ export async function run({ platform, connections = 64 }) {
 
     const byRps = [...baselines].sort((a, b) => a.rps - b.rps);
     const loadedRss = rss();
-    const services = Object.keys(idleRss);
-    const baseCpu = baselines.map((b) => b.cpuPerRequest).sort((a, b) => a - b)[Math.floor(baselines.length / 2)];
-    console.log(`bench: CPU µs per request (10 ms resolution; the baseline process: ${Math.round(baseCpu)} median): ${services.join(', ')}`);
-    for (const r of cpuRows) console.log(`  ${r.name.padEnd(42)} ${services.map((n) => String(Math.round(r.cpuPerRequest[n] ?? NaN)).padStart(6)).join(' ')}`);
+    const services = [...Object.keys(idleRss), 'postgres'];
+    const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const baseCpu = median(baselines.map((b) => b.cpuPerRequest));
+    const basePg = median(baselines.map((b) => b.postgresCpuPerRequest ?? NaN));
+    console.log(`bench: CPU µs per request (10 ms resolution; the baseline process: ${Math.round(baseCpu)} median, PostgreSQL under it ${Math.round(basePg)}): ${services.join(', ')}`);
+    for (const r of cpuRows) console.log(`  ${r.name.padEnd(42)} ${services.map((n) => String(Math.round(r.cpuPerRequest[n] ?? NaN)).padStart(6)).join(' ')}   machine busy ${Math.round(r.busy)} %`);
     console.log('bench: RSS MB (idle → after the write rows)');
     for (const n of Object.keys(idleRss)) console.log(`  ${n.padEnd(16)} ${idleRss[n]?.toFixed(0) ?? '?'} → ${loadedRss[n]?.toFixed(0) ?? '?'}`);
     return [
