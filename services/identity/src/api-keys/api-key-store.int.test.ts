@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { MikroORM } from '@mikro-orm/postgresql';
+import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
 import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -109,6 +109,20 @@ describe('ApiKeyStore.insertCreated', () => {
     // The relay publishes in `seq` order: the order the creates arrived in.
     const order = await rows<{ id: string }>(`select data->>'apiKeyId' as id from identity.outbox where data->>'apiKeyId' in (?) order by seq`, [ids]);
     expect(order.map((r) => r.id)).toEqual(ids);
+  });
+
+  it('fails only the key the database refuses, with the ORM\'s typed exception; the keys beside it and their events commit', async () => {
+    const merchantId = randomUUID();
+    const store = new ApiKeyStore(orm);
+    const [taken, ...fresh] = [0, 1, 2].map((i) => ApiKey.mint({ merchantId, name: `key ${i}`, expiresAt: null }, box).apiKey);
+    await store.insertCreated(taken!);
+    const twin = Object.assign(ApiKey.mint({ merchantId, name: 'twin', expiresAt: null }, box).apiKey, { keyHash: taken!.keyHash });
+    const outcomes = await Promise.allSettled([fresh[0]!, twin, fresh[1]!].map((k) => store.insertCreated(k)));
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(UniqueConstraintViolationException);
+    expect(await rows(`select name from identity.api_keys where merchant_id = ? order by name`, [merchantId])).toEqual([{ name: 'key 0' }, { name: 'key 1' }, { name: 'key 2' }]);
+    const events = await rows<{ id: string }>(`select data->>'apiKeyId' as id from identity.outbox where merchant_id = ?`, [merchantId]);
+    expect(events.map((e) => e.id).sort()).toEqual([taken, ...fresh].map((k) => k!.id).sort());
   });
 });
 

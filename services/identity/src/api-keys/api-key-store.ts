@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { ApiKeyEventType } from '@billing/contracts';
-import { Batcher, queryPrepared } from '@billing/service-runtime';
+import { Batcher, queryPrepared, typedDatabaseError } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { ApiKey } from './api-key.js';
 
@@ -24,11 +24,15 @@ export class ApiKeyStore {
   /**
    * Inserts a minted key with its `api_key.created` event (the key's endpoint state, occurring
    * at its `updatedAt`, carrying the caller's trace context), both or neither. Resolves once the
-   * statement has committed; a key the statement refuses (text Postgres cannot store) fails
-   * alone, as it would in a transaction of its own.
+   * statement has committed. A key the database refuses (text Postgres cannot store, a taken
+   * id or hash) fails alone, with the ORM's typed exception, as it would in a transaction of its own.
    */
-  insertCreated(key: ApiKey): Promise<void> {
-    return this.inserts.submit({ key, traceContext: injectTraceHeaders() });
+  async insertCreated(key: ApiKey): Promise<void> {
+    try {
+      await this.inserts.submit({ key, traceContext: injectTraceHeaders() });
+    } catch (e) {
+      throw typedDatabaseError(this.orm, e);
+    }
   }
 
   private readonly inserts = new Batcher<NewApiKey, void>(async (batch) => {
