@@ -151,6 +151,18 @@ export async function transactPrepared<R>(orm: MikroORM, work: (query: PreparedQ
 }
 
 /**
+ * MikroORM's typed exception (`UniqueConstraintViolationException`,
+ * `ForeignKeyConstraintViolationException`, …) for an error Postgres raised through
+ * `queryPrepared` or `transactPrepared`, which bypass the ORM and its translation; any other
+ * error as it is. A repository written in SQL translates its errors with this at its edge, so its
+ * callers catch the same exceptions as from one written with the ORM.
+ */
+export function typedDatabaseError(orm: MikroORM, e: unknown): unknown {
+  const raised = e instanceof Error && typeof (e as { severity?: unknown }).severity === 'string' && typeof (e as { routine?: unknown }).routine === 'string';
+  return raised && !(e instanceof DriverException) ? orm.em.getDriver().convertException(e) : e;
+}
+
+/**
  * SQLSTATEs of text Postgres cannot store: 22021 character_not_in_repertoire (a NUL or invalid
  * UTF-8 in a bound parameter), 22P05 untranslatable_character (`\u0000` in jsonb), and 08P01
  * protocol_violation, which is what a NUL becomes when MikroORM inlines bound values into the

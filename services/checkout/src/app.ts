@@ -77,6 +77,7 @@ export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp
       channels: createDeliveryChannels(config),
       publicBaseUrl: config.PUBLIC_BASE_URL,
       defaultExpiryDays: config.INVITATION_DEFAULT_EXPIRY_DAYS,
+      merchantNameCacheMs: config.CHECKOUT_MERCHANT_CACHE_MS,
       logger,
     }),
   );

@@ -18,6 +18,11 @@ export const CheckoutConfig = BaseConfig.extend({
   /** Lifetime of an invitation when the merchant gives no `expiresInDays`. */
   INVITATION_DEFAULT_EXPIRY_DAYS: z.coerce.number().int().min(1).max(90).default(DEFAULT_INVITATION_EXPIRY_DAYS),
   /**
+   * How long a merchant's name read for invitation emails is reused, in ms: a renamed merchant's
+   * new name is in the emails within this time. 0 turns the cache off.
+   */
+  CHECKOUT_MERCHANT_CACHE_MS: z.coerce.number().int().min(0).default(5_000),
+  /**
    * How long one completion attempt holds its session. Other attempts meanwhile answer Pending;
    * after it (the attempt's process died half way) the next attempt re-runs the steps, which
    * converge on what the dead one created.

@@ -1,9 +1,10 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { CreateInvitationRequest, DomainError, parseOrThrow } from '@billing/contracts';
-import { Batcher, scopeOfMerchant, type CallScope, type DeliveryChannels, type Logger } from '@billing/service-runtime';
+import { Batcher, queryPrepared, scopeOfMerchant, type CallScope, type DeliveryChannels, type Logger } from '@billing/service-runtime';
 import type { CheckoutBackends } from '../backends.js';
 import { Invitation } from './invitation.js';
 import { invitationEmail, invitationSms, onboardingLink } from './invitation-messages.js';
+import type { MerchantNames } from './merchant-names.js';
 
 export interface InvitationDeps {
   orm: MikroORM;
@@ -11,6 +12,8 @@ export interface InvitationDeps {
   channels: DeliveryChannels;
   publicBaseUrl: string;
   defaultExpiryDays: number;
+  /** How long a merchant's name read for invitation emails is reused (`CHECKOUT_MERCHANT_CACHE_MS`); 0: not at all. */
+  merchantNameCacheMs: number;
   logger: Logger;
 }
 
@@ -20,9 +23,44 @@ export interface InvitationDeps {
  */
 export function invitationInserts(orm: MikroORM): Batcher<Invitation, void> {
   return new Batcher(async (invitations) => {
-    await orm.em.fork().insertMany(invitations);
+    // Hand-written: one prepared statement with the batch as one JSON parameter costs a
+    // fraction of the CPU of the ORM's insertMany (metadata walk, query builder, SQL text).
+    await queryPrepared(
+      orm,
+      'invitation_insert_batch',
+      `insert into invitations (id, merchant_id, token_hash, first_name, last_name, email, phone, expires_at, created_at,
+                                account_id, accepted_at, completed_at, revoked_at, member_id, subscription_id)
+       select id, merchant_id, token_hash, first_name, last_name, email, phone, expires_at, created_at,
+              account_id, accepted_at, completed_at, revoked_at, member_id, subscription_id
+         from jsonb_to_recordset($1::jsonb) as i(id uuid, merchant_id uuid, token_hash text, first_name text, last_name text, email text, phone text,
+              expires_at timestamptz, created_at timestamptz, account_id uuid, accepted_at timestamptz, completed_at timestamptz, revoked_at timestamptz,
+              member_id uuid, subscription_id uuid)`,
+      [JSON.stringify(invitations.map(invitationRow))],
+    );
     return invitations.map(() => undefined);
   });
+}
+
+/** An invitation as a row of `invitations` (instants in ISO 8601, which keeps their milliseconds). */
+function invitationRow(i: Invitation) {
+  const iso = (d: Date | null) => d?.toISOString() ?? null;
+  return {
+    id: i.id,
+    merchant_id: i.merchantId,
+    token_hash: i.tokenHash,
+    first_name: i.firstName,
+    last_name: i.lastName,
+    email: i.email,
+    phone: i.phone,
+    expires_at: i.expiresAt.toISOString(),
+    created_at: i.createdAt.toISOString(),
+    account_id: i.accountId,
+    accepted_at: iso(i.acceptedAt),
+    completed_at: iso(i.completedAt),
+    revoked_at: iso(i.revokedAt),
+    member_id: i.memberId,
+    subscription_id: i.subscriptionId,
+  };
 }
 
 /** The merchant's name, or merchant_not_found carrying the outcome `MerchantNotFound`. */
@@ -43,7 +81,7 @@ export async function merchantNameOf(backends: CheckoutBackends, merchantId: str
  * SMS channel. Only a phone and no SMS channel is unprocessable (`NoDeliveryChannel`).
  */
 export async function createInvitation(
-  deps: InvitationDeps & { inserts: Batcher<Invitation, void> },
+  deps: InvitationDeps & { inserts: Batcher<Invitation, void>; merchantNames: MerchantNames },
   scope: CallScope,
   req: { merchantId: string; firstName: string; lastName: string; email?: string; phone?: string; expiresInDays?: number },
 ): Promise<{ invitation: Invitation; token: string }> {
@@ -57,7 +95,9 @@ export async function createInvitation(
   });
   const merchantId = input.merchantId.toLowerCase();
   if (scope.kind === 'merchant' && scope.merchantId !== merchantId) throw new DomainError('forbidden', 'The credential belongs to a different merchant.');
-  const merchantName = await merchantNameOf(deps.backends, merchantId);
+  // Asked before the account is ensured, not at the same time: a request for a missing merchant
+  // must create no account. The cache makes the wait rare.
+  const merchantName = await deps.merchantNames.nameOf(merchantId);
   const email = input.email ?? null;
   const phone = input.phone ?? null;
   const sms = phone ? deps.channels.sms : undefined;

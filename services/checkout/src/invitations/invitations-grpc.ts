@@ -1,8 +1,9 @@
 import { LockMode, type EntityManager, type FilterQuery } from '@mikro-orm/postgresql';
 import { DomainError, INVITATION_STATUSES, isUuidText, pageWindow, type InvitationStatus } from '@billing/contracts';
 import { requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
-import { createInvitation, invitationInserts, type InvitationDeps } from './create-invitation.js';
+import { createInvitation, invitationInserts, merchantNameOf, type InvitationDeps } from './create-invitation.js';
 import { Invitation } from './invitation.js';
+import { MerchantNames } from './merchant-names.js';
 
 /** One invitation the scope may see, optionally row-locked; any other is not_found. */
 export async function findInvitation(em: EntityManager, scope: CallScope, id: string, opts: { lock?: boolean } = {}): Promise<Invitation> {
@@ -32,9 +33,10 @@ function statusFilter(status: InvitationStatus, now: Date): FilterQuery<Invitati
 export function invitationsGrpc(deps: InvitationDeps): ServiceImpl<'checkout.v1.Invitations'> {
   const { orm } = deps;
   const inserts = invitationInserts(orm);
+  const merchantNames = new MerchantNames((merchantId) => merchantNameOf(deps.backends, merchantId), deps.merchantNameCacheMs);
   return {
     CreateInvitation: async (req) => {
-      const { invitation, token } = await createInvitation({ ...deps, inserts }, requireScope(req.scope), {
+      const { invitation, token } = await createInvitation({ ...deps, inserts, merchantNames }, requireScope(req.scope), {
         merchantId: req.merchantId,
         firstName: req.firstName,
         lastName: req.lastName,

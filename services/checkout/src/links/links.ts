@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
-import { Batcher, PLATFORM_SCOPE, scopeOfMerchant, sha256Hex } from '@billing/service-runtime';
+import { Batcher, PLATFORM_SCOPE, queryPrepared, scopeOfMerchant, sha256Hex } from '@billing/service-runtime';
 import type { Scope } from '@billing/proto-types/common/v1/Scope';
 import type { CheckoutLink__Output as CheckoutLink } from '@billing/proto-types/checkout/v1/CheckoutLink';
 import type { ResolveLinkReply__Output as ResolveLinkReply } from '@billing/proto-types/checkout/v1/ResolveLinkReply';
@@ -27,6 +27,26 @@ export interface LinkOptions {
   production: boolean;
 }
 
+/** The value of a settled promise, or its reason thrown. */
+function settledValue<T>(result: PromiseSettledResult<T>): T {
+  if (result.status === 'rejected') throw result.reason;
+  return result.value;
+}
+
+/** A link as a row of `links` (instants in ISO 8601, which keeps their milliseconds). */
+function linkRow(link: Link) {
+  return {
+    id: link.id,
+    merchant_id: link.merchantId,
+    api_key_id: link.apiKeyId,
+    plan_id: link.planId,
+    nonce: link.nonce,
+    return_url: link.returnUrl,
+    expires_at: link.expiresAt.toISOString(),
+    created_at: link.createdAt.toISOString(),
+  };
+}
+
 /** Signing links for merchants and resolving links into sessions. */
 export class Links {
   /** Links created together are one multi-row INSERT, committed on its own (no BEGIN/COMMIT). */
@@ -38,7 +58,16 @@ export class Links {
     private readonly opts: LinkOptions,
   ) {
     this.inserts = new Batcher(async (links) => {
-      await orm.em.fork().insertMany(links);
+      // Hand-written: one prepared statement with the batch as one JSON parameter costs a
+      // fraction of the CPU of the ORM's insertMany (metadata walk, query builder, SQL text).
+      await queryPrepared(
+        orm,
+        'link_insert_batch',
+        `insert into links (id, merchant_id, api_key_id, plan_id, nonce, return_url, expires_at, created_at)
+         select id, merchant_id, api_key_id, plan_id, nonce, return_url, expires_at, created_at
+           from jsonb_to_recordset($1::jsonb) as l(id uuid, merchant_id uuid, api_key_id uuid, plan_id uuid, nonce text, return_url text, expires_at timestamptz, created_at timestamptz)`,
+        [JSON.stringify(links.map(linkRow))],
+      );
       return links.map(() => undefined);
     });
   }
@@ -76,9 +105,12 @@ export class Links {
     if (!Number.isInteger(minutes) || minutes < 1 || minutes > MAX_LINK_MINUTES) throw DomainError.field('expiresInMinutes', `Must be 1 to ${MAX_LINK_MINUTES}.`);
     const urlProblem = returnUrlProblem(req.returnUrl, this.opts.production);
     if (urlProblem) throw DomainError.field('returnUrl', urlProblem);
-    const key = await this.usableKey(scopeOfMerchant(req.merchantId), req.apiKeyId, now);
+    // Both lookups at once, both settled before either answer is used (no unhandled rejection),
+    // then judged in the order they would be asked one after the other: the key first.
+    const [keyLookup, planLookup] = await Promise.allSettled([this.usableKey(scopeOfMerchant(req.merchantId), req.apiKeyId, now), this.planUsable(req.merchantId, req.planId)]);
+    const key = settledValue(keyLookup);
     if (!key || key.merchantId !== req.merchantId) throw DomainError.field('apiKeyId', 'Must be an API key of this merchant that is neither revoked nor expired.');
-    const plan = await this.planUsable(req.merchantId, req.planId);
+    const plan = settledValue(planLookup);
     if (plan === 'missing') throw new DomainError('not_found', 'Plan not found.');
     if (plan === 'inactive') throw new DomainError('unprocessable', 'The plan is not active; customers cannot subscribe to it.');
 

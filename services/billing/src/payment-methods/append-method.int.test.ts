@@ -1,0 +1,225 @@
+import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
+import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DomainError } from '@billing/contracts';
+import { migrate, OutboxMessage, recordEvent } from '@billing/service-runtime';
+import { createTestDatabase, type TestDatabase } from '../../../../tests/support/database.js';
+import { openBillingDatabase } from '../app.js';
+import { BillingConfig } from '../config.js';
+import { membersGrpc } from '../members/members-grpc.js';
+import { Merchant } from '../merchants/merchant.js';
+import { MIGRATIONS } from '../migrations/index.js';
+import type { PaymentProvider } from '../payment-provider/payment-provider.js';
+import { PaymentProviders } from '../payment-provider/payment-providers.js';
+import { methodAppender } from './append-method.js';
+import { PaymentMethod, type InstrumentDetails } from './payment-method.js';
+import { paymentMethodsGrpc } from './payment-methods-grpc.js';
+
+// The append path's hand-written SQL against a real Postgres: ranks under concurrency, the rows
+// and events it writes against what the ORM writes for the same add, and the provider-token rules.
+
+let db: TestDatabase;
+let orm: MikroORM;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  orm = await openBillingDatabase(BillingConfig.parse({ DATABASE_URL: db.url, DB_POOL_MAX: '25' }));
+  await migrate(orm, 'billing', MIGRATIONS);
+}, 60_000);
+
+afterAll(async () => {
+  await orm?.close();
+  await db?.drop();
+});
+
+const CARD: InstrumentDetails = { type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2040, accountName: null, bsb: null };
+const BANK: InstrumentDetails = { type: 'BankAccount', brand: null, last4: '6789', expiryMonth: null, expiryYear: null, accountName: 'A Person', bsb: '062-000' };
+
+/** A provider that knows every token as `CARD`. */
+const providers = new PaymentProviders({ lookupToken: async (_account: string, token: string) => ({ token, ...CARD }) } as unknown as PaymentProvider);
+
+async function merchantWithMembers(n: number) {
+  const merchant = Merchant.create({ name: 'Gym', contactEmail: 'ops@gym.example' });
+  await orm.em.fork().persistAndFlush(merchant);
+  const scope = { kind: 'merchantId' as const, merchantId: merchant.id };
+  const members = await Promise.all(Array.from({ length: n }, (_, i) => membersGrpc(orm).CreateMember({ scope, email: `m${i}@example.com`, firstName: 'M', lastName: `${i}` })));
+  return { merchantId: merchant.id, scope, memberIds: members.map((m) => m.member.id) };
+}
+
+const rows = async (sql: string, params: unknown[] = []) => (await orm.em.getConnection().execute(sql, params)) as Record<string, any>[];
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('appending payment methods', () => {
+  it('gives concurrent adds distinct, dense ranks per member, across two appenders (replicas) whose batches race for the member locks', async () => {
+    const { scope, memberIds, merchantId } = await merchantWithMembers(3);
+    const replicas = [paymentMethodsGrpc(orm, providers), paymentMethodsGrpc(orm, providers)];
+    const adds = Array.from({ length: 60 }, (_, i) => ({ replica: replicas[i % 2]!, memberId: memberIds[i % 3]! }));
+    const answers = await Promise.all(adds.map(({ replica, memberId }) => replica.AddPaymentMethod({ scope, memberId, ...CARD })));
+    for (const memberId of memberIds) {
+      const ranks = answers.filter((a) => a.paymentMethod.memberId === memberId).map((a) => a.paymentMethod.rank);
+      expect(ranks.sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+      const stored = await rows(`select rank from billing.payment_methods where member_id = ? order by rank`, [memberId]);
+      expect(stored.map((r) => r.rank)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    }
+    expect(answers.every((a) => a.created && a.paymentMethod.isDefault === (a.paymentMethod.rank === 1))).toBe(true);
+    expect(await rows(`select data->>'id' as id from billing.outbox where type = 'payment_method.added' and merchant_id = ?`, [merchantId])).toHaveLength(60);
+    // A later add goes after the ones already stored.
+    expect((await replicas[0]!.AddPaymentMethod({ scope, memberId: memberIds[0]!.toUpperCase(), ...BANK })).paymentMethod.rank).toBe(21);
+  });
+
+  it('writes every column of the row and of its outbox event as the ORM writes them for the same add, with the trace context of its own request', async () => {
+    const { merchantId, memberIds } = await merchantWithMembers(3);
+    const scope = { kind: 'merchant' as const, merchantId };
+    const [viaSql, viaOrm, neighbourId] = memberIds as [string, string, string];
+    const traceparent = (traceId: string) => `00-${traceId}-${'a'.repeat(16)}-01`;
+    const inTrace = <T>(traceId: string, fn: () => Promise<T>) => context.with(trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: 'a'.repeat(16), traceFlags: TraceFlags.SAMPLED }), fn);
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    const append = methodAppender(orm);
+    try {
+      for (const [details, token] of [[CARD, 'tok_row_card'], [BANK, null]] as const) {
+        // Two adds in one batch, each in its own trace.
+        const [answer, neighbour] = await Promise.all([
+          inTrace('1'.repeat(32), () => append({ scope, memberId: viaSql, details, providerToken: token })),
+          inTrace('2'.repeat(32), () => append({ scope, memberId: neighbourId, details: CARD, providerToken: null })),
+        ]);
+        expect(answer.created && neighbour.created).toBe(true);
+        // The same add through the ORM, as the append path wrote it before.
+        const reference = PaymentMethod.create({ ...details, merchantId, memberId: viaOrm, rank: answer.paymentMethod.rank, providerToken: token && `${token}_orm` });
+        await inTrace('1'.repeat(32), async () => {
+          const em = orm.em.fork();
+          em.persist(reference);
+          recordEvent(em, { type: 'payment_method.added', merchantId, data: reference.toView() });
+          await em.flush();
+        });
+
+        const em = orm.em.fork();
+        const written = await em.findOneOrFail(PaymentMethod, { id: answer.paymentMethod.id });
+        const expected = await em.findOneOrFail(PaymentMethod, { id: reference.id });
+        expect(written.toMessage()).toEqual(answer.paymentMethod);
+        expect({ ...written }).toEqual({ ...expected, id: written.id, memberId: viaSql, providerToken: token, createdAt: written.createdAt, updatedAt: written.updatedAt });
+        expect(written.createdAt.getTime()).toBe(new Date(answer.paymentMethod.createdAt).getTime());
+        expect(written.updatedAt.getTime()).toBe(written.createdAt.getTime());
+        const columns = async (id: string) => (await rows(`select to_jsonb(pm) - 'id' - 'member_id' - 'provider_token' - 'created_at' - 'updated_at' as row from billing.payment_methods pm where id = ?`, [id]))[0]!.row;
+        expect(await columns(written.id)).toEqual(await columns(expected.id));
+
+        const event = async (id: string) => {
+          const [{ outbox_id }] = await rows(`select id as outbox_id from billing.outbox where type = 'payment_method.added' and data->>'id' = ?`, [id]);
+          return em.findOneOrFail(OutboxMessage, { id: outbox_id });
+        };
+        const [sqlEvent, ormEvent] = [await event(written.id), await event(expected.id)];
+        expect(sqlEvent.data).toEqual(written.toView());
+        expect(ormEvent.data).toEqual(expected.toView());
+        expect({ ...sqlEvent }).toEqual({ ...ormEvent, id: sqlEvent.id, data: sqlEvent.data, occurredAt: sqlEvent.occurredAt });
+        expect(sqlEvent.traceContext).toEqual({ traceparent: traceparent('1'.repeat(32)) });
+        expect(Math.abs(sqlEvent.occurredAt.getTime() - written.createdAt.getTime())).toBeLessThan(1000);
+        expect((await event(neighbour.paymentMethod.id)).traceContext).toEqual({ traceparent: traceparent('2'.repeat(32)) });
+      }
+    } finally {
+      context.disable();
+      propagation.disable();
+    }
+  });
+
+  it('answers not_found for another merchant\'s, a missing or a malformed member, while its batch neighbours commit', async () => {
+    const a = await merchantWithMembers(1);
+    const b = await merchantWithMembers(1);
+    const methods = paymentMethodsGrpc(orm, providers);
+    const outcomes = await Promise.allSettled([
+      methods.AddPaymentMethod({ scope: b.scope, memberId: a.memberIds[0]!, ...CARD }),
+      methods.AddPaymentMethod({ scope: a.scope, memberId: '00000000-0000-4000-8000-000000000000', ...CARD }),
+      methods.AddPaymentMethod({ scope: a.scope, memberId: 'not-a-uuid', ...CARD }),
+      methods.AddPaymentMethod({ scope: b.scope, memberId: b.memberIds[0]!, ...CARD }),
+      methods.AddPaymentMethod({ scope: { kind: 'platform', platform: {} }, memberId: a.memberIds[0]!, ...CARD }),
+    ]);
+    expect(outcomes.map((o) => (o.status === 'rejected' ? (o.reason as DomainError).code : 'ok'))).toEqual(['not_found', 'not_found', 'not_found', 'ok', 'ok']);
+    expect(await rows(`select id from billing.payment_methods where member_id = ?`, [a.memberIds[0]])).toHaveLength(1);
+  });
+});
+
+describe('provider tokens', () => {
+  const fromToken = (methods: ReturnType<typeof paymentMethodsGrpc>, scope: { kind: 'merchantId'; merchantId: string }, memberId: string, providerToken: string) =>
+    methods.AddPaymentMethodFromToken({ scope, memberId, providerToken });
+
+  it('answers the stored method for the same member (created: false), refuses another member\'s token, and lets another merchant use it', async () => {
+    const { scope, memberIds } = await merchantWithMembers(2);
+    const other = await merchantWithMembers(1);
+    const methods = paymentMethodsGrpc(orm, providers);
+    const first = await fromToken(methods, scope, memberIds[0]!, 'tok_rules');
+    expect(first).toMatchObject({ created: true, paymentMethod: { rank: 1, hasProviderToken: true } });
+    const again = await fromToken(methods, scope, memberIds[0]!.toUpperCase(), 'tok_rules');
+    expect(again).toEqual({ created: false, paymentMethod: first.paymentMethod });
+    const taken = await rejection(fromToken(methods, scope, memberIds[1]!, 'tok_rules'));
+    expect(taken).toBeInstanceOf(DomainError);
+    expect(taken).toMatchObject({ code: 'validation_failed', extensions: { errors: { providerToken: ['This token is already used by another member.'] } } });
+    expect((await fromToken(methods, other.scope, other.memberIds[0]!, 'tok_rules')).created).toBe(true);
+    expect(await rows(`select id from billing.payment_methods where provider_token = 'tok_rules'`)).toHaveLength(2);
+    expect(await rows(`select id from billing.outbox where type = 'payment_method.added' and data->>'id' = ?`, [first.paymentMethod.id])).toHaveLength(1);
+  });
+
+  it('stores one row of concurrent adds of one token: the owner\'s adds all answer it, once created, the other member\'s are refused', async () => {
+    const { scope, memberIds } = await merchantWithMembers(2);
+    const replicas = [paymentMethodsGrpc(orm, providers), paymentMethodsGrpc(orm, providers)];
+    const adds = Array.from({ length: 20 }, (_, i) => ({ replica: replicas[i % 2]!, memberId: memberIds[Math.floor(i / 2) % 2]! }));
+    const outcomes = await Promise.allSettled(adds.map(({ replica, memberId }) => fromToken(replica, scope, memberId, 'tok_race')));
+    const stored = await rows(`select id, member_id from billing.payment_methods where provider_token = 'tok_race'`);
+    expect(stored).toHaveLength(1);
+    const owner = stored[0]!.member_id as string;
+    outcomes.forEach((o, i) => {
+      if (adds[i]!.memberId === owner) expect(o.status === 'fulfilled' && o.value.paymentMethod.id).toBe(stored[0]!.id);
+      else expect(o.status === 'rejected' && (o.reason as DomainError).extensions).toEqual({ errors: { providerToken: ['This token is already used by another member.'] } });
+    });
+    expect(outcomes.filter((o) => o.status === 'fulfilled' && o.value.created)).toHaveLength(1);
+    expect(await rows(`select id from billing.outbox where type = 'payment_method.added' and data->>'id' = ?`, [stored[0]!.id])).toHaveLength(1);
+  });
+
+  it('fails an add that meets the token index with the ORM\'s UniqueConstraintViolationException, which AddPaymentMethodFromToken answers by adding again', async () => {
+    const { scope, merchantId, memberIds } = await merchantWithMembers(3);
+    const holder = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    try {
+      // An uncommitted add of the token by the first member: the second's insert waits for it, then violates the index.
+      const insertHeld = async (memberId: string, token: string, rank: number) => {
+        await holder.query('begin');
+        await holder.query(
+          `insert into billing.payment_methods (id, merchant_id, member_id, type, last4, provider_token, rank, created_at, updated_at)
+           values (gen_random_uuid(), $1, $2, 'Card', '4242', $3, $4, now(), now())`,
+          [merchantId, memberId, token, rank],
+        );
+      };
+      const waitForLock = async () => {
+        for (let i = 0; i < 100; i++) {
+          if ((await rows(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).length > 0) return;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        throw new Error('the add never waited');
+      };
+
+      await insertHeld(memberIds[0]!, 'tok_held', 1);
+      const direct = rejection(methodAppender(orm)({ scope: { kind: 'merchant', merchantId }, memberId: memberIds[1]!, details: CARD, providerToken: 'tok_held' }));
+      await waitForLock();
+      await holder.query('commit');
+      expect(await direct).toBeInstanceOf(UniqueConstraintViolationException);
+
+      await insertHeld(memberIds[0]!, 'tok_held_2', 2);
+      const viaGrpc = rejection(fromToken(paymentMethodsGrpc(orm, providers), scope, memberIds[2]!, 'tok_held_2'));
+      await waitForLock();
+      await holder.query('commit');
+      expect(await viaGrpc).toMatchObject({ code: 'validation_failed', extensions: { errors: { providerToken: ['This token is already used by another member.'] } } });
+      expect(await rows(`select id from billing.payment_methods where member_id = any(?::uuid[])`, [`{${memberIds[1]},${memberIds[2]}}`])).toHaveLength(0);
+    } finally {
+      await holder.end();
+    }
+  });
+});
