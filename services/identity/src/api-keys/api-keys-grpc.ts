@@ -3,6 +3,7 @@ import { AdminCreateApiKeyRequest, DomainError, isUuidText, parseOrThrow, Webhoo
 import { GroupWrite, merchantFilter, recordEvent, requireMerchantScope, requireScope, type CallScope, type SecretBox, type ServiceImpl } from '@billing/service-runtime';
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import { ApiKey } from './api-key.js';
+import { ApiKeyStore } from './api-key-store.js';
 import { assertWebhookUrlAllowed } from './webhook-url.js';
 
 export function toApiKeyMessage(k: ApiKey) {
@@ -45,14 +46,7 @@ function recordEndpointEvent(em: EntityManager, type: ApiKeyEventType, key: ApiK
 }
 
 export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: boolean }): ServiceImpl<'identity.v1.ApiKeys'> {
-  /** Group-committed: the creates that arrive together share one transaction (keys and events). */
-  const creates = new GroupWrite(orm, {
-    load: async () => undefined,
-    apply: (em: EntityManager, apiKey: ApiKey) => {
-      em.persist(apiKey);
-      recordEndpointEvent(em, 'api_key.created', apiKey);
-    },
-  });
+  const store = new ApiKeyStore(orm);
   /**
    * Changes of a key and their events under its row lock, group-committed: the changes that
    * arrive together share one locking read and one transaction; one key's never share a batch.
@@ -79,7 +73,7 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
       const merchantId = requireMerchantScope(req.scope);
       const input = parseOrThrow(AdminCreateApiKeyRequest, { name: req.name, expiresAt: req.expiresAt });
       const { apiKey, key, signingSecret } = ApiKey.mint({ merchantId, name: input.name, expiresAt: input.expiresAt ? new Date(input.expiresAt) : null }, box);
-      await creates.run(apiKey);
+      await store.insertCreated(apiKey);
       return { apiKey: toApiKeyMessage(apiKey), key, signingSecret };
     },
 

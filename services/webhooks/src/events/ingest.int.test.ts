@@ -59,6 +59,25 @@ describe('ingestEvents', () => {
     expect(await deliveries()).toHaveLength(1);
   });
 
+  it('in a batch without api_key events, records seen and new events alike once and creates deliveries and jobs only for the new', async () => {
+    const a = randomUUID();
+    await ingestEvents(orm, [endpointEvent({ apiKeyId: a })], always);
+    const seen = event('member.created', { id: 'm1' });
+    await ingestEvents(orm, [seen], always);
+    const fresh = event('subscription.created', { id: 's1' });
+    const internal = event('billing_run.completed', { id: 'r1' });
+    const other = event('member.created', { id: 'm2' }, randomUUID());
+    const result = await ingestEvents(orm, [seen, fresh, internal, other, fresh], always);
+    expect(result).toMatchObject({ fresh: 3, duplicates: 2, deliveries: 1 });
+    expect(result.jobs.map((j) => [j.eventId, j.apiKeyId])).toEqual([[fresh.id, a]]);
+    expect(JSON.parse(result.jobs[0]!.body)).toEqual({ id: fresh.id, type: 'subscription.created', timestamp: fresh.occurredAt, merchantId, data: { id: 's1' } });
+    const rows = await deliveries();
+    expect(rows.map((r: { event_id: string }) => r.event_id).sort()).toEqual([seen.id, fresh.id].sort());
+    const inbox = await orm.em.getConnection().execute(`select "id", "type", "body" from "events" where "id" = any(?::uuid[])`, [`{${[fresh.id, internal.id, other.id].join(',')}}`]);
+    expect(inbox).toHaveLength(3);
+    expect(inbox.find((r: { id: string }) => r.id === internal.id).body).toBeNull();
+  });
+
   it('keeps the newest endpoint state whatever order the events arrive in', async () => {
     const key = randomUUID();
     await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 5, webhookEnabled: false })], always);
