@@ -112,6 +112,36 @@ describe('subscriptions', () => {
     await orm.em.getConnection().execute(insert, [randomUUID(), merchantId, member.id, planId, 'Active']);
   });
 
+  it('decides each create of one batch on its own: refused ones answer their error and write nothing, the rest commit with their events', async () => {
+    const { merchantId, planId } = await merchantWithPlan();
+    const inactive = await merchantWithPlan(false);
+    const other = await merchantWithPlan();
+    const members = membersGrpc(orm);
+    const scope = { kind: 'merchantId' as const, merchantId };
+    const created = await Promise.all(Array.from({ length: 6 }, (_, i) => members.CreateMember({ scope, email: `batch${i}@example.com`, firstName: 'B', lastName: `${i}` })));
+    const [a, b, c, d] = created.map((r) => r.member.id);
+    const { member: outsider } = await members.CreateMember({ scope: { kind: 'merchantId', merchantId: other.merchantId }, email: 'outsider@example.com', firstName: 'O', lastName: 'U' });
+    const subs = subscriptionsGrpc(orm);
+    // All at once, so they share batches: two that commit among four refused for different reasons.
+    const outcomes = await Promise.allSettled([
+      subs.CreateSubscription({ scope, memberId: a!, planId }),
+      subs.CreateSubscription({ scope, memberId: randomUUID(), planId }),
+      subs.CreateSubscription({ scope, memberId: b!, planId: other.planId }),
+      subs.CreateSubscription({ scope, memberId: outsider.id, planId }),
+      subs.CreateSubscription({ scope: { kind: 'merchantId', merchantId: inactive.merchantId }, memberId: c!, planId: inactive.planId }),
+      subs.CreateSubscription({ scope, memberId: d!, planId }),
+    ]);
+    const error = (o: PromiseSettledResult<unknown>) => (o.status === 'rejected' ? `${o.reason.code}: ${o.reason.message}` : 'ok');
+    expect(outcomes.map(error)).toEqual(['ok', 'not_found: Member not found.', 'not_found: Plan not found.', 'not_found: Member not found.', 'not_found: Member not found.', 'ok']);
+    for (const [i, memberId] of [[0, a], [5, d]] as const) {
+      const answer = (outcomes[i] as PromiseFulfilledResult<{ id: string; memberId: string; status: string }>).value;
+      expect(answer).toMatchObject({ memberId, status: 'Active' });
+      expect(await count('select count(*) as n from billing.subscriptions where id = ? and member_id = ?', [answer.id, memberId])).toBe(1);
+      expect(await count(`select count(*) as n from billing.outbox where type = 'subscription.created' and data->>'id' = ?`, [answer.id])).toBe(1);
+    }
+    expect(await count('select count(*) as n from billing.subscriptions where member_id = any(?::uuid[])', [`{${[b, c, outsider.id].join(',')}}`])).toBe(0);
+  });
+
   it('refuses an inactive plan as unprocessable', async () => {
     const { merchantId, planId } = await merchantWithPlan(false);
     const { member } = await membersGrpc(orm).CreateMember({ scope: { kind: 'merchantId', merchantId }, email: 'late@example.com', firstName: 'L', lastName: 'A' });

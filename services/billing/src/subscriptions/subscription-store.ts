@@ -22,11 +22,30 @@ export interface EnrolmentRequest {
   paymentMethodId?: string;
 }
 
-interface NewSubscription {
+/** A subscription to insert with the events it records. */
+export interface Enrolment {
   sub: Subscription;
   events: { type: string; data: Record<string, unknown> }[];
+}
+
+/**
+ * The domain's decision for one enrolment, given its facts: the subscription to insert, or a
+ * DomainError thrown (which is that request's answer; it throws before deciding anything else).
+ */
+export type EnrolmentDecision = (facts: EnrolmentFacts) => Enrolment;
+
+interface SubmittedEnrolment {
+  req: EnrolmentRequest;
+  decide: EnrolmentDecision;
   traceContext: Record<string, string>;
 }
+
+interface NewSubscription extends Enrolment {
+  traceContext: Record<string, string>;
+}
+
+/** How an enrolment ended: refused by the domain, or inserted, or `exists`/`mismatch` (see InsertOutcome). */
+export type EnrolmentOutcome = { ok: false; error: DomainError } | { ok: true; outcome: InsertOutcome; sub: Subscription };
 
 /** A state change of one subscription: `change` runs the aggregate's transition, given its plan's schedule. */
 export interface TransitionRequest {
@@ -79,25 +98,26 @@ export type InsertOutcome = 'inserted' | 'exists' | 'mismatch';
 /**
  * Persistence of create-subscription, the platform's hottest write. Its read and its write are
  * one statement each (instead of one ORM round trip per entity), and both are group-committed:
- * the creates that arrive together share one facts query and one insert statement, because a
- * round trip to Postgres costs far more here than the SQL it carries. The domain still decides:
+ * the creates that arrive together share one batch, which is one facts query, the domain's
+ * decision for each request, and one insert statement, because a round trip to Postgres (and a
+ * wait for a batch) costs far more here than the SQL it carries. The domain still decides:
  * `Subscription.start` builds each aggregate and its events; this class only reads and persists.
  */
 export class SubscriptionStore {
   constructor(private readonly orm: MikroORM) {}
 
-  loadEnrolmentFacts(req: EnrolmentRequest): Promise<EnrolmentFacts> {
-    return this.facts.submit(req);
-  }
-
   /**
-   * Inserts a new live subscription and its outbox events atomically. `exists`, writing nothing,
-   * when the member already has a live subscription to the plan: the partial unique index
-   * `subscriptions_live_unique` decides, so concurrent creates (in one batch or not) cannot both
-   * win; within one statement the first row wins.
+   * Reads the enrolment's facts, lets `decide` build the subscription from them, and inserts it
+   * with its outbox events atomically. `exists`, writing nothing, when the member already has a
+   * live subscription to the plan: the partial unique index `subscriptions_live_unique` decides,
+   * so concurrent creates (in one batch or not) cannot both win; within one statement the first
+   * row wins. The facts are read as committed when the batch runs (as a separate read before the
+   * insert always did); only the unique index is decided at insert.
    */
-  insertLiveSubscription(sub: Subscription, events: { type: string; data: Record<string, unknown> }[]): Promise<InsertOutcome> {
-    return this.inserts.submit({ sub, events, traceContext: injectTraceHeaders() });
+  async enrol(req: EnrolmentRequest, decide: EnrolmentDecision): Promise<{ outcome: InsertOutcome; sub: Subscription }> {
+    const settled = await this.enrolments.submit({ req, decide, traceContext: injectTraceHeaders() });
+    if (!settled.ok) throw settled.error;
+    return settled;
   }
 
   /**
@@ -187,84 +207,104 @@ export class SubscriptionStore {
     { keyOf: (t) => t.id.toLowerCase() },
   );
 
-  private readonly facts = new Batcher<EnrolmentRequest, EnrolmentFacts>(
-    async (batch) => {
-      const col = (f: (r: EnrolmentRequest) => string | undefined) => batch.map((r) => f(r)?.toLowerCase() ?? null);
-      const scope = (alias: string) => `${alias}.merchant_id = r.merchant_id`;
-      const res = await queryPrepared<{ member: EnrolmentFacts['member']; plan: EnrolmentFacts['plan']; payment_method: EnrolmentFacts['paymentMethod'] }>(
-        this.orm,
-        'subscription_enrolment_facts',
-        `select
-           (select json_build_object('id', m.id, 'merchantId', m.merchant_id) from members m where m.id = r.member_id and ${scope('m')}) as member,
-           (select json_build_object('id', p.id, 'merchantId', p.merchant_id, 'isActive', p.is_active, 'interval', p.billing_interval,
-                                     'intervalCount', p.interval_count, 'trialDays', p.trial_days)
-              from plans p where p.id = r.plan_id and ${scope('p')}) as plan,
-           (select json_build_object('id', x.id, 'memberId', x.member_id) from payment_methods x where x.id = r.payment_method_id and ${scope('x')}) as payment_method
-         from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[]) with ordinality as r(member_id, plan_id, payment_method_id, merchant_id, ord)
-         order by r.ord`,
-        [col((r) => r.memberId), col((r) => r.planId), col((r) => r.paymentMethodId), col((r) => r.merchantId)],
-      );
-      return res.rows.map((row, i) => ({ member: row.member, plan: row.plan, paymentMethod: batch[i]!.paymentMethodId ? row.payment_method : null }));
-    },
-  );
+  private readonly enrolments = new Batcher<SubmittedEnrolment, EnrolmentOutcome>(async (batch) => {
+    const facts = await this.readFacts(batch.map((e) => e.req));
+    const outcomes: EnrolmentOutcome[] = [];
+    const decided: NewSubscription[] = [];
+    batch.forEach((e, i) => {
+      try {
+        const enrolment = e.decide(facts[i]!);
+        decided.push({ ...enrolment, traceContext: e.traceContext });
+        outcomes.push({ ok: true, outcome: 'inserted', sub: enrolment.sub });
+      } catch (err) {
+        if (!(err instanceof DomainError)) throw err;
+        outcomes.push({ ok: false, error: err });
+      }
+    });
+    if (decided.length > 0) {
+      const written = new Map(decided.map((d, i) => [d.sub, i]));
+      const inserted = await this.insertRows(decided);
+      for (const o of outcomes) if (o.ok) o.outcome = inserted[written.get(o.sub)!]!;
+    }
+    return outcomes;
+  });
 
-  private readonly inserts = new Batcher<NewSubscription, InsertOutcome>(
-    async (batch) => {
-      const iso = (d: Date | null) => d?.toISOString() ?? null;
-      const subs = batch.map(({ sub }, seq) => ({
-        seq,
-        id: sub.id,
-        merchant_id: sub.merchantId,
-        member_id: sub.memberId,
-        plan_id: sub.planId,
-        payment_method_id: sub.paymentMethodId,
-        status: sub.status,
-        current_period_start: iso(sub.currentPeriodStart),
-        current_period_end: iso(sub.currentPeriodEnd),
-        next_billing_at: iso(sub.nextBillingAt),
-        billing_anchor: iso(sub.billingAnchor),
-        cancel_at_period_end: sub.cancelAtPeriodEnd,
-        paused_at: iso(sub.pausedAt),
-        resume_at: iso(sub.resumeAt),
-        cancelled_at: iso(sub.cancelledAt),
-        created_at: iso(sub.createdAt),
-        updated_at: iso(sub.updatedAt),
-      }));
-      let seq = 0;
-      const outbox = batch.flatMap(({ sub, events, traceContext }) =>
-        events.map((e) => ({ seq: seq++, subscription_id: sub.id, id: randomUUID(), type: e.type, merchant_id: sub.merchantId, data: e.data, occurred_at: iso(sub.createdAt), trace_context: traceContext })),
-      );
-      const res = await queryPrepared<{ ids: string[]; events: number }>(
-        this.orm,
-        'subscription_insert_live_batch',
-        `with inserted as (
-           insert into subscriptions (id, merchant_id, member_id, plan_id, payment_method_id, status, current_period_start, current_period_end,
-                                      next_billing_at, billing_anchor, cancel_at_period_end, paused_at, resume_at, cancelled_at, created_at, updated_at)
-           select s.id, s.merchant_id, s.member_id, s.plan_id, s.payment_method_id, s.status, s.current_period_start, s.current_period_end,
-                  s.next_billing_at, s.billing_anchor, s.cancel_at_period_end, s.paused_at, s.resume_at, s.cancelled_at, s.created_at, s.updated_at
-             from jsonb_to_recordset($1::jsonb) as s(seq int, id uuid, merchant_id uuid, member_id uuid, plan_id uuid, payment_method_id uuid, status text,
-                    current_period_start timestamptz, current_period_end timestamptz, next_billing_at timestamptz, billing_anchor timestamptz,
-                    cancel_at_period_end boolean, paused_at timestamptz, resume_at timestamptz, cancelled_at timestamptz, created_at timestamptz, updated_at timestamptz)
-            order by s.seq
-           on conflict (member_id, plan_id) where status <> 'Cancelled' do nothing
-           returning id),
-         events as (
-           insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
-           select e.id, e.type, e.merchant_id, e.data, e.occurred_at, e.trace_context
-             from jsonb_to_recordset($2::jsonb) as e(seq int, subscription_id uuid, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb)
-             join inserted i on i.id = e.subscription_id
-            order by e.seq
-           returning 1)
-         select coalesce((select json_agg(id) from inserted), '[]') as ids, (select count(*) from events)::int as events`,
-        [JSON.stringify(subs), JSON.stringify(outbox)],
-      );
-      const [row] = res.rows;
-      const inserted = new Set(row!.ids);
-      const expectedEvents = batch.reduce((n, x) => n + (inserted.has(x.sub.id) ? x.events.length : 0), 0);
-      // Cannot happen (the events join the inserted rows); reported per request rather than
-      // thrown, since the statement has committed and must not be retried.
-      if (row!.events !== expectedEvents) return batch.map(() => 'mismatch' as const);
-      return batch.map((x) => (inserted.has(x.sub.id) ? 'inserted' : 'exists'));
-    },
-  );
+  /** The facts of each request, in order: one statement for the batch. */
+  private async readFacts(batch: readonly EnrolmentRequest[]): Promise<EnrolmentFacts[]> {
+    const col = (f: (r: EnrolmentRequest) => string | undefined) => batch.map((r) => f(r)?.toLowerCase() ?? null);
+    const scope = (alias: string) => `${alias}.merchant_id = r.merchant_id`;
+    const res = await queryPrepared<{ member: EnrolmentFacts['member']; plan: EnrolmentFacts['plan']; payment_method: EnrolmentFacts['paymentMethod'] }>(
+      this.orm,
+      'subscription_enrolment_facts',
+      `select
+         (select json_build_object('id', m.id, 'merchantId', m.merchant_id) from members m where m.id = r.member_id and ${scope('m')}) as member,
+         (select json_build_object('id', p.id, 'merchantId', p.merchant_id, 'isActive', p.is_active, 'interval', p.billing_interval,
+                                   'intervalCount', p.interval_count, 'trialDays', p.trial_days)
+            from plans p where p.id = r.plan_id and ${scope('p')}) as plan,
+         (select json_build_object('id', x.id, 'memberId', x.member_id) from payment_methods x where x.id = r.payment_method_id and ${scope('x')}) as payment_method
+       from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[]) with ordinality as r(member_id, plan_id, payment_method_id, merchant_id, ord)
+       order by r.ord`,
+      [col((r) => r.memberId), col((r) => r.planId), col((r) => r.paymentMethodId), col((r) => r.merchantId)],
+    );
+    return res.rows.map((row, i) => ({ member: row.member, plan: row.plan, paymentMethod: batch[i]!.paymentMethodId ? row.payment_method : null }));
+  }
+
+  /** Inserts the subscriptions with their outbox events: one statement; an outcome per row, in order. */
+  private async insertRows(batch: readonly NewSubscription[]): Promise<InsertOutcome[]> {
+    const iso = (d: Date | null) => d?.toISOString() ?? null;
+    const subs = batch.map(({ sub }, seq) => ({
+      seq,
+      id: sub.id,
+      merchant_id: sub.merchantId,
+      member_id: sub.memberId,
+      plan_id: sub.planId,
+      payment_method_id: sub.paymentMethodId,
+      status: sub.status,
+      current_period_start: iso(sub.currentPeriodStart),
+      current_period_end: iso(sub.currentPeriodEnd),
+      next_billing_at: iso(sub.nextBillingAt),
+      billing_anchor: iso(sub.billingAnchor),
+      cancel_at_period_end: sub.cancelAtPeriodEnd,
+      paused_at: iso(sub.pausedAt),
+      resume_at: iso(sub.resumeAt),
+      cancelled_at: iso(sub.cancelledAt),
+      created_at: iso(sub.createdAt),
+      updated_at: iso(sub.updatedAt),
+    }));
+    let seq = 0;
+    const outbox = batch.flatMap(({ sub, events, traceContext }) =>
+      events.map((e) => ({ seq: seq++, subscription_id: sub.id, id: randomUUID(), type: e.type, merchant_id: sub.merchantId, data: e.data, occurred_at: iso(sub.createdAt), trace_context: traceContext })),
+    );
+    const res = await queryPrepared<{ ids: string[]; events: number }>(
+      this.orm,
+      'subscription_insert_live_batch',
+      `with inserted as (
+         insert into subscriptions (id, merchant_id, member_id, plan_id, payment_method_id, status, current_period_start, current_period_end,
+                                    next_billing_at, billing_anchor, cancel_at_period_end, paused_at, resume_at, cancelled_at, created_at, updated_at)
+         select s.id, s.merchant_id, s.member_id, s.plan_id, s.payment_method_id, s.status, s.current_period_start, s.current_period_end,
+                s.next_billing_at, s.billing_anchor, s.cancel_at_period_end, s.paused_at, s.resume_at, s.cancelled_at, s.created_at, s.updated_at
+           from jsonb_to_recordset($1::jsonb) as s(seq int, id uuid, merchant_id uuid, member_id uuid, plan_id uuid, payment_method_id uuid, status text,
+                  current_period_start timestamptz, current_period_end timestamptz, next_billing_at timestamptz, billing_anchor timestamptz,
+                  cancel_at_period_end boolean, paused_at timestamptz, resume_at timestamptz, cancelled_at timestamptz, created_at timestamptz, updated_at timestamptz)
+          order by s.seq
+         on conflict (member_id, plan_id) where status <> 'Cancelled' do nothing
+         returning id),
+       events as (
+         insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
+         select e.id, e.type, e.merchant_id, e.data, e.occurred_at, e.trace_context
+           from jsonb_to_recordset($2::jsonb) as e(seq int, subscription_id uuid, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb)
+           join inserted i on i.id = e.subscription_id
+          order by e.seq
+         returning 1)
+       select coalesce((select json_agg(id) from inserted), '[]') as ids, (select count(*) from events)::int as events`,
+      [JSON.stringify(subs), JSON.stringify(outbox)],
+    );
+    const [row] = res.rows;
+    const inserted = new Set(row!.ids);
+    const expectedEvents = batch.reduce((n, x) => n + (inserted.has(x.sub.id) ? x.events.length : 0), 0);
+    // Cannot happen (the events join the inserted rows); reported per request rather than
+    // thrown, since the statement has committed and must not be retried.
+    if (row!.events !== expectedEvents) return batch.map(() => 'mismatch' as const);
+    return batch.map((x) => (inserted.has(x.sub.id) ? 'inserted' : 'exists'));
+  }
 }

@@ -65,21 +65,21 @@ export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscr
       for (const [field, id] of [['memberId', req.memberId], ['planId', req.planId], ['paymentMethodId', req.paymentMethodId]] as const) {
         if (id !== undefined && !isUuidText(id)) throw new DomainError('not_found', `${field === 'memberId' ? 'Member' : field === 'planId' ? 'Plan' : 'Payment method'} not found.`);
       }
-      const { member, plan, paymentMethod } = await store.loadEnrolmentFacts({ merchantId, memberId: req.memberId, planId: req.planId, paymentMethodId: req.paymentMethodId });
-      if (!member) throw new DomainError('not_found', 'Member not found.');
-      if (!plan) throw new DomainError('not_found', 'Plan not found.');
-      if (req.paymentMethodId) {
-        if (!paymentMethod) throw new DomainError('not_found', 'Payment method not found.');
-        if (paymentMethod.memberId !== member.id) throw DomainError.field('paymentMethodId', 'Must be a payment method of the member.');
-      }
-      if (!plan.isActive) throw new DomainError('unprocessable', 'The plan is not active; members cannot be enrolled in it.');
-      const sub = Subscription.start({ merchantId: member.merchantId, memberId: member.id, planId: plan.id, paymentMethodId: paymentMethod?.id ?? null, startDate, plan });
-      if (req.id) sub.id = req.id.toLowerCase();
-      const events = sub.pullEvents().map((type) => ({ type, data: sub.toView() }));
-      const outcome = await store.insertLiveSubscription(sub, events);
+      const { outcome, sub } = await store.enrol({ merchantId, memberId: req.memberId, planId: req.planId, paymentMethodId: req.paymentMethodId }, ({ member, plan, paymentMethod }) => {
+        if (!member) throw new DomainError('not_found', 'Member not found.');
+        if (!plan) throw new DomainError('not_found', 'Plan not found.');
+        if (req.paymentMethodId) {
+          if (!paymentMethod) throw new DomainError('not_found', 'Payment method not found.');
+          if (paymentMethod.memberId !== member.id) throw DomainError.field('paymentMethodId', 'Must be a payment method of the member.');
+        }
+        if (!plan.isActive) throw new DomainError('unprocessable', 'The plan is not active; members cannot be enrolled in it.');
+        const started = Subscription.start({ merchantId: member.merchantId, memberId: member.id, planId: plan.id, paymentMethodId: paymentMethod?.id ?? null, startDate, plan });
+        if (req.id) started.id = req.id.toLowerCase();
+        return { sub: started, events: started.pullEvents().map((type) => ({ type, data: started.toView() })) };
+      });
       if (outcome === 'inserted') return sub.toMessage();
       if (outcome === 'mismatch') throw new DomainError('internal', 'outbox insert mismatch');
-      const winner = await liveSubscriptionOf(orm.em.fork(), member.id, plan.id);
+      const winner = await liveSubscriptionOf(orm.em.fork(), sub.memberId, sub.planId);
       if (!winner) throw new DomainError('conflict', 'The subscription could not be created; retry.');
       throw alreadyExists(winner);
     },
