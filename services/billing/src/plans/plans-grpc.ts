@@ -1,42 +1,12 @@
-import { Batcher, GroupWrite, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
-import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { Batcher, requireMerchantScope, requireScope, type ServiceImpl } from '@billing/service-runtime';
+import { type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, pageWindow } from '@billing/contracts';
-import { findManyById, findScoped, pickScoped } from '../merchant-scope.js';
-import { Product } from '../products/product.js';
+import { findManyById } from '../merchant-scope.js';
 import { Plan } from './plan.js';
-
-/** A plan addressed by id: another merchant's plan is indistinguishable from a missing one. */
-export function findPlan(em: EntityManager, scope: CallScope, id: string, opts: { lock?: boolean } = {}): Promise<Plan> {
-  return findScoped(em, Plan, scope, id, 'Plan', opts);
-}
-
-type NewPlan = Omit<Parameters<typeof Plan.create>[0], 'merchantId' | 'productId'> & { scope: CallScope; productId: string };
-type PlanChange = { scope: CallScope; id: string; name?: string | null; isActive?: boolean | null };
+import { PlanStore } from './plan-store.js';
 
 export function plansGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Plans'> {
-  /** Group-committed: the creates that arrive together share one read of their products and one insert. */
-  const creates = new GroupWrite(orm, {
-    load: (em: EntityManager, items: readonly NewPlan[]) => findManyById(em, Product, items.map((p) => p.productId)),
-    apply: (em: EntityManager, { scope, productId, ...input }: NewPlan, products: Map<string, Product>) => {
-      const product = pickScoped(products, scope, productId, 'Product');
-      const plan = Plan.create({ ...input, merchantId: product.merchantId, productId: product.id });
-      em.persist(plan);
-      return plan.toMessage();
-    },
-  });
-  /** Group-committed under the plans' row locks; one plan's updates never share a batch. */
-  const updates = new GroupWrite(
-    orm,
-    {
-      load: (em: EntityManager, items: readonly PlanChange[]) => findManyById(em, Plan, items.map((c) => c.id), { lock: true }),
-      apply: (_em: EntityManager, change: PlanChange, plans: Map<string, Plan>) => {
-        const plan = pickScoped(plans, change.scope, change.id, 'Plan');
-        plan.update({ name: change.name, isActive: change.isActive });
-        return plan.toMessage();
-      },
-    },
-    { keyOf: (c) => c.id.toLowerCase() },
-  );
+  const store = new PlanStore(orm);
   /** Reads that arrive together share one `select ... where id in (...)`; each still reads the current row. */
   const reads = new Batcher<string, Plan | undefined>(async (ids) => {
     const found = await findManyById(orm.em.fork(), Plan, ids);
@@ -46,11 +16,12 @@ export function plansGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Plans'> {
   return {
     CreatePlan: async (req) => {
       const merchantId = requireMerchantScope(req.scope);
-      return creates.run({ ...req, scope: { kind: 'merchant', merchantId }, amountMinor: Number(req.amountMinor) });
+      const { productId, name, currency, interval, intervalCount, trialDays, isActive } = req;
+      return (await store.create({ merchantId, productId, name, amountMinor: Number(req.amountMinor), currency, interval, intervalCount, trialDays, isActive })).toMessage();
     },
 
     GetPlan: async (req) => {
-      // As findPlan answers: a malformed id is `Not found.`, another merchant's plan is missing.
+      // As `findScoped` answers: a malformed id is `Not found.`, another merchant's plan is missing.
       const scope = requireScope(req.scope);
       if (!isUuidText(req.id)) throw new DomainError('not_found', 'Not found.');
       const plan = await reads.submit(req.id.toLowerCase());
@@ -66,6 +37,6 @@ export function plansGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Plans'> {
       return { items: items.map((p) => p.toMessage()), totalCount: total };
     },
 
-    UpdatePlan: async (req) => updates.run({ scope: requireScope(req.scope), id: req.id, name: req.name, isActive: req.isActive }),
+    UpdatePlan: async (req) => (await store.update({ scope: requireScope(req.scope), id: req.id, name: req.name, isActive: req.isActive })).toMessage(),
   };
 }

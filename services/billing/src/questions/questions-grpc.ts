@@ -1,58 +1,14 @@
-import { GroupWrite, queryRows, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
-import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { requireScope, type ServiceImpl } from '@billing/service-runtime';
+import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateQuestionRequest, DomainError, parseOrThrow } from '@billing/contracts';
-import { findManyById, pickScoped, scopedTo } from '../merchant-scope.js';
-import { Product } from '../products/product.js';
+import { scopedTo } from '../merchant-scope.js';
 import { findProduct } from '../products/products-grpc.js';
 import { compareQuestions, Question } from './question.js';
 import { applyQuestionOrder } from './question-order.js';
-
-interface NewQuestion {
-  scope: CallScope;
-  productId: string;
-  input: CreateQuestionRequest;
-}
-
-interface Loaded {
-  products: Map<string, Product>;
-  /** Highest display order of each product's questions (absent: none yet). */
-  lastOrder: Map<string, number>;
-}
+import { QuestionStore } from './question-store.js';
 
 export function questionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Questions'> {
-  /**
-   * Group-committed under the products' row locks, so concurrent creates append distinct
-   * default orders; creates for one product never share a batch.
-   */
-  const creates = new GroupWrite(
-    orm,
-    {
-      load: async (em: EntityManager, items: readonly NewQuestion[]): Promise<Loaded> => {
-        const products = await findManyById(em, Product, items.map((q) => q.productId), { lock: true });
-        const ids = [...products.keys()];
-        // The highest order per product, one grouped query for the batch instead of one per product.
-        const last = ids.length
-          ? await queryRows<{ product_id: string; last: number }>(em, 'select product_id, max(display_order)::int as last from questions where product_id = any(?::uuid[]) group by product_id', [`{${ids.join(',')}}`])
-          : [];
-        return { products, lastOrder: new Map(last.map((r) => [r.product_id, r.last])) };
-      },
-      apply: (em: EntityManager, { scope, productId, input }: NewQuestion, { products, lastOrder }: Loaded) => {
-        const product = pickScoped(products, scope, productId, 'Product');
-        const question = Question.create({
-          merchantId: product.merchantId,
-          productId: product.id,
-          text: input.text,
-          kind: input.kind,
-          required: input.required,
-          order: input.order ?? (lastOrder.get(product.id) ?? 0) + 1,
-          optionLabels: (input.options ?? []).map((o) => o.label),
-        });
-        em.persist(question);
-        return question.toMessage();
-      },
-    },
-    { keyOf: (q) => q.productId.toLowerCase() },
-  );
+  const store = new QuestionStore(orm);
   return {
     CreateQuestion: async (req) => {
       const scope = requireScope(req.scope);
@@ -63,7 +19,7 @@ export function questionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Questions'
         order: req.order,
         options: req.kind === 'Text' && !req.optionLabels.length ? undefined : req.optionLabels.map((label) => ({ label })),
       });
-      return creates.run({ scope, productId: req.productId, input });
+      return (await store.create({ scope, productId: req.productId, input })).toMessage();
     },
 
     GetQuestion: async (req) => {
