@@ -190,6 +190,25 @@ export async function startPlatform(opts) {
 /** `npm start` puts service i's operations listener on this port + i (or the next free one). */
 const METRICS_PORT_BASE = 9464;
 
+/**
+ * Node's flags for a service process: V8's young generation capped at NODE_MAX_SEMI_SPACE_MB
+ * (default 8; 0 leaves V8's default, 16 on 64-bit). Start-up grows the young generation to its
+ * cap and V8 never gives it back, so the cap is most of a service's idle RSS above its live
+ * heap; 8 MB keeps each database service under 120 MB idle. This command-line flag wins over
+ * the same flag in NODE_OPTIONS.
+ * @param {NodeJS.ProcessEnv} env
+ * @returns {string[]}
+ */
+export function nodeFlags(env) {
+  const raw = env.NODE_MAX_SEMI_SPACE_MB ?? String(DEFAULT_MAX_SEMI_SPACE_MB);
+  const mb = Number(raw);
+  if (!Number.isInteger(mb) || mb < 0 || mb > 1024) throw new Error(`NODE_MAX_SEMI_SPACE_MB must be an integer from 0 to 1024 (got ${JSON.stringify(raw)})`);
+  // V8 reads 0 as "its own default".
+  return [`--max-semi-space-size=${mb}`];
+}
+
+export const DEFAULT_MAX_SEMI_SPACE_MB = 8;
+
 /** @param {string} name */
 export function distEntry(name) {
   return path.join(REPO_ROOT, 'services', name, 'dist', 'main.js');
@@ -306,10 +325,11 @@ function createServiceProcess(spec, ctx) {
     start: async () => {
       if (proc?.running()) throw new Error(`${spec.name} is already running (pid ${proc.pid})`);
       expectExit = false;
+      const env = ctx.env();
       const started = await spawnProcess(spec.name, process.execPath, {
-        args: [distEntry(spec.name)],
+        args: [...nodeFlags(env), distEntry(spec.name)],
         cwd: REPO_ROOT,
-        env: ctx.env(),
+        env,
         detached: opts.detached,
         exitSignal: 'SIGTERM',
         logs,
