@@ -8,10 +8,14 @@
 //
 // Rows chain: members created before the first row receive the payment methods and the
 // subscriptions, and the subscriptions created are then paused, resumed and cancelled; every
-// request names a resource of its own (no two contend for one row lock). The RSS of every
-// service is read before the first request (idle) and after the last (loaded), and each
-// service's CPU time per request of every row is printed (from /proc; unlike req/s it hardly
-// moves with load from elsewhere, so it says where the time goes even on a busy machine).
+// request names a resource of its own (no two contend for one row lock). The members with a card
+// are then subscribed and charged by a billing run through the sandbox provider, and their
+// charges refunded; members with a card the provider declines are charged likewise, and their
+// failed charges retried; the members without a payment method receive one from a provider
+// token. The set-up goes through the API (the tokens through the provider), unmeasured. The
+// RSS of every service is read before the first request (idle) and after the last (loaded), and
+// each service's CPU time per request of every row is printed (from /proc; unlike req/s it
+// hardly moves with load from elsewhere, so it says where the time goes even on a busy machine).
 //
 // BENCH_WRITES: measured requests per row (default 2000; each row is also warmed up with a fifth
 // of that, at least two requests per connection). BENCH_WRITES_ROWS: comma-separated substrings;
@@ -77,6 +81,32 @@ export async function run({ platform, connections = 64 }) {
     b.postgresCpuPerRequest = pgBefore === undefined ? undefined : ((postgresCpuMs() - pgBefore) * 1000) / b.requests;
     baselines.push(b);
     return b;
+  };
+
+  const sandboxUrl = platform.processes['sandbox-provider'].address;
+  /** A POST to the sandbox provider on the merchant's account; answers the 201's body. */
+  const sandbox = async (urlPath, body) => {
+    const res = await fetch(`${sandboxUrl}${urlPath}`, { method: 'POST', headers: { 'content-type': 'application/json', 'sandbox-account': merchantId }, body: JSON.stringify(body) });
+    if (res.status !== 201) throw new Error(`sandbox POST ${urlPath}: ${res.status} ${await res.text()}`);
+    return res.json();
+  };
+  /**
+   * Subscribes each member to the plan, runs billing now, and answers the ids of the merchant's
+   * charges with `status`, as many as members. The scheduled billing run may have claimed some of
+   * the subscriptions first and still be charging them when the requested run answers, so the
+   * charges are listed until all are there.
+   */
+  const chargeMembers = async (members, status) => {
+    await inParallel(members.length, 16, (i) => call(gw, 'POST', '/api/Subscriptions', key, { merchantId, memberId: members[i], planId: plan.id }, [201]));
+    await call(gw, 'POST', '/api/admin/billing-runs', admin, { asOf: new Date().toISOString() }, [200]);
+    const pageCount = Math.ceil(members.length / 200);
+    for (let attempt = 0; ; attempt++) {
+      const pages = await inParallel(pageCount, 4, (p) => call(gw, 'GET', `/api/Transactions?merchantId=${merchantId}&status=${status}&pageSize=200&page=${p + 1}`, key, undefined, [200]));
+      const ids = pages.flatMap((p) => p.items.filter((t) => t.kind === 'Charge').map((t) => t.id));
+      if (ids.length >= members.length) return ids.slice(0, members.length);
+      if (attempt === 30) throw new Error(`only ${ids.length} of ${members.length} ${status} charges after the billing run`);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
   };
 
   const rows = [];
@@ -160,6 +190,34 @@ export async function run({ platform, connections = 64 }) {
       Array.from({ length: total }, () => ({ path: '/api/Checkout/links', body: { merchantId, planId: plan.id, returnUrl: 'http://127.0.0.1/return', apiKeyId } })),
     );
 
+    // Refunds and retries need charges: the merchant gets provider credentials, so that billing
+    // runs charge its subscriptions through the sandbox provider, which settles a card at once
+    // and declines one ending in 0002.
+    await call(gw, 'PUT', `/api/admin/merchants/${merchantId}/provider`, admin, { providerEnvironment: 'Staging', gatewayUsername: 'bench', gatewayPassword: 'bench-secret' }, [200]);
+    // The members that received a card (4242) are subscribed and charged: one Settled charge each,
+    // refunded in full.
+    const settled = await chargeMembers(memberIds.slice(0, total), 'Settled');
+    await measureRow('POST /api/Transactions/{id}/refund', settled.map((id) => ({ path: `/api/Transactions/${id}/refund`, body: { merchantId } })));
+
+    // New members with a card the provider declines: one Failed charge each, retried once. The
+    // retry is declined again, which the API answers 201 with the new Failed charge.
+    const declining = idsOf(
+      await inParallel(total, 16, (i) => call(gw, 'POST', '/api/Members', key, { merchantId, email: `d${i}-${tag}@bench.example.com`, firstName: 'Bench', lastName: `Declined ${i}` }, [201])),
+    );
+    await inParallel(total, 16, (i) =>
+      call(gw, 'POST', `/api/members/${declining[i]}/payment-methods`, key, { merchantId, memberId: declining[i], type: 'Card', brand: 'Visa', last4: '0002', expiryMonth: 12, expiryYear: 2040 }, [201]),
+    );
+    const failed = await chargeMembers(declining, 'Failed');
+    await measureRow('POST /api/Transactions/{id}/retry', failed.map((id) => ({ path: `/api/Transactions/${id}/retry`, body: { merchantId } })));
+
+    // A card token per request, tokenised at the sandbox provider as a payment page would, for
+    // the members whose subscriptions were cancelled above (they have no payment method yet).
+    const tokens = await inParallel(total, 16, () => sandbox('/v1/card-tokens', { number: '4242424242424242', expiryMonth: 12, expiryYear: 2040 }));
+    await measureRow(
+      'POST /api/members/{id}/payment-methods/from-token',
+      subMembers.map((memberId, i) => ({ path: `/api/members/${memberId}/payment-methods/from-token`, body: { merchantId, providerToken: tokens[i].token } })),
+    );
+
     const byRps = [...baselines].sort((a, b) => a.rps - b.rps);
     const loadedRss = rss();
     const services = [...Object.keys(idleRss), 'postgres'];
@@ -167,7 +225,7 @@ export async function run({ platform, connections = 64 }) {
     const baseCpu = median(baselines.map((b) => b.cpuPerRequest));
     const basePg = median(baselines.map((b) => b.postgresCpuPerRequest ?? NaN));
     console.log(`bench: CPU µs per request (10 ms resolution; the baseline process: ${Math.round(baseCpu)} median, PostgreSQL under it ${Math.round(basePg)}): ${services.join(', ')}`);
-    for (const r of cpuRows) console.log(`  ${r.name.padEnd(42)} ${services.map((n) => String(Math.round(r.cpuPerRequest[n] ?? NaN)).padStart(6)).join(' ')}   machine busy ${Math.round(r.busy)} %`);
+    for (const r of cpuRows) console.log(`  ${r.name.padEnd(50)} ${services.map((n) => String(Math.round(r.cpuPerRequest[n] ?? NaN)).padStart(6)).join(' ')}   machine busy ${Math.round(r.busy)} %`);
     console.log('bench: RSS MB (idle → after the write rows)');
     for (const n of Object.keys(idleRss)) console.log(`  ${n.padEnd(16)} ${idleRss[n]?.toFixed(0) ?? '?'} → ${loadedRss[n]?.toFixed(0) ?? '?'}`);
     return [

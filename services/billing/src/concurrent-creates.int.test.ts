@@ -14,7 +14,9 @@ import type { PaymentProviders } from './payment-provider/payment-providers.js';
 import { plansGrpc } from './plans/plans-grpc.js';
 import { productsGrpc } from './products/products-grpc.js';
 import { questionsGrpc } from './questions/questions-grpc.js';
+import { loadSubscriptions, saveBillingStates } from './billing-runs/billing-run-store.js';
 import { findSubscription, subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
+import { SubscriptionStore } from './subscriptions/subscription-store.js';
 
 // The billing gRPC handlers against a real Postgres database of their own: the uniqueness
 // rules hold under concurrency because the database enforces them, not because of timing.
@@ -241,6 +243,103 @@ describe('transition writes', () => {
     expect(await rowOf(active.id)).toEqual(active);
     expect((await rowOf(toPause.id)).status).toBe('Paused');
     expect((await outboxOf(active.id)).map((e) => e.type)).toEqual(['subscription.created']);
+  });
+});
+
+describe('transitions racing other writers', () => {
+  const rowOf = async (id: string) => (await findSubscription(orm.em.fork(), { kind: 'platform' }, id)).toMessage();
+  // A connection of its own, as another writer's would be.
+  let db: pg.Client;
+  beforeAll(async () => {
+    const url = new URL(SERVER_URL);
+    url.pathname = `/${dbName}`;
+    db = new pg.Client({ connectionString: url.toString() });
+    await db.connect();
+  });
+  afterAll(() => db?.end());
+  const eventsOf = async (id: string, type: string) => count(`select count(*) as n from billing.outbox where type = ? and data->>'id' = ?`, [type, id]);
+
+  async function subscriptionsOf(n: number) {
+    const { merchantId, planId } = await merchantWithPlan();
+    const scope = { kind: 'merchantId' as const, merchantId };
+    const members = await Promise.all(Array.from({ length: n }, (_, i) => membersGrpc(orm).CreateMember({ scope, email: `race${i}@example.com`, firstName: 'R', lastName: `${i}` })));
+    const subs = await Promise.all(members.map(({ member }) => subscriptionsGrpc(orm).CreateSubscription({ scope, memberId: member.id, planId })));
+    return { scope, merchantId, ids: subs.map((s) => s.id) };
+  }
+
+  /** Resolves once a statement of another connection waits for a row lock, answering its text. */
+  async function lockWaiter(): Promise<string> {
+    for (let i = 0; i < 500; i++) {
+      const { rows } = await db.query<{ query: string }>(`select query from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+      if (rows.length > 0) return rows[0]!.query;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error('no statement waited for a lock');
+  }
+
+  it('decides again when a billing run changes the row between its read and its write: the run\'s change stays, the pause applies to the new row, with one subscription.paused', async () => {
+    const { scope, ids: [id] } = await subscriptionsOf(1);
+    let paused: Promise<Awaited<ReturnType<ReturnType<typeof subscriptionsGrpc>['PauseSubscription']>>> | undefined;
+    let waiting = '';
+    const failedAt = new Date(Date.now() + 1000);
+    await orm.em.fork().transactional(async (em) => {
+      const [sub] = await loadSubscriptions(em, [id!], { lock: true });
+      // The pause reads the row as it was (reads take no lock) and then waits for the run's lock with its write.
+      paused = subscriptionsGrpc(orm).PauseSubscription({ scope, id: id! });
+      waiting = await lockWaiter();
+      sub!.recordFailedCharge({ retryOffsetsDays: [3], terminalAction: 'Cancel' }, failedAt);
+      await saveBillingStates(em, [sub!]);
+    });
+    expect(waiting).toContain('update subscriptions');
+    const answer = await paused!;
+    expect(answer).toMatchObject({ status: 'Paused', nextBillingAt: new Date(failedAt.getTime() + 3 * 86_400_000).toISOString() });
+    expect(await rowOf(id!)).toEqual(answer);
+    const { rows: [row] } = await db.query<{ dunning_started_at: Date }>(`select dunning_started_at from billing.subscriptions where id = $1`, [id]);
+    expect(row!.dunning_started_at).toEqual(failedAt);
+    expect(await eventsOf(id!, 'subscription.paused')).toBe(1);
+  });
+
+  it('loses none of a concurrent writer\'s updates (even ones that leave updated_at alone): pause/resume cycles racing them, with one event per transition', async () => {
+    const { scope, ids } = await subscriptionsOf(3);
+    // Due in the future, so a resume keeps the period the writer moves.
+    await db.query(`update billing.subscriptions set next_billing_at = now() + interval '400 days' where id = any($1::uuid[])`, [ids]);
+    const ends = async () => (await db.query<{ current_period_end: Date }>(`select current_period_end from billing.subscriptions where id = any($1::uuid[]) order by id`, [ids])).rows.map((r) => r.current_period_end.getTime());
+    const before = await ends();
+    const subs = subscriptionsGrpc(orm);
+    const BUMPS = 40;
+    const CYCLES = 8;
+    const writer = (async () => {
+      for (let i = 0; i < BUMPS; i++) await db.query(`update billing.subscriptions set current_period_end = current_period_end + interval '1 day' where id = any($1::uuid[])`, [ids]);
+    })();
+    await Promise.all([
+      writer,
+      ...ids.map(async (id) => {
+        for (let i = 0; i < CYCLES; i++) {
+          await subs.PauseSubscription({ scope, id });
+          await subs.ResumeSubscription({ scope, id });
+        }
+      }),
+    ]);
+    expect(await ends()).toEqual(before.map((t) => t + BUMPS * 86_400_000));
+    for (const id of ids) {
+      expect(await eventsOf(id, 'subscription.paused')).toBe(CYCLES);
+      expect(await eventsOf(id, 'subscription.resumed')).toBe(CYCLES);
+      expect((await rowOf(id)).status).toBe('Active');
+    }
+  });
+
+  it('decides under the row lock as its fallback with the same answers: of 20 concurrent pauses one wins, with one event, and its batch neighbours commit', async () => {
+    const { merchantId, ids: [target, ...others] } = await subscriptionsOf(3);
+    const store = new SubscriptionStore(orm, { optimisticAttempts: 0 });
+    const scope = { kind: 'merchant' as const, merchantId };
+    const pause = (id: string) => store.transition({ scope, id, change: (sub) => sub.pause(null) });
+    const outcomes = await Promise.allSettled([...Array.from({ length: 20 }, () => pause(target!)), ...others.map(pause), pause(randomUUID())]);
+    const codes = outcomes.map((o) => (o.status === 'rejected' ? (o.reason as DomainError).code : 'ok'));
+    expect(codes.slice(0, 20).filter((c) => c === 'ok')).toHaveLength(1);
+    expect(codes.slice(0, 20).filter((c) => c !== 'ok')).toEqual(Array(19).fill('invalid_transition'));
+    expect(codes.slice(20)).toEqual(['ok', 'ok', 'not_found']);
+    expect(await eventsOf(target!, 'subscription.paused')).toBe(1);
+    expect(await count(`select count(*) as n from billing.subscriptions where merchant_id = ? and status = 'Paused'`, [merchantId])).toBe(3);
   });
 });
 

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type PlanInterval } from '@billing/contracts';
-import { Batcher, queryPrepared, transactPrepared, type CallScope } from '@billing/service-runtime';
+import { Batcher, queryPrepared, transactPrepared, type CallScope, type PreparedQuery } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import { randomUUID } from 'node:crypto';
 import type { BillingSchedule } from '../plans/billing-interval.js';
@@ -47,7 +47,11 @@ interface NewSubscription extends Enrolment {
 /** How an enrolment ended: refused by the domain, or inserted, or `exists`/`mismatch` (see InsertOutcome). */
 export type EnrolmentOutcome = { ok: false; error: DomainError } | { ok: true; outcome: InsertOutcome; sub: Subscription };
 
-/** A state change of one subscription: `change` runs the aggregate's transition, given its plan's schedule. */
+/**
+ * A state change of one subscription: `change` runs the aggregate's transition, given its plan's
+ * schedule. It may run more than once, each time on a fresh read of the row (when a concurrent
+ * write changed the row before this one was stored), so it changes nothing but that aggregate.
+ */
 export interface TransitionRequest {
   scope: CallScope;
   id: string;
@@ -56,24 +60,30 @@ export interface TransitionRequest {
 
 interface SubmittedTransition extends TransitionRequest {
   traceContext: Record<string, string>;
+  /** Decide under the row lock: the fallback once the optimistic attempts have all lost. */
+  lock: boolean;
 }
 
-type TransitionOutcome = { ok: true; sub: Subscription } | { ok: false; error: DomainError };
+/** How one attempt ended: answered (applied, a no-op or refused), or lost to a concurrent write of the row (to be tried again). */
+type TransitionOutcome = { ok: true; sub: Subscription } | { ok: false; error: DomainError } | { lost: true };
+
+/** Attempts of a transition without locks before it decides under its row lock, so it ends even on a row that keeps changing. */
+const OPTIMISTIC_ATTEMPTS = 5;
 
 /**
  * The columns a transition of a live subscription may change, all written back for a changed row
- * (under its lock, so an unchanged one keeps its value: the service stores instants in ms, as JS has them).
+ * (only if the row is still as read, so an unchanged one keeps its value: the service stores
+ * instants in ms, as JS has them).
  */
 const TRANSITION_COLUMNS = ['status', 'current_period_start', 'current_period_end', 'next_billing_at', 'billing_anchor', 'cancel_at_period_end', 'paused_at', 'resume_at', 'cancelled_at', 'updated_at'] as const;
 
-/** A locked subscription row as jsonb (instants in ISO 8601), with its plan's schedule. */
-interface LockedRow {
+/** A subscription row as jsonb (instants in ISO 8601), with its plan's schedule. */
+interface ReadRow {
   sub: SubscriptionRow;
   /** Null only if the plan were missing (a foreign key forbids it). */
   plan_interval: PlanInterval | null;
   plan_interval_count: number | null;
 }
-
 
 /** The values of TRANSITION_COLUMNS, as written (instants in ISO 8601). */
 function transitionColumnsOf(sub: Subscription): Record<(typeof TRANSITION_COLUMNS)[number], string | boolean | null> {
@@ -96,15 +106,24 @@ function transitionColumnsOf(sub: Subscription): Record<(typeof TRANSITION_COLUM
 export type InsertOutcome = 'inserted' | 'exists' | 'mismatch';
 
 /**
- * Persistence of create-subscription, the platform's hottest write. Its read and its write are
- * one statement each (instead of one ORM round trip per entity), and both are group-committed:
- * the creates that arrive together share one batch, which is one facts query, the domain's
- * decision for each request, and one insert statement, because a round trip to Postgres (and a
- * wait for a batch) costs far more here than the SQL it carries. The domain still decides:
- * `Subscription.start` builds each aggregate and its events; this class only reads and persists.
+ * Persistence of create-subscription, the platform's hottest write, and of pause/resume/cancel.
+ * Each read and each write is one statement (instead of one ORM round trip per entity), and all
+ * are group-committed: the creates that arrive together share one batch, which is one facts
+ * query, the domain's decision for each request, and one insert statement, because a round trip
+ * to Postgres (and a wait for a batch) costs far more here than the SQL it carries; transitions
+ * likewise (see `transition`). The domain still decides: `Subscription.start` builds each
+ * aggregate and its events, its transitions change it; this class only reads and persists.
  */
 export class SubscriptionStore {
-  constructor(private readonly orm: MikroORM) {}
+  private readonly optimisticAttempts: number;
+
+  /** `optimisticAttempts` (default `OPTIMISTIC_ATTEMPTS`): 0 decides every transition under its row lock, as tests of that path do. */
+  constructor(
+    private readonly orm: MikroORM,
+    opts: { optimisticAttempts?: number } = {},
+  ) {
+    this.optimisticAttempts = opts.optimisticAttempts ?? OPTIMISTIC_ATTEMPTS;
+  }
 
   /**
    * Reads the enrolment's facts, lets `decide` build the subscription from them, and inserts it
@@ -121,91 +140,127 @@ export class SubscriptionStore {
   }
 
   /**
-   * Loads, changes and saves a subscription with its events under its row lock, group-committed:
-   * the transitions that arrive together share one transaction of two statements, a locking read
-   * of their rows (in id order, so concurrent batches cannot deadlock) and one write of the
-   * changed rows with their outbox events. Two transitions of one subscription never share a
-   * batch, and a later batch waits for the lock. Another merchant's subscription is `not_found`,
-   * as a missing one. A DomainError from `change` (which throws before changing anything) is
-   * that request's answer and writes nothing of it; any other failure rolls the batch back and
-   * its requests run again one per transaction (`Batcher`). Each event carries the trace
-   * context of its own request.
+   * Loads, changes and saves a subscription with its events, optimistically and group-committed:
+   * the transitions that arrive together share one attempt of two autocommit statements, a read
+   * of their rows (without locks) with their plans' schedules, then, after the aggregate has
+   * decided each item, one write of the changed rows with their outbox events. The write is a
+   * compare-and-swap: a row is updated, and its events inserted, only if the whole row is still
+   * as read. A transition whose row changed in between (another transition, a billing run, any
+   * writer) is decided again on a fresh read in a later batch; after `OPTIMISTIC_ATTEMPTS` lost
+   * attempts it is decided under its row lock (`for update`, in a transaction), which cannot
+   * lose, so every transition ends. Two transitions of one subscription never share a batch.
+   * Another merchant's subscription is `not_found`, as a missing one. A DomainError from
+   * `change` (which throws before changing anything) is that request's answer and writes
+   * nothing of it; a no-op (a repeated `cancel(atPeriodEnd)`) writes nothing either and is
+   * answered from the row as read. Any other failure fails the attempt, whose write is one statement (all or nothing), and
+   * its requests run again one per attempt (`Batcher`). Each event carries the trace context of
+   * its own request.
    */
   async transition(req: TransitionRequest): Promise<Subscription> {
-    const outcome = await this.transitions.submit({ ...req, traceContext: injectTraceHeaders() });
-    if (!outcome.ok) throw outcome.error;
-    return outcome.sub;
+    const traceContext = injectTraceHeaders();
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await this.transitions.submit({ ...req, traceContext, lock: attempt > this.optimisticAttempts });
+      if ('lost' in outcome) continue;
+      if (!outcome.ok) throw outcome.error;
+      return outcome.sub;
+    }
   }
 
   private readonly transitions = new Batcher<SubmittedTransition, TransitionOutcome>(
+    // A batch holding a transition that must take its lock (rare: after lost attempts) decides all of its items under theirs.
     (batch) =>
-      transactPrepared(this.orm, async (query) => {
-        const ids = [...new Set(batch.filter((t) => isUuidText(t.id)).map((t) => t.id.toLowerCase()))];
-        const { rows } = ids.length === 0 ? { rows: [] } : await query<LockedRow>(
-          'subscription_transition_lock',
-          `select to_jsonb(s) as sub, p.billing_interval as plan_interval, p.interval_count as plan_interval_count
-             from subscriptions s left join plans p on p.id = s.plan_id
-            where s.id = any($1::uuid[])
-            order by s.id
-              for update of s`,
-          [ids],
-        );
-        const loaded = new Map(rows.map((r) => [r.sub.id, r]));
-        const outcomes: TransitionOutcome[] = [];
-        const changed: Record<string, unknown>[] = [];
-        const outbox: Record<string, unknown>[] = [];
-        for (const t of batch) {
-          const row = isUuidText(t.id) ? loaded.get(t.id.toLowerCase()) : undefined;
-          if (!row || (t.scope.kind === 'merchant' && row.sub.merchant_id !== t.scope.merchantId)) {
-            outcomes.push({ ok: false, error: new DomainError('not_found', 'Subscription not found.') });
-            continue;
-          }
-          const sub = subscriptionOfRow(row.sub);
-          const before = JSON.stringify(transitionColumnsOf(sub));
-          try {
-            t.change(sub, row.plan_interval ? { interval: row.plan_interval, intervalCount: row.plan_interval_count! } : undefined);
-          } catch (e) {
-            if (!(e instanceof DomainError)) throw e;
-            outcomes.push({ ok: false, error: e });
-            continue;
-          }
-          const after = transitionColumnsOf(sub);
-          if (JSON.stringify(after) !== before) changed.push({ id: sub.id, ...after });
-          for (const type of sub.pullEvents()) {
-            outbox.push({ seq: outbox.length, id: randomUUID(), type, merchant_id: sub.merchantId, data: sub.toView(), occurred_at: new Date().toISOString(), trace_context: t.traceContext });
-          }
-          outcomes.push({ ok: true, sub });
-        }
-        if (changed.length > 0 || outbox.length > 0) {
-          const res = await query<{ updated: number; events: number }>(
-            'subscription_transition_write',
-            `with updated as (
-               update subscriptions s
-                  set status = c.status, current_period_start = c.current_period_start, current_period_end = c.current_period_end,
-                      next_billing_at = c.next_billing_at, billing_anchor = c.billing_anchor, cancel_at_period_end = c.cancel_at_period_end,
-                      paused_at = c.paused_at, resume_at = c.resume_at, cancelled_at = c.cancelled_at, updated_at = c.updated_at
-                 from jsonb_to_recordset($1::jsonb) as c(id uuid, status text, current_period_start timestamptz, current_period_end timestamptz,
-                        next_billing_at timestamptz, billing_anchor timestamptz, cancel_at_period_end boolean, paused_at timestamptz,
-                        resume_at timestamptz, cancelled_at timestamptz, updated_at timestamptz)
-                where s.id = c.id
-               returning 1),
-             events as (
-               insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
-               select e.id, e.type, e.merchant_id, e.data, e.occurred_at, e.trace_context
-                 from jsonb_to_recordset($2::jsonb) as e(seq int, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb)
-                order by e.seq
-               returning 1)
-             select (select count(*) from updated)::int as updated, (select count(*) from events)::int as events`,
-            [JSON.stringify(changed), JSON.stringify(outbox)],
-          );
-          // Cannot happen (the rows are locked); thrown, so the transaction rolls back.
-          const [row] = res.rows;
-          if (row!.updated !== changed.length || row!.events !== outbox.length) throw new Error(`subscription transition wrote ${row!.updated}/${changed.length} rows, ${row!.events}/${outbox.length} events`);
-        }
-        return outcomes;
-      }),
+      batch.some((t) => t.lock)
+        ? transactPrepared(this.orm, (query) => this.attemptTransitions(query, batch, { lock: true }))
+        : this.attemptTransitions(<T,>(name: string, text: string, values: readonly unknown[]) => queryPrepared<T>(this.orm, name, text, values), batch, { lock: false }),
     { keyOf: (t) => t.id.toLowerCase() },
   );
+
+  /**
+   * One attempt of a batch of transitions (see `transition`): with `lock`, in the caller's
+   * transaction, the read takes the row locks (in id order, so concurrent batches cannot
+   * deadlock) and no write can be lost.
+   */
+  private async attemptTransitions(query: PreparedQuery, batch: readonly SubmittedTransition[], opts: { lock: boolean }): Promise<TransitionOutcome[]> {
+    const ids = [...new Set(batch.filter((t) => isUuidText(t.id)).map((t) => t.id.toLowerCase()))];
+    const { rows } = ids.length === 0 ? { rows: [] } : await query<ReadRow>(
+      opts.lock ? 'subscription_transition_lock' : 'subscription_transition_read',
+      `select to_jsonb(s) as sub, p.billing_interval as plan_interval, p.interval_count as plan_interval_count
+         from subscriptions s left join plans p on p.id = s.plan_id
+        where s.id = any($1::uuid[])
+        order by s.id${opts.lock ? '\n          for update of s' : ''}`,
+      [ids],
+    );
+    const loaded = new Map(rows.map((r) => [r.sub.id, r]));
+    const outcomes: TransitionOutcome[] = [];
+    /** The id each item writes, if it changed its row. */
+    const writes: (string | undefined)[] = [];
+    const changed: Record<string, unknown>[] = [];
+    const outbox: Record<string, unknown>[] = [];
+    for (const t of batch) {
+      const row = isUuidText(t.id) ? loaded.get(t.id.toLowerCase()) : undefined;
+      writes.push(undefined);
+      if (!row || (t.scope.kind === 'merchant' && row.sub.merchant_id !== t.scope.merchantId)) {
+        outcomes.push({ ok: false, error: new DomainError('not_found', 'Subscription not found.') });
+        continue;
+      }
+      const sub = subscriptionOfRow(row.sub);
+      const before = JSON.stringify(transitionColumnsOf(sub));
+      try {
+        t.change(sub, row.plan_interval ? { interval: row.plan_interval, intervalCount: row.plan_interval_count! } : undefined);
+      } catch (e) {
+        if (!(e instanceof DomainError)) throw e;
+        outcomes.push({ ok: false, error: e });
+        continue;
+      }
+      const after = transitionColumnsOf(sub);
+      const events = sub.pullEvents();
+      if (JSON.stringify(after) !== before || events.length > 0) {
+        writes[writes.length - 1] = sub.id;
+        changed.push({ id: sub.id, read: row.sub, ...after });
+      }
+      for (const type of events) {
+        outbox.push({ seq: outbox.length, subscription_id: sub.id, id: randomUUID(), type, merchant_id: sub.merchantId, data: sub.toView(), occurred_at: new Date().toISOString(), trace_context: t.traceContext });
+      }
+      outcomes.push({ ok: true, sub });
+    }
+    if (changed.length === 0) return outcomes;
+    // One statement (a compare-and-swap per row, then the events of the rows it updated): see `transition`.
+    const res = await query<{ ids: string[] }>(
+      'subscription_transition_write',
+      `with c as (
+         select * from jsonb_to_recordset($1::jsonb) as c(id uuid, read jsonb, status text, current_period_start timestamptz, current_period_end timestamptz,
+                next_billing_at timestamptz, billing_anchor timestamptz, cancel_at_period_end boolean, paused_at timestamptz,
+                resume_at timestamptz, cancelled_at timestamptz, updated_at timestamptz)),
+       -- Locked in id order, as every writer of subscriptions locks them, so this cannot deadlock;
+       -- a row no longer as read (rechecked once locked) is left alone.
+       unchanged as materialized (
+         select s.id from subscriptions s join c on c.id = s.id
+          where to_jsonb(s) = c.read
+          order by s.id
+            for update of s),
+       updated as (
+         update subscriptions s
+            set status = c.status, current_period_start = c.current_period_start, current_period_end = c.current_period_end,
+                next_billing_at = c.next_billing_at, billing_anchor = c.billing_anchor, cancel_at_period_end = c.cancel_at_period_end,
+                paused_at = c.paused_at, resume_at = c.resume_at, cancelled_at = c.cancelled_at, updated_at = c.updated_at
+           from c
+          where s.id = c.id and s.id in (select id from unchanged)
+         returning s.id),
+       events as (
+         insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
+         select e.id, e.type, e.merchant_id, e.data, e.occurred_at, e.trace_context
+           from jsonb_to_recordset($2::jsonb) as e(seq int, subscription_id uuid, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb)
+           join updated u on u.id = e.subscription_id
+          order by e.seq
+         returning 1)
+       select coalesce((select json_agg(id) from updated), '[]') as ids`,
+      [JSON.stringify(changed), JSON.stringify(outbox)],
+    );
+    const updated = new Set(res.rows[0]!.ids);
+    // Cannot happen (the rows are locked); thrown, so the transaction rolls back.
+    if (opts.lock && updated.size !== changed.length) throw new Error(`subscription transition under lock wrote ${updated.size}/${changed.length} rows`);
+    return outcomes.map((o, i) => (writes[i] !== undefined && !updated.has(writes[i]) ? { lost: true } : o));
+  }
 
   private readonly enrolments = new Batcher<SubmittedEnrolment, EnrolmentOutcome>(async (batch) => {
     const facts = await this.readFacts(batch.map((e) => e.req));
