@@ -65,6 +65,53 @@ export function recordEvent(em: EntityManager, event: { type: string; merchantId
 }
 
 /**
+ * An outbox row as a hand-written batch statement sends it, in the jsonb array `insertOutboxSql`
+ * reads: the row `recordEvent` writes, plus `seq`, its place in the batch (the order the rows are
+ * inserted in, and so published in).
+ */
+export interface OutboxJsonRow {
+  seq: number;
+  id: string;
+  type: string;
+  merchant_id: string;
+  data: object;
+  /** ISO 8601. */
+  occurred_at: string;
+  trace_context: Record<string, string>;
+}
+
+/** The outbox row of the event at `seq` of a batch statement, occurring now unless `occurredAt` is given. */
+export function toOutboxJsonRow(
+  seq: number,
+  event: { type: string; merchantId: string; data: object; traceContext: Record<string, string>; occurredAt?: Date },
+): OutboxJsonRow {
+  return {
+    seq,
+    id: randomUUID(),
+    type: event.type,
+    merchant_id: event.merchantId,
+    data: event.data,
+    occurred_at: (event.occurredAt ?? new Date()).toISOString(),
+    trace_context: event.traceContext,
+  };
+}
+
+/**
+ * SQL inserting, in `seq` order, the `OutboxJsonRow`s of the jsonb array bound to `param` (such
+ * as `$2`): the events of a hand-written batch write, as its statement or one of its CTEs. With
+ * `about`, each row also carries, in `about.column`, the id of the row its event is about, and
+ * only the events of the rows that the CTE `about.written` returned (as `id`) are inserted.
+ */
+export function insertOutboxSql(param: string, about?: { column: string; written: string }): string {
+  const record = `seq int, ${about ? `${about.column} uuid, ` : ''}id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb`;
+  return `insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
+     select e.id, e.type, e.merchant_id, e.data, e.occurred_at, e.trace_context
+       from jsonb_to_recordset(${param}::jsonb) as e(${record})${about ? `
+       join ${about.written} w on w.id = e.${about.column}` : ''}
+      order by e.seq`;
+}
+
+/**
  * What the relay needs besides the table, idempotent so a later migration of a service whose
  * outbox predates it can run it: `seq`, the insertion order the relay publishes in (rows of one
  * transaction share their `occurred_at` millisecond), and the commit notification.

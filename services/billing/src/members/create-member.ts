@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { ForeignKeyConstraintViolationException, raw, UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, type CreateMemberRequest } from '@billing/contracts';
-import { Batcher, queryPrepared, typedDatabaseError } from '@billing/service-runtime';
+import { Batcher, insertOutboxSql, queryPrepared, toOutboxJsonRow, typedDatabaseError } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import { Member } from './member.js';
 import { memberOfRow, rowOfMember, type MemberRow } from './member-row.js';
@@ -52,14 +51,8 @@ export function memberCreation(orm: MikroORM): (input: NewMember) => Promise<Cre
       const members = batch.map(({ input }) => Member.create(input));
       const rows = members.map((m, seq) => ({ seq, email_key: m.email.trim().toLowerCase(), ...rowOfMember(m) }));
       const outbox = members.map((m, seq) => ({
-        seq,
+        ...toOutboxJsonRow(seq, { type: 'member.created', merchantId: m.merchantId, data: toMemberEvent(m), traceContext: batch[seq]!.traceContext }),
         member_id: m.id,
-        id: randomUUID(),
-        type: 'member.created',
-        merchant_id: m.merchantId,
-        data: toMemberEvent(m),
-        occurred_at: new Date().toISOString(),
-        trace_context: batch[seq]!.traceContext,
       }));
       const res = await queryPrepared<{ found: { seq: number; member: MemberRow }[]; inserted: number; events: number }>(
         orm,
@@ -77,11 +70,7 @@ export function memberCreation(orm: MikroORM): (input: NewMember) => Promise<Cre
             order by r.seq
            returning id),
          events as (
-           insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
-           select e.id, e.type, e.merchant_id, e.data, e.occurred_at, e.trace_context
-             from jsonb_to_recordset($2::jsonb) as e(seq int, member_id uuid, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb)
-             join inserted i on i.id = e.member_id
-            order by e.seq
+           ${insertOutboxSql('$2', { column: 'member_id', written: 'inserted' })}
            returning 1)
          select coalesce((select jsonb_agg(jsonb_build_object('seq', seq, 'member', member)) from found), '[]') as found,
                 (select count(*) from inserted)::int as inserted, (select count(*) from events)::int as events`,

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
-import { Batcher, transactPrepared, typedDatabaseError, type CallScope } from '@billing/service-runtime';
+import { Batcher, insertOutboxSql, toOutboxJsonRow, transactPrepared, typedDatabaseError, type CallScope, type OutboxJsonRow } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import { pickScoped } from '../merchant-scope.js';
 import { PaymentMethod, type InstrumentDetails } from './payment-method.js';
@@ -88,7 +87,7 @@ export function methodAppender(orm: MikroORM): (req: AppendRequest) => Promise<A
         }
 
         const inserts: PaymentMethodRow[] = [];
-        const outbox: Record<string, unknown>[] = [];
+        const outbox: OutboxJsonRow[] = [];
         const decide = (req: SubmittedAppend): Appended => {
           const member = pickScoped(members, req.scope, req.memberId, 'Member');
           if (req.providerToken) {
@@ -98,7 +97,7 @@ export function methodAppender(orm: MikroORM): (req: AppendRequest) => Promise<A
           }
           const pm = PaymentMethod.create({ ...req.details, merchantId: member.merchantId, memberId: member.id, rank: nextRank(ranks.get(member.id) ?? []), providerToken: req.providerToken });
           inserts.push(rowOfPaymentMethod(pm));
-          outbox.push({ seq: outbox.length, id: randomUUID(), type: 'payment_method.added', merchant_id: pm.merchantId, data: pm.toView(), occurred_at: new Date().toISOString(), trace_context: req.traceContext });
+          outbox.push(toOutboxJsonRow(outbox.length, { type: 'payment_method.added', merchantId: pm.merchantId, data: pm.toView(), traceContext: req.traceContext }));
           return { paymentMethod: pm.toMessage(), created: true };
         };
         const outcomes = batch.map((req): AppendOutcome => {
@@ -121,10 +120,7 @@ export function methodAppender(orm: MikroORM): (req: AppendRequest) => Promise<A
                         expiry_year smallint, account_name text, bsb text, provider_token text, rank int, created_at timestamptz, updated_at timestamptz)
                returning 1),
              events as (
-               insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
-               select e.id, e.type, e.merchant_id, e.data, e.occurred_at, e.trace_context
-                 from jsonb_to_recordset($2::jsonb) as e(seq int, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb)
-                order by e.seq
+               ${insertOutboxSql('$2')}
                returning 1)
              select (select count(*) from inserted)::int as inserted, (select count(*) from events)::int as events`,
             [JSON.stringify(inserts), JSON.stringify(outbox)],

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { ApiKeyEventType } from '@billing/contracts';
-import { Batcher, queryPrepared, typedDatabaseError } from '@billing/service-runtime';
+import { Batcher, insertOutboxSql, queryPrepared, toOutboxJsonRow, typedDatabaseError } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { ApiKey } from './api-key.js';
 
@@ -55,15 +54,9 @@ export class ApiKeyStore {
       updated_at: iso(k.updatedAt),
       version: k.version,
     }));
-    const events = batch.map(({ key: k, traceContext }, seq) => ({
-      seq,
-      id: randomUUID(),
-      type: 'api_key.created' satisfies ApiKeyEventType,
-      merchant_id: k.merchantId,
-      data: k.endpointState(),
-      occurred_at: iso(k.updatedAt),
-      trace_context: traceContext,
-    }));
+    const events = batch.map(({ key: k, traceContext }, seq) =>
+      toOutboxJsonRow(seq, { type: 'api_key.created' satisfies ApiKeyEventType, merchantId: k.merchantId, data: k.endpointState(), occurredAt: k.updatedAt, traceContext }),
+    );
     // One statement for the batch's keys and events: atomic without a transaction, one round trip.
     // It has no conflict clause, so it writes every row or fails as a whole (and `Batcher` then
     // runs each key alone). The events go in arrival order, the order the relay publishes in.
@@ -78,10 +71,7 @@ export class ApiKeyStore {
            from jsonb_to_recordset($1::jsonb) as k(id uuid, merchant_id uuid, name text, key_hash text, key_prefix text, signing_secret_sealed text,
                   signing_secret_prefix text, webhook_url text, webhook_events jsonb, webhook_enabled boolean, expires_at timestamptz,
                   last_used_at timestamptz, revoked_at timestamptz, created_at timestamptz, updated_at timestamptz, version int))
-       insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
-       select e.id, e.type, e.merchant_id, e.data, e.occurred_at, e.trace_context
-         from jsonb_to_recordset($2::jsonb) as e(seq int, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb)
-        order by e.seq`,
+       ${insertOutboxSql('$2')}`,
       [JSON.stringify(keys), JSON.stringify(events)],
     );
     return batch.map(() => undefined);
