@@ -434,6 +434,76 @@ describe('retry and refund', () => {
     expect(sumMinor(l.refunds)).toBe(10000);
   });
 
+  it('answers concurrent refunds of many charges each as recorded: no charge over-refunded, an unreachable provider failing only its own', async () => {
+    const m = await billingMerchant({ plan: { amount: 100 } });
+    const down = await billingMerchant({ plan: { amount: 100 } });
+    const subs = await Promise.all(Array.from({ length: 8 }, () => m.subscriber()));
+    const downSub = await down.subscriber();
+    await run(T0);
+    const charges = await Promise.all(subs.map(async (s) => (await m.transactions(s.id))[0]));
+    const [downCharge] = await down.transactions(downSub.id);
+    await fault(down.id, { down: true });
+
+    const refund = (merchant: { key: string }, chargeId: string, amount: number) =>
+      api.post(`/api/Transactions/${chargeId}/refund`, { amount }, { token: merchant.key, headers: idempotent() });
+    // Five refunds of 30 race on the first charge (three fit in 100); one of 40 on each other; two on the unreachable merchant's.
+    const [racing, single, unreachable] = await Promise.all([
+      Promise.all([1, 2, 3, 4, 5].map(() => refund(m, charges[0].id, 30))),
+      Promise.all(charges.slice(1).map((c) => refund(m, c.id, 40))),
+      Promise.all([1, 2].map(() => refund(down, downCharge.id, 10))),
+    ]);
+    await fault(down.id, null);
+
+    expect(racing.map((r) => r.status).sort()).toEqual([201, 201, 201, 409, 409]);
+    expect(single.map((r) => r.status)).toEqual(single.map(() => 201));
+    const created = [...racing, ...single].filter((r) => r.status === 201);
+    for (const r of created) {
+      expect(r.body).toMatchObject({ kind: 'Refund', status: 'Settled' });
+      expect((await api.get(`/api/Transactions/${r.body.id}`, { token: m.key })).body).toEqual(r.body);
+      expect(await outbox('transaction.refunded', 'id', r.body.id)).toHaveLength(1);
+    }
+    const { rows } = await db.query(
+      `select c.id, c.amount_minor::int as amount, c.refunded_minor::int as refunded,
+              (select coalesce(sum(r.amount_minor), 0)::int from billing.transactions r where r.original_transaction_id = c.id and r.kind = 'Refund' and r.status <> 'Failed') as refunds
+         from billing.transactions c where c.id = any($1::uuid[]) order by c.id`,
+      [[...charges.map((c) => c.id), downCharge.id]],
+    );
+    for (const c of rows) {
+      expect(c.refunded).toBe(c.refunds);
+      expect(c.refunded).toBeLessThanOrEqual(c.amount);
+    }
+    expect(rows.find((c) => c.id === charges[0].id)!.refunded).toBe(9000);
+    const l = await ledger(m.id);
+    expect(sumMinor(l.refunds)).toBe(9000 + 7 * 4000);
+    expect(l.refunds.map((r) => r.idempotencyKey).sort()).toEqual(created.map((r) => r.body.id).sort());
+
+    // The unreachable provider's refunds: 502 naming each, Processing with their amounts reserved, no event yet.
+    expect(unreachable.map((r) => r.status)).toEqual([502, 502]);
+    const pending = (await down.transactions(downSub.id)).filter((t) => t.kind === 'Refund');
+    expect(pending.map((t) => t.status)).toEqual(['Processing', 'Processing']);
+    expect(unreachable.map((r) => pending.find((t) => r.body.detail.includes(t.id))?.id).sort()).toEqual(pending.map((t) => t.id).sort());
+    expect(rows.find((c) => c.id === downCharge.id)!.refunded).toBe(2000);
+    for (const t of pending) expect(await outbox('transaction.refunded', 'id', t.id)).toHaveLength(0);
+  });
+
+  it('retries many failed charges at once, each once', async () => {
+    const m = await billingMerchant();
+    const subs = await Promise.all(Array.from({ length: 5 }, () => m.subscriber([{ ...CARD, last4: '0002' }])));
+    await run(T0);
+    const failed = await Promise.all(subs.map(async (s) => (await m.transactions(s.id))[0]));
+    const retry = (id: string) => api.post(`/api/Transactions/${id}/retry`, {}, { token: m.key, headers: idempotent() });
+    // Two retries race on the first charge: one is made, the other refused.
+    const answers = await Promise.all([failed[0].id, ...failed.map((t) => t.id)].map(retry));
+    expect(answers.map((r) => r.status).sort()).toEqual([201, 201, 201, 201, 201, 409]);
+    for (const r of answers.filter((a) => a.status === 201)) {
+      expect(r.body).toMatchObject({ kind: 'Charge', attempt: 2, status: 'Failed', failureReason: 'card_declined' });
+      expect((await api.get(`/api/Transactions/${r.body.id}`, { token: m.key })).body).toEqual(r.body);
+      expect(await outbox('transaction.failed', 'id', r.body.id)).toHaveLength(1);
+    }
+    for (const s of subs) expect((await m.transactions(s.id)).map((t) => t.attempt).sort()).toEqual([1, 2]);
+    expect((await ledger(m.id)).charges).toHaveLength(10);
+  });
+
   it('lets Staff refund and Viewers only read; another merchant sees 404', async () => {
     const m = await billingMerchant();
     const other = await billingMerchant();

@@ -67,7 +67,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
     logger,
   );
   addGrpcService(server, 'billing.v1.BillingRuns', logger, billingRunsGrpc(runner));
-  addGrpcService(server, 'billing.v1.Transactions', logger, transactionsGrpc(orm, providers, config.BILLING_CLAIM_LEASE_MS));
+  addGrpcService(server, 'billing.v1.Transactions', logger, transactionsGrpc(orm, providers, config.BILLING_CLAIM_LEASE_MS, config.BILLING_RUN_CONCURRENCY));
   addGrpcService(server, 'billing.v1.FeeStatements', logger, feeStatementsGrpc(orm));
   addGrpcService(server, 'billing.v1.Answers', logger, answersGrpc(orm));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'billing-outbox' });

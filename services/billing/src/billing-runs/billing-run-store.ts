@@ -47,6 +47,8 @@ export interface PendingEvent {
   type: string;
   merchantId: string;
   data: Record<string, unknown>;
+  /** Trace headers of the request that caused it, when a batch carries several requests' events; else the caller's. */
+  traceContext?: Record<string, string>;
 }
 
 /** Inserts new `Processing` transactions (a chunk's charges). */
@@ -182,19 +184,19 @@ export async function releaseRefunds(em: EntityManager, refunds: { chargeId: str
 }
 
 /**
- * Writes integration events to the outbox in one statement, in array order, with the trace
- * context of the caller (what `recordEvent` does one entity at a time).
+ * Writes integration events to the outbox in one statement, in array order, each with its own
+ * trace context or else the caller's (what `recordEvent` does one entity at a time).
  */
 export async function insertEvents(em: EntityManager, events: PendingEvent[], occurredAt = new Date()): Promise<void> {
   if (events.length === 0) return;
   const traceContext = injectTraceHeaders();
   const at = occurredAt.toISOString();
-  const rows = events.map((e, seq) => ({ seq, id: randomUUID(), type: e.type, merchant_id: e.merchantId, data: e.data, occurred_at: at }));
+  const rows = events.map((e, seq) => ({ seq, id: randomUUID(), type: e.type, merchant_id: e.merchantId, data: e.data, occurred_at: at, trace_context: e.traceContext ?? null }));
   await queryRows(
     em,
     `insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
-     select e.id, e.type, e.merchant_id, e.data, e.occurred_at, ?::jsonb
-       from jsonb_to_recordset(?::jsonb) as e(seq int, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz)
+     select e.id, e.type, e.merchant_id, e.data, e.occurred_at, coalesce(e.trace_context, ?::jsonb)
+       from jsonb_to_recordset(?::jsonb) as e(seq int, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb)
       order by e.seq`,
     [JSON.stringify(traceContext), JSON.stringify(rows)],
   );

@@ -439,9 +439,10 @@ export function callFor(provider: PaymentProvider, t: Transaction, methods: Map<
  * next payment method is tried by a later claim, or the failure is recorded when none is left).
  * An unavailable provider leaves the call unconfirmed, for the next run to reconcile. An answer
  * for a transaction confirmed meanwhile (by a reconciling run) is dropped: it was applied once.
- * Returns how many charges advanced their subscription.
+ * Returns how many charges advanced their subscription. `traceContexts` (one per transaction),
+ * when the transactions are different requests', gives each one's events its request's trace.
  */
-export async function applyCallOutcomes(orm: MikroORM, txns: Transaction[], outcomes: CallOutcome[], asOf: Date): Promise<number> {
+export async function applyCallOutcomes(orm: MikroORM, txns: Transaction[], outcomes: CallOutcome[], asOf: Date, traceContexts?: Record<string, string>[]): Promise<number> {
   let succeeded = 0;
   await orm.em.fork().transactional(async (em) => {
     // Subscriptions first and in id order (the lock order of every writer of a chunk), locked
@@ -470,7 +471,8 @@ export async function applyCallOutcomes(orm: MikroORM, txns: Transaction[], outc
       if (outcome === 'unavailable' || !recorded.has(t.id)) return;
       // The state `recordOutcomes` wrote, on the in-memory transaction, for its events.
       t.applyOutcome(outcome, asOf);
-      events.push(...t.pullEvents().map((type) => ({ type, merchantId: t.merchantId, data: transactionEventData(t, toMajorUnits) })));
+      const traceContext = traceContexts?.[i];
+      events.push(...t.pullEvents().map((type) => ({ type, merchantId: t.merchantId, data: transactionEventData(t, toMajorUnits), traceContext })));
       if (t.kind === 'Refund') {
         if (t.status === 'Failed') refused.push({ chargeId: t.originalTransactionId!, amountMinor: t.amountMinor });
         return;
@@ -481,7 +483,7 @@ export async function applyCallOutcomes(orm: MikroORM, txns: Transaction[], outc
         sub.claimedUntil = null;
         succeeded++;
         advanced.push(sub);
-        events.push(...subscriptionEvents(sub));
+        events.push(...subscriptionEvents(sub).map((e) => ({ ...e, traceContext })));
       }
     });
     await releaseRefunds(em, refused);

@@ -2,13 +2,14 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, pageWindow } from '@billing/contracts';
 import { requireScope, type ServiceImpl } from '@billing/service-runtime';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
-import { findTransaction, refundCharge, retryCharge } from './transaction-commands.js';
+import { findTransaction, TransactionCommands } from './transaction-commands.js';
 import { Transaction } from './transaction.js';
 
 const STATUSES = ['Processing', 'Settled', 'Failed'];
 
-export function transactionsGrpc(orm: MikroORM, providers: PaymentProviders, leaseMs: number): ServiceImpl<'billing.v1.Transactions'> {
-  const deps = { orm, providers, leaseMs };
+/** `concurrency`: provider calls in flight per batch of refunds and retries. */
+export function transactionsGrpc(orm: MikroORM, providers: PaymentProviders, leaseMs: number, concurrency: number): ServiceImpl<'billing.v1.Transactions'> {
+  const commands = new TransactionCommands({ orm, providers, leaseMs, concurrency });
   return {
     GetTransaction: async (req) => (await findTransaction(orm.em.fork(), requireScope(req.scope), req.id)).toMessage(),
 
@@ -29,11 +30,11 @@ export function transactionsGrpc(orm: MikroORM, providers: PaymentProviders, lea
       return { items: items.map((t) => t.toMessage()), totalCount: total };
     },
 
-    RetryTransaction: async (req) => (await retryCharge(deps, requireScope(req.scope), req.id)).toMessage(),
+    RetryTransaction: async (req) => (await commands.retry(requireScope(req.scope), req.id)).toMessage(),
 
     RefundTransaction: async (req) => {
       const amount = req.amountMinor == null ? null : Number(req.amountMinor);
-      return (await refundCharge(deps, requireScope(req.scope), req.id, amount, req.reason ?? null)).toMessage();
+      return (await commands.refund(requireScope(req.scope), req.id, amount, req.reason ?? null)).toMessage();
     },
   };
 }
