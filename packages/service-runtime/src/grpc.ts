@@ -317,9 +317,15 @@ export function createClient<N extends ServiceName>(
         if (propagatesContextManually()) for (const [k, v] of Object.entries(injectTraceHeaders())) md.set(k, v);
         for (const [k, v] of Object.entries(opts.metadata ?? {})) md.set(k, v);
         const deadline = new Date(Date.now() + (opts.deadlineMs ?? defaultDeadlineMs));
-        client[method]!(req, md, { deadline }, (err: grpc.ServiceError | null, reply: unknown) =>
-          err ? rej(fromGrpcError(err)) : res(reply),
-        );
+        // grpc-js captures the caller's stack (new Error()) on every call for the error it would
+        // raise; fromGrpcError builds its own, so the capture is skipped.
+        const stackTraceLimit = Error.stackTraceLimit;
+        Error.stackTraceLimit = 0;
+        try {
+          client[method]!(req, md, { deadline }, (err: grpc.ServiceError | null, reply: unknown) => (err ? rej(fromGrpcError(err)) : res(reply)));
+        } finally {
+          Error.stackTraceLimit = stackTraceLimit;
+        }
       });
   }
   return api as ServiceClient<N>;

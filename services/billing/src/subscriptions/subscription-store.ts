@@ -1,8 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type PlanInterval } from '@billing/contracts';
-import { Batcher, queryPrepared, transactPrepared, type CallScope, type PreparedQuery } from '@billing/service-runtime';
+import { Batcher, insertOutboxSql, queryPrepared, toOutboxJsonRow, transactPrepared, type CallScope, type PreparedQuery } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
-import { randomUUID } from 'node:crypto';
 import type { BillingSchedule } from '../plans/billing-interval.js';
 import { Subscription } from './subscription.js';
 import { subscriptionOfRow, type SubscriptionRow } from './subscription-row.js';
@@ -219,7 +218,7 @@ export class SubscriptionStore {
         changed.push({ id: sub.id, read: row.sub, ...after });
       }
       for (const type of events) {
-        outbox.push({ seq: outbox.length, subscription_id: sub.id, id: randomUUID(), type, merchant_id: sub.merchantId, data: sub.toView(), occurred_at: new Date().toISOString(), trace_context: t.traceContext });
+        outbox.push({ ...toOutboxJsonRow(outbox.length, { type, merchantId: sub.merchantId, data: sub.toView(), traceContext: t.traceContext }), subscription_id: sub.id });
       }
       outcomes.push({ ok: true, sub });
     }
@@ -247,11 +246,7 @@ export class SubscriptionStore {
           where s.id = c.id and s.id in (select id from unchanged)
          returning s.id),
        events as (
-         insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
-         select e.id, e.type, e.merchant_id, e.data, e.occurred_at, e.trace_context
-           from jsonb_to_recordset($2::jsonb) as e(seq int, subscription_id uuid, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb)
-           join updated u on u.id = e.subscription_id
-          order by e.seq
+         ${insertOutboxSql('$2', { column: 'subscription_id', written: 'updated' })}
          returning 1)
        select coalesce((select json_agg(id) from updated), '[]') as ids`,
       [JSON.stringify(changed), JSON.stringify(outbox)],
@@ -306,7 +301,6 @@ export class SubscriptionStore {
 
   /** Inserts the subscriptions with their outbox events: one statement; an outcome per row, in order. */
   private async insertRows(batch: readonly NewSubscription[]): Promise<InsertOutcome[]> {
-    const iso = (d: Date | null) => d?.toISOString() ?? null;
     const subs = batch.map(({ sub }, seq) => ({
       seq,
       id: sub.id,
@@ -314,21 +308,12 @@ export class SubscriptionStore {
       member_id: sub.memberId,
       plan_id: sub.planId,
       payment_method_id: sub.paymentMethodId,
-      status: sub.status,
-      current_period_start: iso(sub.currentPeriodStart),
-      current_period_end: iso(sub.currentPeriodEnd),
-      next_billing_at: iso(sub.nextBillingAt),
-      billing_anchor: iso(sub.billingAnchor),
-      cancel_at_period_end: sub.cancelAtPeriodEnd,
-      paused_at: iso(sub.pausedAt),
-      resume_at: iso(sub.resumeAt),
-      cancelled_at: iso(sub.cancelledAt),
-      created_at: iso(sub.createdAt),
-      updated_at: iso(sub.updatedAt),
+      created_at: sub.createdAt.toISOString(),
+      ...transitionColumnsOf(sub),
     }));
     let seq = 0;
     const outbox = batch.flatMap(({ sub, events, traceContext }) =>
-      events.map((e) => ({ seq: seq++, subscription_id: sub.id, id: randomUUID(), type: e.type, merchant_id: sub.merchantId, data: e.data, occurred_at: iso(sub.createdAt), trace_context: traceContext })),
+      events.map((e) => ({ ...toOutboxJsonRow(seq++, { type: e.type, merchantId: sub.merchantId, data: e.data, traceContext, occurredAt: sub.createdAt }), subscription_id: sub.id })),
     );
     const res = await queryPrepared<{ ids: string[]; events: number }>(
       this.orm,
@@ -345,11 +330,7 @@ export class SubscriptionStore {
          on conflict (member_id, plan_id) where status <> 'Cancelled' do nothing
          returning id),
        events as (
-         insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
-         select e.id, e.type, e.merchant_id, e.data, e.occurred_at, e.trace_context
-           from jsonb_to_recordset($2::jsonb) as e(seq int, subscription_id uuid, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb)
-           join inserted i on i.id = e.subscription_id
-          order by e.seq
+         ${insertOutboxSql('$2', { column: 'subscription_id', written: 'inserted' })}
          returning 1)
        select coalesce((select json_agg(id) from inserted), '[]') as ids, (select count(*) from events)::int as events`,
       [JSON.stringify(subs), JSON.stringify(outbox)],
