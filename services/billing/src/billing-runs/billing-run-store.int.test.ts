@@ -1,8 +1,7 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import type { MikroORM } from '@mikro-orm/postgresql';
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate } from '@billing/service-runtime';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { openBillingDatabase } from '../app.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { BillingConfig } from '../config.js';
@@ -14,35 +13,20 @@ import { insertTransactions, loadSubscriptions, recordOutcomes, saveBillingState
 // the ORM reads (so a column added to an entity and missed here fails), and a provider answer is
 // recorded once.
 
-const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const dbName = `bp_test_billing_${randomBytes(5).toString('hex')}`;
-let orm: MikroORM;
+const { orm, url } = useMigratedDatabase({
+  open: (databaseUrl) => openBillingDatabase(BillingConfig.parse({ DATABASE_URL: databaseUrl })),
+  schema: 'billing',
+  migrations: MIGRATIONS,
+});
 let db: pg.Client;
 
-async function onServer(sql: string) {
-  const client = new pg.Client({ connectionString: SERVER_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 beforeAll(async () => {
-  await onServer(`create database "${dbName}"`);
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${dbName}`;
-  orm = await openBillingDatabase(BillingConfig.parse({ DATABASE_URL: url.toString() }));
-  await migrate(orm, 'billing', MIGRATIONS);
-  db = new pg.Client({ connectionString: url.toString() });
+  db = new pg.Client({ connectionString: url() });
   await db.connect();
-}, 60_000);
+});
 
 afterAll(async () => {
   await db?.end();
-  await orm?.close();
-  await onServer(`drop database if exists "${dbName}" with (force)`);
 });
 
 const at = (iso: string) => new Date(iso);
@@ -75,16 +59,16 @@ async function seedSubscription(): Promise<{ subscriptionId: string; merchantId:
 describe('billing run store', () => {
   it('reads a subscription exactly as the ORM does, every property included', async () => {
     const { subscriptionId } = await seedSubscription();
-    const [loaded] = await loadSubscriptions(orm.em.fork(), [subscriptionId]);
-    const viaOrm = await orm.em.fork().findOneOrFail(Subscription, { id: subscriptionId });
-    const props = Object.keys(orm.getMetadata().get(Subscription.name).properties);
+    const [loaded] = await loadSubscriptions(orm().em.fork(), [subscriptionId]);
+    const viaOrm = await orm().em.fork().findOneOrFail(Subscription, { id: subscriptionId });
+    const props = Object.keys(orm().getMetadata().get(Subscription.name).properties);
     for (const p of props) expect(loaded![p as keyof Subscription], p).not.toBeUndefined();
     expect({ ...loaded }).toEqual({ ...viaOrm });
   });
 
   it('writes the billing state the domain computed, and nothing else', async () => {
     const { subscriptionId } = await seedSubscription();
-    const [sub] = await loadSubscriptions(orm.em.fork(), [subscriptionId]);
+    const [sub] = await loadSubscriptions(orm().em.fork(), [subscriptionId]);
     Object.assign(sub!, {
       status: 'Paused',
       currentPeriodStart: at('2030-03-01T00:00:00Z'),
@@ -102,8 +86,8 @@ describe('billing run store', () => {
       cancelAtPeriodEnd: false,
       billingAnchor: at('2000-01-01T00:00:00Z'),
     });
-    await orm.em.fork().transactional((em) => saveBillingStates(em, [sub!]));
-    const after = await orm.em.fork().findOneOrFail(Subscription, { id: subscriptionId });
+    await orm().em.fork().transactional((em) => saveBillingStates(em, [sub!]));
+    const after = await orm().em.fork().findOneOrFail(Subscription, { id: subscriptionId });
     expect(after).toMatchObject({
       status: 'Paused',
       currentPeriodStart: at('2030-03-01T00:00:00Z'),
@@ -138,24 +122,24 @@ describe('billing run store', () => {
       claimedUntil: at('2030-01-04T00:02:00Z'),
       occurredAt: at('2030-01-04T00:00:00Z'),
     });
-    await orm.em.fork().transactional((em) => insertTransactions(em, [charge]));
+    await orm().em.fork().transactional((em) => insertTransactions(em, [charge]));
     const { pending: _, ...expected } = charge as unknown as Record<string, unknown>;
-    expect({ ...(await orm.em.fork().findOneOrFail(Transaction, { id: charge.id })) }).toEqual(expect.objectContaining(expected));
+    expect({ ...(await orm().em.fork().findOneOrFail(Transaction, { id: charge.id })) }).toEqual(expect.objectContaining(expected));
 
     const answer = { id: charge.id, status: 'Settled' as const, providerRef: 'ch_1', failureReason: null, settledAt: at('2030-01-04T00:00:00Z') };
-    const first = await orm.em.fork().transactional((em) => recordOutcomes(em, [answer], at('2030-01-04T00:00:00Z')));
+    const first = await orm().em.fork().transactional((em) => recordOutcomes(em, [answer], at('2030-01-04T00:00:00Z')));
     expect([...first]).toEqual([charge.id]);
     // A second answer (a reconciling run's, or a late one) changes nothing.
-    const second = await orm.em.fork().transactional((em) => recordOutcomes(em, [{ ...answer, status: 'Failed', providerRef: 'ch_2', failureReason: 'card_declined', settledAt: null }], at('2030-01-05T00:00:00Z')));
+    const second = await orm().em.fork().transactional((em) => recordOutcomes(em, [{ ...answer, status: 'Failed', providerRef: 'ch_2', failureReason: 'card_declined', settledAt: null }], at('2030-01-05T00:00:00Z')));
     expect(second.size).toBe(0);
-    expect(await orm.em.fork().findOneOrFail(Transaction, { id: charge.id })).toMatchObject({ status: 'Settled', providerRef: 'ch_1', failureReason: null, claimedUntil: null, settledAt: at('2030-01-04T00:00:00Z') });
+    expect(await orm().em.fork().findOneOrFail(Transaction, { id: charge.id })).toMatchObject({ status: 'Settled', providerRef: 'ch_1', failureReason: null, claimedUntil: null, settledAt: at('2030-01-04T00:00:00Z') });
 
     // A bank charge stays Processing once confirmed; a repeated answer does not settle it (only settlement does).
     const bank = Object.assign(new Transaction(), { ...charge, id: randomUUID(), attempt: 4 });
-    await orm.em.fork().transactional((em) => insertTransactions(em, [bank]));
+    await orm().em.fork().transactional((em) => insertTransactions(em, [bank]));
     const processing = { id: bank.id, status: 'Processing' as const, providerRef: 'ch_b', failureReason: null, settledAt: null };
-    expect((await orm.em.fork().transactional((em) => recordOutcomes(em, [processing], at('2030-01-04T00:00:00Z')))).size).toBe(1);
-    expect((await orm.em.fork().transactional((em) => recordOutcomes(em, [{ ...processing, status: 'Settled', settledAt: at('2030-01-05T00:00:00Z') }], at('2030-01-05T00:00:00Z')))).size).toBe(0);
-    expect(await orm.em.fork().findOneOrFail(Transaction, { id: bank.id })).toMatchObject({ status: 'Processing', providerRef: 'ch_b', settledAt: null });
+    expect((await orm().em.fork().transactional((em) => recordOutcomes(em, [processing], at('2030-01-04T00:00:00Z')))).size).toBe(1);
+    expect((await orm().em.fork().transactional((em) => recordOutcomes(em, [{ ...processing, status: 'Settled', settledAt: at('2030-01-05T00:00:00Z') }], at('2030-01-05T00:00:00Z')))).size).toBe(0);
+    expect(await orm().em.fork().findOneOrFail(Transaction, { id: bank.id })).toMatchObject({ status: 'Processing', providerRef: 'ch_b', settledAt: null });
   });
 });

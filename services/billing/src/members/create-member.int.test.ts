@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { MikroORM } from '@mikro-orm/postgresql';
 import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DomainError } from '@billing/contracts';
-import { migrate, OutboxMessage, recordEvent } from '@billing/service-runtime';
-import { createTestDatabase, type TestDatabase } from '../../../../tests/support/database.js';
+import { OutboxMessage, recordEvent } from '@billing/service-runtime';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { openBillingDatabase } from '../app.js';
 import { BillingConfig } from '../config.js';
 import { Merchant } from '../merchants/merchant.js';
@@ -20,32 +19,22 @@ import { membersGrpc } from './members-grpc.js';
 // concurrency, the rows and events it writes against what the ORM writes for the same create,
 // and the errors it answers.
 
-let db: TestDatabase;
-let orm: MikroORM;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  orm = await openBillingDatabase(BillingConfig.parse({ DATABASE_URL: db.url, DB_POOL_MAX: '25' }));
-  await migrate(orm, 'billing', MIGRATIONS);
-}, 60_000);
-
-afterAll(async () => {
-  await orm?.close();
-  await db?.drop();
+const { orm, url, rows } = useMigratedDatabase({
+  open: (databaseUrl) => openBillingDatabase(BillingConfig.parse({ DATABASE_URL: databaseUrl, DB_POOL_MAX: '25' })),
+  schema: 'billing',
+  migrations: MIGRATIONS,
 });
 
 async function newMerchant() {
   const merchant = Merchant.create({ name: 'Gym', contactEmail: 'ops@gym.example' });
-  await orm.em.fork().persistAndFlush(merchant);
+  await orm().em.fork().persistAndFlush(merchant);
   return { merchantId: merchant.id, scope: { kind: 'merchantId' as const, merchantId: merchant.id } };
 }
-
-const rows = async (sql: string, params: unknown[] = []) => (await orm.em.getConnection().execute(sql, params)) as Record<string, any>[];
 
 describe('creating members', () => {
   it('makes one member of concurrent creates of one email from two creators (replicas), and one of each other email, each with one member.created', async () => {
     const { merchantId, scope } = await newMerchant();
-    const replicas = [membersGrpc(orm), membersGrpc(orm)];
+    const replicas = [membersGrpc(orm()), membersGrpc(orm())];
     const creates = [
       ...Array.from({ length: 20 }, (_, i) => ({ email: i % 2 ? 'SAME@example.com' : 'same@example.com' })),
       ...Array.from({ length: 30 }, (_, i) => ({ email: `other-${i}@example.com` })),
@@ -64,7 +53,7 @@ describe('creating members', () => {
 
   it('writes every column of the row and of its outbox event as the ORM writes them for the same create, with the trace context of its own request', async () => {
     const { merchantId } = await newMerchant();
-    const create = memberCreation(orm);
+    const create = memberCreation(orm());
     const inTrace = <T>(traceId: string, fn: () => Promise<T>) => context.with(trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: 'a'.repeat(16), traceFlags: TraceFlags.SAMPLED }), fn);
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     propagation.setGlobalPropagator(new W3CTraceContextPropagator());
@@ -80,13 +69,13 @@ describe('creating members', () => {
         // The same create through the ORM, as create-member wrote it before.
         const reference = Member.create({ ...input, email: `orm.${input.email}` });
         await inTrace('1'.repeat(32), async () => {
-          const em = orm.em.fork();
+          const em = orm().em.fork();
           em.persist(reference);
           recordEvent(em, { type: 'member.created', merchantId, data: toMemberEvent(reference) });
           await em.flush();
         });
 
-        const em = orm.em.fork();
+        const em = orm().em.fork();
         const written = await em.findOneOrFail(Member, { id: answer.member.id });
         const expected = await em.findOneOrFail(Member, { id: reference.id });
         expect(written.toMessage()).toEqual(answer.member);
@@ -116,7 +105,7 @@ describe('creating members', () => {
 
   it('answers merchant_not_found for a merchant that does not exist, while its batch neighbours commit', async () => {
     const { scope } = await newMerchant();
-    const members = membersGrpc(orm);
+    const members = membersGrpc(orm());
     const outcomes = await Promise.allSettled([
       members.CreateMember({ scope, email: 'before@example.com', firstName: 'A', lastName: 'B' }),
       members.CreateMember({ scope: { kind: 'merchantId', merchantId: randomUUID() }, email: 'x@example.com', firstName: 'A', lastName: 'B' }),
@@ -127,7 +116,7 @@ describe('creating members', () => {
 
   it('answers a create that meets the email index (the winner had not committed when it looked) with the winner, created: false', async () => {
     const { merchantId, scope } = await newMerchant();
-    const holder = new pg.Client({ connectionString: db.url });
+    const holder = new pg.Client({ connectionString: url() });
     await holder.connect();
     try {
       const winnerId = randomUUID();
@@ -136,7 +125,7 @@ describe('creating members', () => {
         `insert into billing.members (id, merchant_id, email, first_name, last_name, created_at, updated_at) values ($1, $2, 'held@example.com', 'W', 'I', now(), now())`,
         [winnerId, merchantId],
       );
-      const loser = membersGrpc(orm).CreateMember({ scope, email: 'HELD@example.com', firstName: 'L', lastName: 'O' });
+      const loser = membersGrpc(orm()).CreateMember({ scope, email: 'HELD@example.com', firstName: 'L', lastName: 'O' });
       for (let i = 0; ; i++) {
         if ((await rows(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).length > 0) break;
         if (i === 100) throw new Error('the create never waited');

@@ -1,12 +1,12 @@
-import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
+import { UniqueConstraintViolationException } from '@mikro-orm/postgresql';
 import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DomainError } from '@billing/contracts';
-import { migrate, OutboxMessage, recordEvent } from '@billing/service-runtime';
-import { createTestDatabase, type TestDatabase } from '../../../../tests/support/database.js';
+import { OutboxMessage, recordEvent } from '@billing/service-runtime';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { openBillingDatabase } from '../app.js';
 import { BillingConfig } from '../config.js';
 import { membersGrpc } from '../members/members-grpc.js';
@@ -21,18 +21,10 @@ import { paymentMethodsGrpc } from './payment-methods-grpc.js';
 // The append path's hand-written SQL against a real Postgres: ranks under concurrency, the rows
 // and events it writes against what the ORM writes for the same add, and the provider-token rules.
 
-let db: TestDatabase;
-let orm: MikroORM;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  orm = await openBillingDatabase(BillingConfig.parse({ DATABASE_URL: db.url, DB_POOL_MAX: '25' }));
-  await migrate(orm, 'billing', MIGRATIONS);
-}, 60_000);
-
-afterAll(async () => {
-  await orm?.close();
-  await db?.drop();
+const { orm, url, rows } = useMigratedDatabase({
+  open: (databaseUrl) => openBillingDatabase(BillingConfig.parse({ DATABASE_URL: databaseUrl, DB_POOL_MAX: '25' })),
+  schema: 'billing',
+  migrations: MIGRATIONS,
 });
 
 const CARD: InstrumentDetails = { type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2040, accountName: null, bsb: null };
@@ -43,13 +35,11 @@ const providers = new PaymentProviders({ lookupToken: async (_account: string, t
 
 async function merchantWithMembers(n: number) {
   const merchant = Merchant.create({ name: 'Gym', contactEmail: 'ops@gym.example' });
-  await orm.em.fork().persistAndFlush(merchant);
+  await orm().em.fork().persistAndFlush(merchant);
   const scope = { kind: 'merchantId' as const, merchantId: merchant.id };
-  const members = await Promise.all(Array.from({ length: n }, (_, i) => membersGrpc(orm).CreateMember({ scope, email: `m${i}@example.com`, firstName: 'M', lastName: `${i}` })));
+  const members = await Promise.all(Array.from({ length: n }, (_, i) => membersGrpc(orm()).CreateMember({ scope, email: `m${i}@example.com`, firstName: 'M', lastName: `${i}` })));
   return { merchantId: merchant.id, scope, memberIds: members.map((m) => m.member.id) };
 }
-
-const rows = async (sql: string, params: unknown[] = []) => (await orm.em.getConnection().execute(sql, params)) as Record<string, any>[];
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
   try {
@@ -63,7 +53,7 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
 describe('appending payment methods', () => {
   it('gives concurrent adds distinct, dense ranks per member, across two appenders (replicas) whose batches race for the member locks', async () => {
     const { scope, memberIds, merchantId } = await merchantWithMembers(3);
-    const replicas = [paymentMethodsGrpc(orm, providers), paymentMethodsGrpc(orm, providers)];
+    const replicas = [paymentMethodsGrpc(orm(), providers), paymentMethodsGrpc(orm(), providers)];
     const adds = Array.from({ length: 60 }, (_, i) => ({ replica: replicas[i % 2]!, memberId: memberIds[i % 3]! }));
     const answers = await Promise.all(adds.map(({ replica, memberId }) => replica.AddPaymentMethod({ scope, memberId, ...CARD })));
     for (const memberId of memberIds) {
@@ -86,7 +76,7 @@ describe('appending payment methods', () => {
     const inTrace = <T>(traceId: string, fn: () => Promise<T>) => context.with(trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: 'a'.repeat(16), traceFlags: TraceFlags.SAMPLED }), fn);
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-    const append = methodAppender(orm);
+    const append = methodAppender(orm());
     try {
       for (const [details, token] of [[CARD, 'tok_row_card'], [BANK, null]] as const) {
         // Two adds in one batch, each in its own trace.
@@ -98,13 +88,13 @@ describe('appending payment methods', () => {
         // The same add through the ORM, as the append path wrote it before.
         const reference = PaymentMethod.create({ ...details, merchantId, memberId: viaOrm, rank: answer.paymentMethod.rank, providerToken: token && `${token}_orm` });
         await inTrace('1'.repeat(32), async () => {
-          const em = orm.em.fork();
+          const em = orm().em.fork();
           em.persist(reference);
           recordEvent(em, { type: 'payment_method.added', merchantId, data: reference.toView() });
           await em.flush();
         });
 
-        const em = orm.em.fork();
+        const em = orm().em.fork();
         const written = await em.findOneOrFail(PaymentMethod, { id: answer.paymentMethod.id });
         const expected = await em.findOneOrFail(PaymentMethod, { id: reference.id });
         expect(written.toMessage()).toEqual(answer.paymentMethod);
@@ -135,7 +125,7 @@ describe('appending payment methods', () => {
   it('answers not_found for another merchant\'s, a missing or a malformed member, while its batch neighbours commit', async () => {
     const a = await merchantWithMembers(1);
     const b = await merchantWithMembers(1);
-    const methods = paymentMethodsGrpc(orm, providers);
+    const methods = paymentMethodsGrpc(orm(), providers);
     const outcomes = await Promise.allSettled([
       methods.AddPaymentMethod({ scope: b.scope, memberId: a.memberIds[0]!, ...CARD }),
       methods.AddPaymentMethod({ scope: a.scope, memberId: '00000000-0000-4000-8000-000000000000', ...CARD }),
@@ -155,7 +145,7 @@ describe('provider tokens', () => {
   it('answers the stored method for the same member (created: false), refuses another member\'s token, and lets another merchant use it', async () => {
     const { scope, memberIds } = await merchantWithMembers(2);
     const other = await merchantWithMembers(1);
-    const methods = paymentMethodsGrpc(orm, providers);
+    const methods = paymentMethodsGrpc(orm(), providers);
     const first = await fromToken(methods, scope, memberIds[0]!, 'tok_rules');
     expect(first).toMatchObject({ created: true, paymentMethod: { rank: 1, hasProviderToken: true } });
     const again = await fromToken(methods, scope, memberIds[0]!.toUpperCase(), 'tok_rules');
@@ -170,7 +160,7 @@ describe('provider tokens', () => {
 
   it('stores one row of concurrent adds of one token: the owner\'s adds all answer it, once created, the other member\'s are refused', async () => {
     const { scope, memberIds } = await merchantWithMembers(2);
-    const replicas = [paymentMethodsGrpc(orm, providers), paymentMethodsGrpc(orm, providers)];
+    const replicas = [paymentMethodsGrpc(orm(), providers), paymentMethodsGrpc(orm(), providers)];
     const adds = Array.from({ length: 20 }, (_, i) => ({ replica: replicas[i % 2]!, memberId: memberIds[Math.floor(i / 2) % 2]! }));
     const outcomes = await Promise.allSettled(adds.map(({ replica, memberId }) => fromToken(replica, scope, memberId, 'tok_race')));
     const stored = await rows(`select id, member_id from billing.payment_methods where provider_token = 'tok_race'`);
@@ -186,7 +176,7 @@ describe('provider tokens', () => {
 
   it('fails an add that meets the token index with the ORM\'s UniqueConstraintViolationException, which AddPaymentMethodFromToken answers by adding again', async () => {
     const { scope, merchantId, memberIds } = await merchantWithMembers(3);
-    const holder = new pg.Client({ connectionString: db.url });
+    const holder = new pg.Client({ connectionString: url() });
     await holder.connect();
     try {
       // An uncommitted add of the token by the first member: the second's insert waits for it, then violates the index.
@@ -207,13 +197,13 @@ describe('provider tokens', () => {
       };
 
       await insertHeld(memberIds[0]!, 'tok_held', 1);
-      const direct = rejection(methodAppender(orm)({ scope: { kind: 'merchant', merchantId }, memberId: memberIds[1]!, details: CARD, providerToken: 'tok_held' }));
+      const direct = rejection(methodAppender(orm())({ scope: { kind: 'merchant', merchantId }, memberId: memberIds[1]!, details: CARD, providerToken: 'tok_held' }));
       await waitForLock();
       await holder.query('commit');
       expect(await direct).toBeInstanceOf(UniqueConstraintViolationException);
 
       await insertHeld(memberIds[0]!, 'tok_held_2', 2);
-      const viaGrpc = rejection(fromToken(paymentMethodsGrpc(orm, providers), scope, memberIds[2]!, 'tok_held_2'));
+      const viaGrpc = rejection(fromToken(paymentMethodsGrpc(orm(), providers), scope, memberIds[2]!, 'tok_held_2'));
       await waitForLock();
       await holder.query('commit');
       expect(await viaGrpc).toMatchObject({ code: 'validation_failed', extensions: { errors: { providerToken: ['This token is already used by another member.'] } } });

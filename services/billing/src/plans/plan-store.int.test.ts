@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { DriverException, type MikroORM } from '@mikro-orm/postgresql';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DriverException } from '@mikro-orm/postgresql';
+import { describe, expect, it } from 'vitest';
 import { DomainError } from '@billing/contracts';
 import { MAX_MINOR_UNITS } from '@billing/money';
-import { migrate } from '@billing/service-runtime';
-import { createTestDatabase, type TestDatabase } from '../../../../tests/support/database.js';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { openBillingDatabase } from '../app.js';
 import { BillingConfig } from '../config.js';
 import { Merchant } from '../merchants/merchant.js';
@@ -17,21 +16,11 @@ import { plansGrpc } from './plans-grpc.js';
 // Create-plan's and update-plan's hand-written SQL against a real Postgres: the rows they write
 // against what the ORM wrote for the same plans, scope, validation and concurrent updates.
 
-let db: TestDatabase;
-let orm: MikroORM;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  orm = await openBillingDatabase(BillingConfig.parse({ DATABASE_URL: db.url, DB_POOL_MAX: '25' }));
-  await migrate(orm, 'billing', MIGRATIONS);
-}, 60_000);
-
-afterAll(async () => {
-  await orm?.close();
-  await db?.drop();
+const { orm, rows } = useMigratedDatabase({
+  open: (url) => openBillingDatabase(BillingConfig.parse({ DATABASE_URL: url, DB_POOL_MAX: '25' })),
+  schema: 'billing',
+  migrations: MIGRATIONS,
 });
-
-const rows = async (sql: string, params: unknown[] = []) => (await orm.em.getConnection().execute(sql, params)) as Record<string, any>[];
 
 /** The gRPC call object, which these handlers never read. */
 const NO_CALL = undefined as never;
@@ -50,8 +39,8 @@ async function merchantWithProduct() {
   const merchant = Merchant.create({ name: 'Gym', contactEmail: 'ops@gym.example' });
   const product = Product.create({ merchantId: merchant.id, name: 'Membership' });
   // Flushed one by one: the entities declare no relation, so the ORM would not order the inserts by foreign key.
-  await orm.em.fork().persistAndFlush(merchant);
-  await orm.em.fork().persistAndFlush(product);
+  await orm().em.fork().persistAndFlush(merchant);
+  await orm().em.fork().persistAndFlush(product);
   return { merchantId: merchant.id, productId: product.id, scope: { kind: 'merchantId' as const, merchantId: merchant.id } };
 }
 
@@ -91,14 +80,14 @@ describe('PlanStore.create', () => {
 
     // What the ORM path (Plan.create and persist in one transaction) wrote ...
     const byOrm = inputs.map((input) => Plan.create({ ...input, productId: input.productId.toLowerCase() }));
-    await orm.em.fork().transactional(async (em) => byOrm.forEach((p) => em.persist(p)));
+    await orm().em.fork().transactional(async (em) => byOrm.forEach((p) => em.persist(p)));
     const ormRows = await storedRows(byOrm);
 
     // ... is what the store writes.
-    const store = new PlanStore(orm);
+    const store = new PlanStore(orm());
     const byStore = await Promise.all(inputs.map((input) => store.create(input)));
     expect(await storedRows(byStore)).toEqual(ormRows);
-    const loaded = await orm.em.fork().find(Plan, { id: { $in: byStore.map((p) => p.id) } });
+    const loaded = await orm().em.fork().find(Plan, { id: { $in: byStore.map((p) => p.id) } });
     expect(new Map(loaded.map((p) => [p.id, fieldsOf(p)]))).toEqual(new Map(byStore.map((p) => [p.id, fieldsOf(p)])));
     expect(byStore.every((p) => p.productId === productId && p.merchantId === merchantId)).toBe(true);
   });
@@ -106,7 +95,7 @@ describe('PlanStore.create', () => {
   it("answers not_found for a missing product, another merchant's, or a malformed id, before any validation error, and commits the plans beside them", async () => {
     const mine = await merchantWithProduct();
     const theirs = await merchantWithProduct();
-    const store = new PlanStore(orm);
+    const store = new PlanStore(orm());
     const valid = newPlans(mine.merchantId, mine.productId)[0]!;
     const invalid = { ...valid, amountMinor: 0, currency: 'XXX', interval: 'Day', intervalCount: 53, trialDays: -1, name: '  ' };
     const requests: NewPlan[] = [
@@ -141,7 +130,7 @@ describe('PlanStore.create', () => {
 
   it("fails only the plan the database refuses, with the ORM's exception; the plans beside it commit", async () => {
     const { merchantId, productId } = await merchantWithProduct();
-    const store = new PlanStore(orm);
+    const store = new PlanStore(orm());
     const valid = newPlans(merchantId, productId)[0]!;
     const outcomes = await Promise.allSettled([{ ...valid, name: 'a' }, { ...valid, name: 'x'.repeat(201) }, { ...valid, name: 'b' }].map((r) => store.create(r)));
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
@@ -155,20 +144,20 @@ describe('PlanStore.create', () => {
 describe('PlanStore.update', () => {
   it('writes the row the ORM wrote for the same change, and answers what the ORM then loads', async () => {
     const { merchantId, productId } = await merchantWithProduct();
-    const store = new PlanStore(orm);
+    const store = new PlanStore(orm());
     const [viaOrm, viaStore] = await Promise.all([0, 1].map(() => store.create(newPlans(merchantId, productId)[1]!)));
     const now = new Date();
 
     // What the ORM path (a locked load, plan.update, flush) wrote ...
-    await orm.em.fork().transactional(async (em) => {
+    await orm().em.fork().transactional(async (em) => {
       const plan = await em.findOneOrFail(Plan, { id: viaOrm!.id });
       plan.update({ name: 'Renamed "plan" ✓', isActive: true }, now);
     });
-    const ormPlan = await orm.em.fork().findOneOrFail(Plan, { id: viaOrm!.id });
+    const ormPlan = await orm().em.fork().findOneOrFail(Plan, { id: viaOrm!.id });
 
     // ... is what the store writes.
     const updated = await store.update({ scope: { kind: 'merchant', merchantId }, id: viaStore!.id.toUpperCase(), name: 'Renamed "plan" ✓', isActive: true });
-    const storePlan = await orm.em.fork().findOneOrFail(Plan, { id: viaStore!.id });
+    const storePlan = await orm().em.fork().findOneOrFail(Plan, { id: viaStore!.id });
     expect(fieldsOf(storePlan)).toEqual(fieldsOf(updated));
     expect(await storedRows([updated])).toEqual(await storedRows([ormPlan]));
     expect(updated.createdAt).toEqual(viaStore!.createdAt);
@@ -178,13 +167,13 @@ describe('PlanStore.update', () => {
     const untouched = await store.update({ scope: { kind: 'merchant', merchantId }, id: viaStore!.id, name: null });
     expect([untouched.name, untouched.isActive]).toEqual(['Renamed "plan" ✓', true]);
     expect(untouched.updatedAt.getTime()).toBeGreaterThanOrEqual(updated.updatedAt.getTime());
-    expect(fieldsOf(await orm.em.fork().findOneOrFail(Plan, { id: viaStore!.id }))).toEqual(fieldsOf(untouched));
+    expect(fieldsOf(await orm().em.fork().findOneOrFail(Plan, { id: viaStore!.id }))).toEqual(fieldsOf(untouched));
   });
 
   it("answers not_found for a missing plan, another merchant's, or a malformed id, and a validation error for a blank name; the platform updates any merchant's", async () => {
     const mine = await merchantWithProduct();
     const theirs = await merchantWithProduct();
-    const store = new PlanStore(orm);
+    const store = new PlanStore(orm());
     const [plan, other] = await Promise.all([store.create(newPlans(mine.merchantId, mine.productId)[0]!), store.create(newPlans(theirs.merchantId, theirs.productId)[0]!)]);
     const scope = { kind: 'merchant' as const, merchantId: mine.merchantId };
     const outcomes = await Promise.allSettled([
@@ -210,7 +199,7 @@ describe('PlanStore.update', () => {
 
   it('serializes concurrent updates of one plan, across two stores (replicas): each answer is the row as its update left it, the last one stored', async () => {
     const { merchantId, productId } = await merchantWithProduct();
-    const replicas = [new PlanStore(orm), new PlanStore(orm)];
+    const replicas = [new PlanStore(orm()), new PlanStore(orm())];
     const plan = await replicas[0]!.create(newPlans(merchantId, productId)[0]!);
     const scope = { kind: 'merchant' as const, merchantId };
     // Each update sets both fields, so an answer that is not the row its own update left behind would be seen.
@@ -226,7 +215,7 @@ describe('PlanStore.update', () => {
 describe('CreatePlan and UpdatePlan', () => {
   it('answer the stored plan through gRPC, amounts as decimal strings of minor units', async () => {
     const { productId, scope } = await merchantWithProduct();
-    const plans = plansGrpc(orm);
+    const plans = plansGrpc(orm());
     const created = await plans.CreatePlan({ scope, productId, name: 'Monthly', amountMinor: '1995', currency: 'AUD', interval: 'Month', intervalCount: 1, trialDays: 0, isActive: true }, NO_CALL);
     expect(created).toMatchObject({ productId, name: 'Monthly', amountMinor: '1995', currency: 'AUD', interval: 'Month', isActive: true });
     const updated = await plans.UpdatePlan({ scope, id: created.id, name: 'Monthly plus', isActive: undefined }, NO_CALL);

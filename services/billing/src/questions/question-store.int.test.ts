@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { DriverException, type MikroORM } from '@mikro-orm/postgresql';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DriverException } from '@mikro-orm/postgresql';
+import { describe, expect, it } from 'vitest';
 import { CreateQuestionRequest, DomainError } from '@billing/contracts';
-import { migrate } from '@billing/service-runtime';
-import { createTestDatabase, type TestDatabase } from '../../../../tests/support/database.js';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { openBillingDatabase } from '../app.js';
 import { BillingConfig } from '../config.js';
 import { Merchant } from '../merchants/merchant.js';
@@ -16,21 +15,11 @@ import { questionsGrpc } from './questions-grpc.js';
 // Create-question's hand-written SQL against a real Postgres: the rows it writes against what
 // the ORM wrote for the same questions, default orders under concurrency, scope and validation.
 
-let db: TestDatabase;
-let orm: MikroORM;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  orm = await openBillingDatabase(BillingConfig.parse({ DATABASE_URL: db.url, DB_POOL_MAX: '25' }));
-  await migrate(orm, 'billing', MIGRATIONS);
-}, 60_000);
-
-afterAll(async () => {
-  await orm?.close();
-  await db?.drop();
+const { orm, rows } = useMigratedDatabase({
+  open: (url) => openBillingDatabase(BillingConfig.parse({ DATABASE_URL: url, DB_POOL_MAX: '25' })),
+  schema: 'billing',
+  migrations: MIGRATIONS,
 });
-
-const rows = async (sql: string, params: unknown[] = []) => (await orm.em.getConnection().execute(sql, params)) as Record<string, any>[];
 
 /** The gRPC call object, which these handlers never read. */
 const NO_CALL = undefined as never;
@@ -39,9 +28,9 @@ const NO_CALL = undefined as never;
 async function merchantWithProducts(n = 1) {
   const merchant = Merchant.create({ name: 'Gym', contactEmail: 'ops@gym.example' });
   // Flushed one by one: the entities declare no relation, so the ORM would not order the inserts by foreign key.
-  await orm.em.fork().persistAndFlush(merchant);
+  await orm().em.fork().persistAndFlush(merchant);
   const products = Array.from({ length: n }, (_, i) => Product.create({ merchantId: merchant.id, name: `Product ${i}` }));
-  await orm.em.fork().persistAndFlush(products);
+  await orm().em.fork().persistAndFlush(products);
   return { merchantId: merchant.id, productIds: products.map((p) => p.id), scope: { kind: 'merchant' as const, merchantId: merchant.id } };
 }
 
@@ -81,22 +70,22 @@ describe('QuestionStore.create', () => {
     const byOrm = requests.map((r, i) =>
       Question.create({ ...r.input, merchantId: scope.merchantId, productId: r.productId.toLowerCase(), order: orders[i]!, optionLabels: (r.input.options ?? []).map((o) => o.label) }),
     );
-    await orm.em.fork().transactional(async (em) => byOrm.forEach((q) => em.persist(q)));
+    await orm().em.fork().transactional(async (em) => byOrm.forEach((q) => em.persist(q)));
     const ormRows = await storedRows(byOrm);
     await rows(`delete from billing.questions where id in (?)`, [byOrm.map((q) => q.id)]);
 
     // ... is what the store writes.
-    const store = new QuestionStore(orm);
+    const store = new QuestionStore(orm());
     const byStore = await Promise.all(requests.map((r) => store.create(r)));
     expect(byStore.map((q) => q.order)).toEqual(orders);
     expect(await storedRows(byStore)).toEqual(ormRows);
-    const loaded = await orm.em.fork().find(Question, { id: { $in: byStore.map((q) => q.id) } });
+    const loaded = await orm().em.fork().find(Question, { id: { $in: byStore.map((q) => q.id) } });
     expect(new Map(loaded.map((q) => [q.id, { ...q }]))).toEqual(new Map(byStore.map((q) => [q.id, { ...q }])));
   });
 
   it('gives concurrent creates on one product distinct, dense orders after its last, across two stores (replicas) whose batches race for the product lock', async () => {
     const { productIds, scope } = await merchantWithProducts(2);
-    const replicas = [new QuestionStore(orm), new QuestionStore(orm)];
+    const replicas = [new QuestionStore(orm()), new QuestionStore(orm())];
     await replicas[0]!.create({ scope, productId: productIds[0]!, input: input({ text: 'Placed', order: 5 }) });
     const created = await Promise.all(
       Array.from({ length: 60 }, (_, i) => replicas[i % 2]!.create({ scope, productId: productIds[i % 3 === 0 ? 1 : 0]!, input: input({ text: `Q${i}?` }) })),
@@ -113,7 +102,7 @@ describe('QuestionStore.create', () => {
   it("answers not_found for a missing product, another merchant's, or a malformed id; a Question.create refusal fails its request alone", async () => {
     const mine = await merchantWithProducts(1);
     const theirs = await merchantWithProducts(1);
-    const store = new QuestionStore(orm);
+    const store = new QuestionStore(orm());
     const ok = input({ text: 'Fine?' });
     const outcomes = await Promise.allSettled([
       store.create({ scope: mine.scope, productId: theirs.productIds[0]!, input: ok }),
@@ -131,7 +120,7 @@ describe('QuestionStore.create', () => {
 
   it("fails only the question the database refuses, with the ORM's exception; the questions beside it commit", async () => {
     const { productIds, scope } = await merchantWithProducts(3);
-    const store = new QuestionStore(orm);
+    const store = new QuestionStore(orm());
     const outcomes = await Promise.allSettled([
       store.create({ scope, productId: productIds[0]!, input: input({ text: 'a' }) }),
       store.create({ scope, productId: productIds[1]!, input: input({ text: 'x'.repeat(1001) }) }),
@@ -148,7 +137,7 @@ describe('CreateQuestion', () => {
   it('answers the stored question through gRPC, and refuses invalid input before looking for the product', async () => {
     const { productIds, merchantId } = await merchantWithProducts(1);
     const scope = { kind: 'merchantId' as const, merchantId };
-    const questions = questionsGrpc(orm);
+    const questions = questionsGrpc(orm());
     const created = await questions.CreateQuestion({ scope, productId: productIds[0]!, text: 'Goal?', kind: 'SingleChoice', required: true, optionLabels: ['Strength', 'Cardio'] }, NO_CALL);
     expect(created).toMatchObject({ productId: productIds[0], merchantId, text: 'Goal?', kind: 'SingleChoice', required: true, order: 1, options: [{ label: 'Strength' }, { label: 'Cardio' }] });
     expect(await questions.GetQuestion({ scope, productId: productIds[0]!, id: created.id }, NO_CALL)).toEqual(created);

@@ -1,9 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { MikroORM } from '@mikro-orm/postgresql';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DomainError } from '@billing/contracts';
-import { createLogger, migrate, openDatabase, type EmailMessage } from '@billing/service-runtime';
+import { createLogger, openDatabase, type EmailMessage } from '@billing/service-runtime';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { ENTITIES } from '../app.js';
 import type { CheckoutBackends } from '../backends.js';
 import { MIGRATIONS } from '../migrations/index.js';
@@ -14,31 +13,10 @@ import { MerchantNames } from './merchant-names.js';
 // Creating invitations against a real Postgres database of its own, with billing's merchants and
 // identity's accounts faked: the row written, and the merchant names kept for the emails.
 
-const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const dbName = `bp_test_invitations_${randomBytes(4).toString('hex')}`;
-let orm: MikroORM;
-
-async function onServer(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: SERVER_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-beforeAll(async () => {
-  await onServer(`create database "${dbName}"`);
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${dbName}`;
-  orm = await openDatabase({ url: url.toString(), schema: 'checkout', entities: ENTITIES });
-  await migrate(orm, 'checkout', MIGRATIONS);
-});
-
-afterAll(async () => {
-  await orm?.close();
-  await onServer(`drop database if exists "${dbName}" with (force)`);
+const { orm } = useMigratedDatabase({
+  open: (url) => openDatabase({ url, schema: 'checkout', entities: ENTITIES }),
+  schema: 'checkout',
+  migrations: MIGRATIONS,
 });
 
 /** Invitation creation over fake backends: `names` are billing's merchants (absent: not_found). */
@@ -64,14 +42,14 @@ function invitationsWith(names: Map<string, string>, ttlMs: number, now: () => n
     },
   } as unknown as CheckoutBackends;
   const deps = {
-    orm,
+    orm: orm(),
     backends,
     channels: { email: { send: async (m: EmailMessage) => void emails.push(m) }, smsEnabled: false },
     publicBaseUrl: 'https://pay.example.com',
     defaultExpiryDays: 7,
     merchantNameCacheMs: ttlMs,
     logger: createLogger('checkout-test', 'silent'),
-    inserts: invitationInserts(orm),
+    inserts: invitationInserts(orm()),
     merchantNames: new MerchantNames((merchantId) => merchantNameOf(backends, merchantId), ttlMs, now),
   };
   const invite = (merchantId: string, email = `${randomBytes(6).toString('hex')}@example.com`) =>
@@ -84,12 +62,12 @@ describe('createInvitation', () => {
     const merchantId = randomUUID();
     const { invite } = invitationsWith(new Map([[merchantId, 'Shop']]), 5_000);
     const { invitation } = await invite(merchantId);
-    const written = await orm.em.fork().findOneOrFail(Invitation, { id: invitation.id });
+    const written = await orm().em.fork().findOneOrFail(Invitation, { id: invitation.id });
     expect(written.toMessage()).toEqual(invitation.toMessage());
 
     const twin = Object.assign(new Invitation(), { ...written, id: randomUUID(), tokenHash: randomBytes(32).toString('hex') });
-    await orm.em.fork().insertMany([twin]);
-    const rows = await orm.em.getConnection().execute<{ row: Record<string, unknown> }[]>(
+    await orm().em.fork().insertMany([twin]);
+    const rows = await orm().em.getConnection().execute<{ row: Record<string, unknown> }[]>(
       `select to_jsonb(i) - 'id' - 'token_hash' as row from checkout.invitations i where id in (?, ?)`,
       [invitation.id, twin.id],
     );
@@ -139,7 +117,7 @@ describe('createInvitation', () => {
     expect(refused).toMatchObject({ code: 'merchant_not_found', extensions: { outcome: 'MerchantNotFound' } });
     expect(ensuredAccounts).toEqual([]);
     expect(emails).toEqual([]);
-    expect(await orm.em.fork().count(Invitation, { merchantId })).toBe(0);
+    expect(await orm().em.fork().count(Invitation, { merchantId })).toBe(0);
 
     names.set(merchantId, 'Late Shop');
     await invite(merchantId, email);

@@ -1,9 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { MikroORM } from '@mikro-orm/postgresql';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DomainError } from '@billing/contracts';
-import { migrate, openDatabase } from '@billing/service-runtime';
+import { openDatabase } from '@billing/service-runtime';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { ENTITIES } from '../app.js';
 import type { CheckoutBackends } from '../backends.js';
 import { MIGRATIONS } from '../migrations/index.js';
@@ -13,31 +12,10 @@ import { Links } from './links.js';
 // Creating links against a real Postgres database of its own, with identity's signing keys and
 // billing's plans faked: which refusal wins when both lookups fail, and the row written.
 
-const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const dbName = `bp_test_links_${randomBytes(4).toString('hex')}`;
-let orm: MikroORM;
-
-async function onServer(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: SERVER_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-beforeAll(async () => {
-  await onServer(`create database "${dbName}"`);
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${dbName}`;
-  orm = await openDatabase({ url: url.toString(), schema: 'checkout', entities: ENTITIES });
-  await migrate(orm, 'checkout', MIGRATIONS);
-});
-
-afterAll(async () => {
-  await orm?.close();
-  await onServer(`drop database if exists "${dbName}" with (force)`);
+const { orm } = useMigratedDatabase({
+  open: (url) => openDatabase({ url, schema: 'checkout', entities: ENTITIES }),
+  schema: 'checkout',
+  migrations: MIGRATIONS,
 });
 
 type KeyAnswer = 'ok' | 'revoked' | 'not_found' | 'other_merchant' | 'broken';
@@ -73,7 +51,7 @@ function linksWith(key: KeyAnswer, plan: PlanAnswer): Links {
       }),
     },
   } as unknown as CheckoutBackends;
-  return new Links(orm, backends, { publicBaseUrl: 'https://pay.example.com/', production: false });
+  return new Links(orm(), backends, { publicBaseUrl: 'https://pay.example.com/', production: false });
 }
 
 const request = () => ({ merchantId, apiKeyId: randomUUID(), planId: randomUUID(), returnUrl: 'https://merchant.example.com/done' });
@@ -120,12 +98,12 @@ describe('Links.create', () => {
     const req = { ...request(), returnUrl: "https://merchant.example.com/done?o='1'&n=\"2\"&u=é" };
     const created = await Promise.all([linksWith('ok', 'ok').create(req), linksWith('ok', 'ok').create({ ...req, apiKeyId: randomUUID() })]);
     expect(created[0]!.url).toBe(`https://pay.example.com/checkout?d=${created[0]!.d}&s=${created[0]!.s}`);
-    const [written] = await orm.em.fork().find(Link, { apiKeyId: req.apiKeyId });
+    const [written] = await orm().em.fork().find(Link, { apiKeyId: req.apiKeyId });
     expect(written).toBeDefined();
 
     const twin = Object.assign(new Link(), { ...written!, id: randomUUID() });
-    await orm.em.fork().insertMany([twin]);
-    const rows = await orm.em.getConnection().execute<Record<string, unknown>[]>(
+    await orm().em.fork().insertMany([twin]);
+    const rows = await orm().em.getConnection().execute<Record<string, unknown>[]>(
       `select to_jsonb(l) - 'id' as row from checkout.links l where id in (?, ?) order by id = ? desc`,
       [written!.id, twin.id, written!.id],
     );

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { MikroORM } from '@mikro-orm/postgresql';
-import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { DomainError } from '@billing/contracts';
-import { createLogger, migrate, openDatabase } from '@billing/service-runtime';
+import { createLogger, openDatabase } from '@billing/service-runtime';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { Authenticator } from '../auth/authenticator.js';
 import type { Principal } from '../auth/principal.js';
 import { created, defineRoute, noContent, type RouteResult } from '../http/route.js';
@@ -19,7 +18,6 @@ import { IdempotencyStore } from './idempotency-store.js';
 // The engine against a real Postgres database of its own, driven through the gateway's HTTP
 // server (fastify inject) with test routes whose outcomes the tests script.
 
-const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const ADMIN_TOKEN = 'a'.repeat(40);
 const AUTH = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const LEASE_MS = 30_000;
@@ -27,19 +25,16 @@ const RETENTION_MS = 24 * 3_600_000;
 
 type Behaviour = 'created' | 'conflict' | 'unavailable' | 'crash' | 'gate';
 
-let dbName: string;
-let orm: MikroORM;
+const { orm } = useMigratedDatabase({
+  open: (url) => openDatabase({ url, schema: 'gateway', entities: [IdempotencyRecordSchema] }),
+  schema: 'gateway',
+  migrations: MIGRATIONS,
+});
 let store: IdempotencyStore;
 let now: Date;
 let executions: number;
 let script: Behaviour[];
 let gates: { opened: Promise<void>; open(): void }[];
-
-function databaseUrl(name: string): string {
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 function gate() {
   let open!: () => void;
@@ -115,27 +110,15 @@ const post = (key: string | undefined, body: unknown, url = '/api/Things') =>
     payload: typeof body === 'string' ? body : JSON.stringify(body),
   });
 
-const recordOf = (key: string, scope = 'admin') => orm.em.fork().findOne(IdempotencyRecord, { scope, key });
+const recordOf = (key: string, scope = 'admin') => orm().em.fork().findOne(IdempotencyRecord, { scope, key });
 
 beforeAll(async () => {
-  dbName = `bp_test_idem_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
-  const admin = new pg.Client({ connectionString: SERVER_URL });
-  await admin.connect();
-  await admin.query(`create database ${dbName}`);
-  await admin.end();
-  orm = await openDatabase({ url: databaseUrl(dbName), schema: 'gateway', entities: [IdempotencyRecordSchema] });
-  await migrate(orm, 'gateway', MIGRATIONS);
-  store = new IdempotencyStore(orm);
+  store = new IdempotencyStore(orm());
   app = await server();
 });
 
 afterAll(async () => {
   await app?.close();
-  await orm?.close();
-  const admin = new pg.Client({ connectionString: SERVER_URL });
-  await admin.connect();
-  await admin.query(`drop database if exists ${dbName} with (force)`);
-  await admin.end();
 });
 
 beforeEach(() => {

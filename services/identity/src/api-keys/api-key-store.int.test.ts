@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
+import { UniqueConstraintViolationException } from '@mikro-orm/postgresql';
 import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '@billing/contracts';
-import { invalidTextError, migrate, openDatabase, recordEvent, SecretBox, sha256Hex } from '@billing/service-runtime';
-import { createTestDatabase, type TestDatabase } from '../../../../tests/support/database.js';
+import { invalidTextError, openDatabase, recordEvent, SecretBox, sha256Hex } from '@billing/service-runtime';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { ENTITIES } from '../app.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { ApiKey, ApiKeySchema } from './api-key.js';
@@ -17,26 +17,22 @@ import { webhookSigningGrpc } from './webhook-signing-grpc.js';
 // Create-API-key's hand-written statement against a real Postgres database of its own: it must
 // write exactly the rows the ORM wrote for a created key and its `api_key.created` event.
 
-let db: TestDatabase;
-let orm: MikroORM;
+const { orm, rows } = useMigratedDatabase({
+  open: (url) => openDatabase({ url, schema: 'identity', entities: ENTITIES, poolMax: 10 }),
+  schema: 'identity',
+  migrations: MIGRATIONS,
+});
 const box = new SecretBox('an encryption key for these tests only', 'identity/api-key-signing-secrets');
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  orm = await openDatabase({ url: db.url, schema: 'identity', entities: ENTITIES, poolMax: 10 });
-  await migrate(orm, 'identity', MIGRATIONS);
+beforeAll(() => {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-}, 60_000);
-
-afterAll(async () => {
-  context.disable();
-  propagation.disable();
-  await orm?.close();
-  await db?.drop();
 });
 
-const rows = async <T = Record<string, unknown>>(sql: string, params: unknown[] = []) => (await orm.em.getConnection().execute(sql, params)) as T[];
+afterAll(() => {
+  context.disable();
+  propagation.disable();
+});
 
 /** Runs `fn` in a sampled trace of its own, as a traced gRPC call would. */
 const inTrace = <T>(traceId: string, fn: () => T): T =>
@@ -80,7 +76,7 @@ describe('ApiKeyStore.insertCreated', () => {
     const ids = keys.map((k) => k.id);
 
     // What the ORM path (persist and recordEvent in one transaction) writes for these keys ...
-    await orm.em.fork().transactional(async (em) => {
+    await orm().em.fork().transactional(async (em) => {
       keys.forEach((k, i) =>
         inTrace(traceIdOf(i), () => {
           em.persist(k);
@@ -95,7 +91,7 @@ describe('ApiKeyStore.insertCreated', () => {
     await rows(`delete from identity.api_keys where id in (?)`, [ids]);
 
     // ... is what the store writes for them, arriving together.
-    const store = new ApiKeyStore(orm);
+    const store = new ApiKeyStore(orm());
     await Promise.all(keys.map((k, i) => inTrace(traceIdOf(i), () => store.insertCreated(k))));
     const byStore = await storedRows(ids);
     expect(byStore).toEqual(byOrm);
@@ -103,7 +99,7 @@ describe('ApiKeyStore.insertCreated', () => {
     expect(traceparents).toEqual(new Map(ids.map((id, i) => [id, `00-${traceIdOf(i)}-${'b'.repeat(16)}-01`])));
 
     // Loaded through the ORM, every field is the minted entity's.
-    const loaded = await orm.em.fork().find(ApiKey, { id: { $in: ids } });
+    const loaded = await orm().em.fork().find(ApiKey, { id: { $in: ids } });
     expect(new Map(loaded.map((k) => [k.id, fieldsOf(k)]))).toEqual(new Map(keys.map((k) => [k.id, fieldsOf(k)])));
 
     // The relay publishes in `seq` order: the order the creates arrived in.
@@ -113,7 +109,7 @@ describe('ApiKeyStore.insertCreated', () => {
 
   it('fails only the key the database refuses, with the ORM\'s typed exception; the keys beside it and their events commit', async () => {
     const merchantId = randomUUID();
-    const store = new ApiKeyStore(orm);
+    const store = new ApiKeyStore(orm());
     const [taken, ...fresh] = [0, 1, 2].map((i) => ApiKey.mint({ merchantId, name: `key ${i}`, expiresAt: null }, box).apiKey);
     await store.insertCreated(taken!);
     const twin = Object.assign(ApiKey.mint({ merchantId, name: 'twin', expiresAt: null }, box).apiKey, { keyHash: taken!.keyHash });
@@ -130,8 +126,8 @@ describe('CreateApiKey', () => {
   it('answers each of several concurrent creates with a key that authenticates and a signing secret that decrypts, announced by api_key.created', async () => {
     const merchantId = randomUUID();
     const scope = { kind: 'merchantId' as const, merchantId };
-    const keysApi = apiKeysGrpc(orm, box, { production: false });
-    const signing = webhookSigningGrpc(orm, box);
+    const keysApi = apiKeysGrpc(orm(), box, { production: false });
+    const signing = webhookSigningGrpc(orm(), box);
     const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
     const created = await Promise.all(
       Array.from({ length: 8 }, (_, i) => inTrace(traceIdOf(100 + i), () => keysApi.CreateApiKey({ scope, name: `concurrent ${i}`, expiresAt: i % 2 ? expiresAt : undefined }, NO_CALL))),
@@ -171,7 +167,7 @@ describe('CreateApiKey', () => {
   it('refuses a name Postgres cannot store as a bad request, writing nothing of it; the creates beside it commit', async () => {
     const merchantId = randomUUID();
     const scope = { kind: 'merchantId' as const, merchantId };
-    const keysApi = apiKeysGrpc(orm, box, { production: false });
+    const keysApi = apiKeysGrpc(orm(), box, { production: false });
     const outcomes = await Promise.allSettled(['before', 'nul \u0000 inside', 'after'].map((name) => keysApi.CreateApiKey({ scope, name }, NO_CALL)));
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(invalidTextError((outcomes[1] as PromiseRejectedResult).reason)?.code).toBe('bad_request');
@@ -182,7 +178,7 @@ describe('CreateApiKey', () => {
   it('validates before writing: a blank name or a past expiry fails validation and stores nothing', async () => {
     const merchantId = randomUUID();
     const scope = { kind: 'merchantId' as const, merchantId };
-    const keysApi = apiKeysGrpc(orm, box, { production: false });
+    const keysApi = apiKeysGrpc(orm(), box, { production: false });
     for (const req of [{ scope, name: '   ' }, { scope, name: 'expired', expiresAt: '2020-01-01T00:00:00.000Z' }]) {
       const err = await keysApi.CreateApiKey(req, NO_CALL).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(DomainError);

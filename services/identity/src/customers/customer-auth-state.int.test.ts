@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { MikroORM } from '@mikro-orm/postgresql';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate, openDatabase } from '@billing/service-runtime';
+import { describe, expect, it } from 'vitest';
+import { openDatabase } from '@billing/service-runtime';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { ENTITIES } from '../app.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { CustomerAccount } from './customer-account.js';
@@ -12,31 +11,10 @@ import { LoginLockout } from '../passwords/login-lockout.js';
 // The lockout counter and the one-time tokens against a real Postgres database of their own,
 // many statements at once on separate connections, as several identity replicas would run them.
 
-const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const dbName = `bp_test_customers_${randomBytes(4).toString('hex')}`;
-let orm: MikroORM;
-
-async function onServer(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: SERVER_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-beforeAll(async () => {
-  await onServer(`create database "${dbName}"`);
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${dbName}`;
-  orm = await openDatabase({ url: url.toString(), schema: 'identity', entities: ENTITIES, poolMax: 20 });
-  await migrate(orm, 'identity', MIGRATIONS);
-});
-
-afterAll(async () => {
-  await orm?.close();
-  await onServer(`drop database if exists "${dbName}" with (force)`);
+const { orm } = useMigratedDatabase({
+  open: (url) => openDatabase({ url, schema: 'identity', entities: ENTITIES, poolMax: 20 }),
+  schema: 'identity',
+  migrations: MIGRATIONS,
 });
 
 const email = () => `${randomBytes(6).toString('hex')}@example.com`;
@@ -47,65 +25,65 @@ describe('LoginLockout', () => {
 
   it('counts 20 concurrent failures exactly: the 5th locks, the 15 after it find the lock', async () => {
     const e = email();
-    const results = await Promise.all(Array.from({ length: 20 }, () => lockout.recordFailure(orm.em.fork(), e, C)));
+    const results = await Promise.all(Array.from({ length: 20 }, () => lockout.recordFailure(orm().em.fork(), e, C)));
     expect(results.filter((s) => s === 0)).toHaveLength(5);
     expect(results.filter((s) => s > 0)).toHaveLength(15);
-    const left = await lockout.secondsLocked(orm.em.fork(), e, C);
+    const left = await lockout.secondsLocked(orm().em.fork(), e, C);
     expect(left).toBeGreaterThan(890);
     expect(left).toBeLessThanOrEqual(900);
   });
 
   it('is not locked by four failures, and a success clears them', async () => {
     const e = email();
-    for (let i = 0; i < 4; i++) expect(await lockout.recordFailure(orm.em.fork(), e, C)).toBe(0);
-    expect(await lockout.secondsLocked(orm.em.fork(), e, C)).toBe(0);
-    expect(await lockout.recordSuccess(orm.em.fork(), e, C)).toBe(0);
-    for (let i = 0; i < 4; i++) expect(await lockout.recordFailure(orm.em.fork(), e, C)).toBe(0);
-    expect(await lockout.secondsLocked(orm.em.fork(), e, C)).toBe(0);
+    for (let i = 0; i < 4; i++) expect(await lockout.recordFailure(orm().em.fork(), e, C)).toBe(0);
+    expect(await lockout.secondsLocked(orm().em.fork(), e, C)).toBe(0);
+    expect(await lockout.recordSuccess(orm().em.fork(), e, C)).toBe(0);
+    for (let i = 0; i < 4; i++) expect(await lockout.recordFailure(orm().em.fork(), e, C)).toBe(0);
+    expect(await lockout.secondsLocked(orm().em.fork(), e, C)).toBe(0);
   });
 
   it('locks only the client that failed, and each further lock of that client is twice as long', async () => {
     const e = email();
-    for (let i = 0; i < 5; i++) await lockout.recordFailure(orm.em.fork(), e, C);
-    expect(await lockout.secondsLocked(orm.em.fork(), e, C)).toBeGreaterThan(890);
-    expect(await lockout.secondsLocked(orm.em.fork(), e, '198.51.100.1')).toBe(0);
-    expect(await lockout.recordSuccess(orm.em.fork(), e, '198.51.100.1')).toBe(0);
+    for (let i = 0; i < 5; i++) await lockout.recordFailure(orm().em.fork(), e, C);
+    expect(await lockout.secondsLocked(orm().em.fork(), e, C)).toBeGreaterThan(890);
+    expect(await lockout.secondsLocked(orm().em.fork(), e, '198.51.100.1')).toBe(0);
+    expect(await lockout.recordSuccess(orm().em.fork(), e, '198.51.100.1')).toBe(0);
     // Let the first lock run out, then fail five times more: the second lock is 1800 s.
-    await orm.em.fork().execute(`update login_failures set locked_until = now() - interval '1 second' where email = ?`, [e]);
-    for (let i = 0; i < 5; i++) await lockout.recordFailure(orm.em.fork(), e, C);
-    expect(await lockout.secondsLocked(orm.em.fork(), e, C)).toBeGreaterThan(1790);
+    await orm().em.fork().execute(`update login_failures set locked_until = now() - interval '1 second' where email = ?`, [e]);
+    for (let i = 0; i < 5; i++) await lockout.recordFailure(orm().em.fork(), e, C);
+    expect(await lockout.secondsLocked(orm().em.fork(), e, C)).toBeGreaterThan(1790);
   });
 
   it('does not let a success clear a running lock', async () => {
     const e = email();
-    for (let i = 0; i < 5; i++) await lockout.recordFailure(orm.em.fork(), e, C);
-    expect(await lockout.recordSuccess(orm.em.fork(), e, C)).toBeGreaterThan(0);
-    expect(await lockout.secondsLocked(orm.em.fork(), e, C)).toBeGreaterThan(0);
+    for (let i = 0; i < 5; i++) await lockout.recordFailure(orm().em.fork(), e, C);
+    expect(await lockout.recordSuccess(orm().em.fork(), e, C)).toBeGreaterThan(0);
+    expect(await lockout.secondsLocked(orm().em.fork(), e, C)).toBeGreaterThan(0);
   });
 });
 
 describe('customer one-time tokens', () => {
   it('are used exactly once under 10 concurrent uses', async () => {
-    const em = orm.em.fork();
+    const em = orm().em.fork();
     const account = CustomerAccount.unclaimed({ email: email(), firstName: 'A', lastName: 'B' });
     await em.persistAndFlush(account);
     const { token, entity } = CustomerToken.mint(account.id, 'password_reset', 3600);
     await em.persistAndFlush(entity);
 
-    const uses = await Promise.all(Array.from({ length: 10 }, () => orm.em.fork().transactional((tx) => consumeToken(tx, token, 'password_reset'))));
+    const uses = await Promise.all(Array.from({ length: 10 }, () => orm().em.fork().transactional((tx) => consumeToken(tx, token, 'password_reset'))));
     expect(uses.filter((u) => u === account.id)).toHaveLength(1);
     expect(uses.filter((u) => u === undefined)).toHaveLength(9);
   });
 
   it('are refused for the wrong purpose and once expired', async () => {
-    const em = orm.em.fork();
+    const em = orm().em.fork();
     const account = CustomerAccount.unclaimed({ email: email(), firstName: 'A', lastName: 'B' });
     await em.persistAndFlush(account);
     const verification = CustomerToken.mint(account.id, 'email_verification', 3600);
     const expired = CustomerToken.mint(account.id, 'password_reset', 3600, new Date(Date.now() - 2 * 3600_000));
     await em.persistAndFlush([verification.entity, expired.entity]);
-    expect(await consumeToken(orm.em.fork(), verification.token, 'password_reset')).toBeUndefined();
-    expect(await consumeToken(orm.em.fork(), expired.token, 'password_reset')).toBeUndefined();
-    expect(await consumeToken(orm.em.fork(), verification.token, 'email_verification')).toBe(account.id);
+    expect(await consumeToken(orm().em.fork(), verification.token, 'password_reset')).toBeUndefined();
+    expect(await consumeToken(orm().em.fork(), expired.token, 'password_reset')).toBeUndefined();
+    expect(await consumeToken(orm().em.fork(), verification.token, 'email_verification')).toBe(account.id);
   });
 });

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { MikroORM } from '@mikro-orm/postgresql';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { ApiKeyEndpointState, EventEnvelope } from '@billing/contracts';
-import { createLogger, migrate } from '@billing/service-runtime';
-import { createTestDatabase, type TestDatabase } from '../../../../tests/support/database.js';
+import { createLogger } from '@billing/service-runtime';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { openWebhooksDatabase } from '../app.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { WebhooksConfig } from '../config.js';
@@ -12,24 +11,15 @@ import type { Dispatcher } from '../deliveries/dispatcher.js';
 import { DueScheduler } from '../deliveries/due-scheduler.js';
 import { ingestEvents } from './ingest.js';
 
-let db: TestDatabase;
-let orm: MikroORM;
+const { orm } = useMigratedDatabase({
+  open: (url) => openWebhooksDatabase(WebhooksConfig.parse({ DATABASE_URL: url })),
+  schema: 'webhooks',
+  migrations: MIGRATIONS,
+});
 const merchantId = randomUUID();
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  const config = WebhooksConfig.parse({ DATABASE_URL: db.url });
-  orm = await openWebhooksDatabase(config);
-  await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
-}, 60_000);
-
-afterAll(async () => {
-  await orm?.close();
-  await db?.drop();
-});
-
 beforeEach(async () => {
-  await orm.em.getConnection().execute('truncate "events", "endpoints", "deliveries", "attempts", "replays" cascade');
+  await orm().em.getConnection().execute('truncate "events", "endpoints", "deliveries", "attempts", "replays" cascade');
 });
 
 const event = (type: string, data: Record<string, unknown> = {}, merchant = merchantId): EventEnvelope => ({ id: randomUUID(), type, version: 1, occurredAt: new Date().toISOString(), merchantId: merchant, data });
@@ -40,17 +30,17 @@ const endpointEvent = (state: Partial<ApiKeyEndpointState> & { apiKeyId: string 
 const always = { leaseMs: 60_000, startNow: () => true };
 
 async function deliveries() {
-  return orm.em.getConnection().execute(`select "event_id", "api_key_id", "url", "status", "lease_until" from "deliveries" order by "created_at"`);
+  return orm().em.getConnection().execute(`select "event_id", "api_key_id", "url", "status", "lease_until" from "deliveries" order by "created_at"`);
 }
 
 describe('ingestEvents', () => {
   it('creates one delivery per event and subscribed key, once, however often the event arrives', async () => {
     const a = randomUUID();
     const b = randomUUID();
-    await ingestEvents(orm, [endpointEvent({ apiKeyId: a }), endpointEvent({ apiKeyId: b, webhookEvents: ['subscription.created'] })], always);
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: a }), endpointEvent({ apiKeyId: b, webhookEvents: ['subscription.created'] })], always);
     const member = event('member.created', { id: 'm1' });
-    const first = await ingestEvents(orm, [member, member], always);
-    const again = await ingestEvents(orm, [member], always);
+    const first = await ingestEvents(orm(), [member, member], always);
+    const again = await ingestEvents(orm(), [member], always);
     expect(first).toMatchObject({ fresh: 1, duplicates: 1, deliveries: 1 });
     expect(first.jobs).toHaveLength(1);
     expect(first.jobs[0]).toMatchObject({ eventId: member.id, apiKeyId: a, url: 'https://example.com/hook', trigger: 'Scheduled', scheduledAttempts: 0 });
@@ -61,37 +51,37 @@ describe('ingestEvents', () => {
 
   it('in a batch without api_key events, records seen and new events alike once and creates deliveries and jobs only for the new', async () => {
     const a = randomUUID();
-    await ingestEvents(orm, [endpointEvent({ apiKeyId: a })], always);
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: a })], always);
     const seen = event('member.created', { id: 'm1' });
-    await ingestEvents(orm, [seen], always);
+    await ingestEvents(orm(), [seen], always);
     const fresh = event('subscription.created', { id: 's1' });
     const internal = event('billing_run.completed', { id: 'r1' });
     const other = event('member.created', { id: 'm2' }, randomUUID());
-    const result = await ingestEvents(orm, [seen, fresh, internal, other, fresh], always);
+    const result = await ingestEvents(orm(), [seen, fresh, internal, other, fresh], always);
     expect(result).toMatchObject({ fresh: 3, duplicates: 2, deliveries: 1 });
     expect(result.jobs.map((j) => [j.eventId, j.apiKeyId])).toEqual([[fresh.id, a]]);
     expect(JSON.parse(result.jobs[0]!.body)).toEqual({ id: fresh.id, type: 'subscription.created', timestamp: fresh.occurredAt, merchantId, data: { id: 's1' } });
     const rows = await deliveries();
     expect(rows.map((r: { event_id: string }) => r.event_id).sort()).toEqual([seen.id, fresh.id].sort());
-    const inbox = await orm.em.getConnection().execute(`select "id", "type", "body" from "events" where "id" = any(?::uuid[])`, [`{${[fresh.id, internal.id, other.id].join(',')}}`]);
+    const inbox = await orm().em.getConnection().execute(`select "id", "type", "body" from "events" where "id" = any(?::uuid[])`, [`{${[fresh.id, internal.id, other.id].join(',')}}`]);
     expect(inbox).toHaveLength(3);
     expect(inbox.find((r: { id: string }) => r.id === internal.id).body).toBeNull();
   });
 
   it('keeps the newest endpoint state whatever order the events arrive in', async () => {
     const key = randomUUID();
-    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 5, webhookEnabled: false })], always);
-    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 4, webhookEnabled: true })], always);
-    await ingestEvents(orm, [event('member.created')], always);
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: key, version: 5, webhookEnabled: false })], always);
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: key, version: 4, webhookEnabled: true })], always);
+    await ingestEvents(orm(), [event('member.created')], always);
     expect(await deliveries()).toHaveLength(0);
-    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 6, webhookEnabled: true, webhookUrl: 'https://example.com/v6' })], always);
-    await ingestEvents(orm, [event('member.created')], always);
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: key, version: 6, webhookEnabled: true, webhookUrl: 'https://example.com/v6' })], always);
+    await ingestEvents(orm(), [event('member.created')], always);
     expect((await deliveries()).map((d: { url: string }) => d.url)).toEqual(['https://example.com/v6']);
   });
 
   it('delivers nothing for revoked keys, other merchants, internal types, or an empty subscription', async () => {
     await ingestEvents(
-      orm,
+      orm(),
       [
         endpointEvent({ apiKeyId: randomUUID(), revoked: true }),
         endpointEvent({ apiKeyId: randomUUID(), webhookEvents: [] }),
@@ -99,14 +89,14 @@ describe('ingestEvents', () => {
       ],
       always,
     );
-    const res = await ingestEvents(orm, [event('member.created'), event('api_key.created', { nonsense: true }), event('unknown.type')], always);
+    const res = await ingestEvents(orm(), [event('member.created'), event('api_key.created', { nonsense: true }), event('unknown.type')], always);
     expect(res).toMatchObject({ fresh: 3, deliveries: 0 });
     expect(await deliveries()).toHaveLength(0);
   });
 
   it('leaves deliveries it cannot start now due in the database, unleased', async () => {
-    await ingestEvents(orm, [endpointEvent({ apiKeyId: randomUUID() })], always);
-    const res = await ingestEvents(orm, [event('member.created')], { leaseMs: 60_000, startNow: () => false });
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: randomUUID() })], always);
+    const res = await ingestEvents(orm(), [event('member.created')], { leaseMs: 60_000, startNow: () => false });
     expect(res.jobs).toHaveLength(0);
     const [d] = await deliveries();
     expect(d).toMatchObject({ status: 'Pending', lease_until: null });
@@ -125,55 +115,55 @@ describe('DueScheduler', () => {
 
   it('lets two replicas claim due deliveries without taking any twice, and leases what it took', async () => {
     const keys = Array.from({ length: 3 }, () => randomUUID());
-    await ingestEvents(orm, keys.map((k) => endpointEvent({ apiKeyId: k })), always);
-    await ingestEvents(orm, Array.from({ length: 50 }, () => event('member.created')), { leaseMs: 60_000, startNow: () => false });
+    await ingestEvents(orm(), keys.map((k) => endpointEvent({ apiKeyId: k })), always);
+    await ingestEvents(orm(), Array.from({ length: 50 }, () => event('member.created')), { leaseMs: 60_000, startNow: () => false });
     const [a, b] = [new Collector(), new Collector()];
     const opts = { pollMs: 1000, leaseMs: 30_000, perEndpoint: 20 };
-    const sa = new DueScheduler(orm, a as unknown as Dispatcher, opts, logger);
-    const sb = new DueScheduler(orm, b as unknown as Dispatcher, opts, logger);
+    const sa = new DueScheduler(orm(), a as unknown as Dispatcher, opts, logger);
+    const sb = new DueScheduler(orm(), b as unknown as Dispatcher, opts, logger);
     for (let i = 0; i < 10; i++) await Promise.all([sa.round(), sb.round()]);
     const ids = [...a.jobs, ...b.jobs].map((j) => j.deliveryId);
     expect(ids).toHaveLength(150);
     expect(new Set(ids).size).toBe(150);
-    const leased = await orm.em.getConnection().execute(`select count(*)::int as n from "deliveries" where "lease_until" > now()`);
+    const leased = await orm().em.getConnection().execute(`select count(*)::int as n from "deliveries" where "lease_until" > now()`);
     expect(leased[0].n).toBe(150);
     // Leased deliveries are not due again until the lease ends.
     const c = new Collector();
-    await new DueScheduler(orm, c as unknown as Dispatcher, opts, logger).round();
+    await new DueScheduler(orm(), c as unknown as Dispatcher, opts, logger).round();
     expect(c.jobs).toHaveLength(0);
   });
 
   it('holds a disabled endpoint\'s deliveries until it is enabled again, then sends them to its current URL', async () => {
     const key = randomUUID();
-    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 2 })], always);
-    await ingestEvents(orm, [event('member.created')], { leaseMs: 60_000, startNow: () => false });
-    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 3, webhookEnabled: false })], always);
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: key, version: 2 })], always);
+    await ingestEvents(orm(), [event('member.created')], { leaseMs: 60_000, startNow: () => false });
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: key, version: 3, webhookEnabled: false })], always);
     const opts = { pollMs: 1000, leaseMs: 30_000, perEndpoint: 10 };
     const paused = new Collector();
-    await new DueScheduler(orm, paused as unknown as Dispatcher, opts, logger).round();
+    await new DueScheduler(orm(), paused as unknown as Dispatcher, opts, logger).round();
     expect(paused.jobs).toHaveLength(0);
-    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 4, webhookUrl: 'https://example.com/fixed' })], always);
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: key, version: 4, webhookUrl: 'https://example.com/fixed' })], always);
     const resumed = new Collector();
-    await new DueScheduler(orm, resumed as unknown as Dispatcher, opts, logger).round();
+    await new DueScheduler(orm(), resumed as unknown as Dispatcher, opts, logger).round();
     expect(resumed.jobs.map((j) => j.url)).toEqual(['https://example.com/fixed']);
   });
 
   it('fails the pending deliveries of a key when it is revoked', async () => {
     const key = randomUUID();
-    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 2 })], always);
-    await ingestEvents(orm, [event('member.created')], { leaseMs: 60_000, startNow: () => false });
-    await ingestEvents(orm, [endpointEvent({ apiKeyId: key, version: 3, revoked: true })], always);
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: key, version: 2 })], always);
+    await ingestEvents(orm(), [event('member.created')], { leaseMs: 60_000, startNow: () => false });
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: key, version: 3, revoked: true })], always);
     const [d] = await deliveries();
     expect(d).toMatchObject({ status: 'Failed' });
   });
 
   it('takes at most perEndpoint deliveries of one endpoint per round, so others are not starved', async () => {
     const [big, small] = [randomUUID(), randomUUID()];
-    await ingestEvents(orm, [endpointEvent({ apiKeyId: big, webhookEvents: ['member.created'] }), endpointEvent({ apiKeyId: small, webhookEvents: ['payment_method.added'] })], always);
-    await ingestEvents(orm, Array.from({ length: 40 }, () => event('member.created')), { leaseMs: 60_000, startNow: () => false });
-    await ingestEvents(orm, [event('payment_method.added')], { leaseMs: 60_000, startNow: () => false });
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: big, webhookEvents: ['member.created'] }), endpointEvent({ apiKeyId: small, webhookEvents: ['payment_method.added'] })], always);
+    await ingestEvents(orm(), Array.from({ length: 40 }, () => event('member.created')), { leaseMs: 60_000, startNow: () => false });
+    await ingestEvents(orm(), [event('payment_method.added')], { leaseMs: 60_000, startNow: () => false });
     const c = new Collector();
-    await new DueScheduler(orm, c as unknown as Dispatcher, { pollMs: 1000, leaseMs: 30_000, perEndpoint: 10 }, logger).round();
+    await new DueScheduler(orm(), c as unknown as Dispatcher, { pollMs: 1000, leaseMs: 30_000, perEndpoint: 10 }, logger).round();
     expect(c.jobs.filter((j) => j.apiKeyId === big)).toHaveLength(10);
     expect(c.jobs.filter((j) => j.apiKeyId === small)).toHaveLength(1);
   });
