@@ -20,7 +20,8 @@
 // a busy machine).
 //
 // BENCH_WRITES: measured requests per row (default 2000; each row is also warmed up with a fifth
-// of that, at least two requests per connection). BENCH_WRITES_ROWS: comma-separated substrings;
+// of that, at least two requests per connection; the checkout and onboarding completions run a
+// tenth of it, at least 200, after two per connection). BENCH_WRITES_ROWS: comma-separated substrings;
 // only rows whose name contains one are reported (all still run: later rows use what earlier
 // ones created). BENCH_WRITES_PROCESSES=1: print, per row, each service's longest event-loop
 // delay, GC pauses and RSS while it ran.
@@ -71,6 +72,11 @@ export async function run({ platform, connections = 64 }) {
   const auth = { authorization: `Bearer ${key}` };
   const tag = randomUUID().slice(0, 8);
   const total = WARMUP + REQUESTS;
+  // The checkout and onboarding completions are each a dozen calls between services and cost
+  // their set-up several more per request: they run a tenth as many (at least 200), after a
+  // warm-up of two per connection.
+  const SLOW_WARMUP = 2 * connections;
+  const slowTotal = SLOW_WARMUP + Math.max(200, Math.ceil(REQUESTS / 10));
 
   const cpu = () => ({ ...Object.fromEntries(Object.entries(platform.processes).map(([n, p]) => [n, p.pid ? cpuMs(p.pid) : undefined])), postgres: postgresCpuMs() });
   const cpuRows = [];
@@ -119,14 +125,14 @@ export async function run({ platform, connections = 64 }) {
 
   const rows = [];
   /** Sends `requests` (WARMUP warm-up ones, then REQUESTS measured) and records a row unless filtered out. */
-  const measureRow = async (label, requests) => {
+  const measureRow = async (label, requests, warmup = WARMUP) => {
     const baseline = await baselineRun();
-    const warm = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(0, WARMUP) });
+    const warm = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(0, warmup) });
     const watched = await watchProcesses(platform);
     const cpuBefore = cpu();
     const machineBefore = machineCpuMs();
     const from = Date.now();
-    const real = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(WARMUP) });
+    const real = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(warmup) });
     const cpuAfter = cpu();
     const machineAfter = machineCpuMs();
     // CPU per request of each service: unlike req/s, hardly moved by load from elsewhere.
@@ -236,7 +242,7 @@ export async function run({ platform, connections = 64 }) {
       const d = Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
       return { d, s: createHmac('sha256', Buffer.from(signingSecret.replace(/^whsec_/, ''), 'base64')).update(d, 'ascii').digest('base64url') };
     };
-    const sessions = await inParallel(total, 64, async (i) => {
+    const sessions = await inParallel(slowTotal, 64, async (i) => {
       const link = signedLink({ email: `c${i}-${tag}@bench.example.com`, firstName: 'Bench', lastName: `Buyer ${i}` });
       const { sessionId, sessionToken } = await call(gw, 'POST', '/api/Checkout/sessions/resolve', undefined, link, [200]);
       const bank = { sessionId, accountName: 'Bench Buyer', bsb: '062-000', accountNumber: '12345678' };
@@ -246,6 +252,7 @@ export async function run({ platform, connections = 64 }) {
     await measureRow(
       'POST /api/Checkout/sessions/me/complete',
       sessions.map((s) => ({ path: '/api/Checkout/sessions/me/complete', headers: { authorization: `Bearer ${s.sessionToken}` }, body: { sessionId: s.sessionId, providerToken: s.providerToken } })),
+      SLOW_WARMUP,
     );
 
     // An invitation per request, accepted and its wizard filled (details, a card, the plan, whose
@@ -260,7 +267,7 @@ export async function run({ platform, connections = 64 }) {
     const customers = await inParallel(8, 8, (i) =>
       call(gw, 'POST', '/api/account/signup', undefined, { email: `cust${i}-${tag}@bench.example.com`, password: 'correct-horse-battery', firstName: 'Bench', lastName: `Customer ${i}`, dateOfBirth: '1990-01-01', acceptedTerms: true }, [200]),
     );
-    const onboardings = await inParallel(total, 64, async (i) => {
+    const onboardings = await inParallel(slowTotal, 64, async (i) => {
       const token = customers[i % customers.length].token;
       const invited = await call(gw, 'POST', '/api/Invitations', inviterKey, { merchantId: inviter.id, firstName: 'Onboarded', lastName: `Person ${i}`, email: `onb${i}-${tag}@bench.example.com` }, [200]);
       const { invitationId } = invited;
@@ -270,7 +277,11 @@ export async function run({ platform, connections = 64 }) {
       await call(gw, 'PATCH', '/api/onboard/plan', token, { invitationId, planId: inviterPlan.id }, [204]);
       return { invitationId, token };
     });
-    await measureRow('POST /api/onboard/complete', onboardings.map((o) => ({ path: '/api/onboard/complete', headers: { authorization: `Bearer ${o.token}` }, body: { invitationId: o.invitationId } })));
+    await measureRow(
+      'POST /api/onboard/complete',
+      onboardings.map((o) => ({ path: '/api/onboard/complete', headers: { authorization: `Bearer ${o.token}` }, body: { invitationId: o.invitationId } })),
+      SLOW_WARMUP,
+    );
 
     const byRps = [...baselines].sort((a, b) => a.rps - b.rps);
     const loadedRss = rss();
