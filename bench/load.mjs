@@ -35,11 +35,11 @@ export function spawnWithPort(script, env = {}) {
   });
 }
 
-/** One JSON request through the gateway; throws unless the status is one of `expected`. */
+/** One JSON request through the gateway (anonymous without `token`); throws unless the status is one of `expected`. */
 export async function call(baseUrl, method, urlPath, token, body, expected) {
   const res = await fetch(`${baseUrl}${urlPath}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }) },
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), 'content-type': 'application/json', ...(method === 'GET' ? {} : { 'idempotency-key': randomUUID() }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = await res.json().catch(() => undefined);
@@ -64,8 +64,9 @@ export async function inParallel(count, width, task) {
 
 /**
  * Sends exactly `requests.length` requests over `connections` connections, request i being
- * `{ method?, path?, body }` (method defaults to POST, path to the url's), each with its own
- * Idempotency-Key. Latencies in ms; `statuses` counts answers by status.
+ * `{ method?, path?, body, headers? }` (method defaults to POST, path to the url's; its headers
+ * override `headers`, e.g. a credential of its own), each with its own Idempotency-Key.
+ * Latencies in ms; `statuses` counts answers by status.
  */
 export async function loadRequests({ url, connections, headers, requests }) {
   let next = 0;
@@ -87,7 +88,7 @@ export async function loadRequests({ url, connections, headers, requests }) {
             ...req,
             method: q.method ?? 'POST',
             ...(q.path ? { path: q.path } : {}),
-            headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+            headers: { ...headers, ...q.headers, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
             body: JSON.stringify(q.body ?? {}),
           };
         },

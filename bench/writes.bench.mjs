@@ -12,17 +12,20 @@
 // are then subscribed and charged by a billing run through the sandbox provider, and their
 // charges refunded; members with a card the provider declines are charged likewise, and their
 // failed charges retried; the members without a payment method receive one from a provider
-// token. The set-up goes through the API (the tokens through the provider), unmeasured. The
-// RSS of every service is read before the first request (idle) and after the last (loaded), and
-// each service's CPU time per request of every row is printed (from /proc; unlike req/s it
-// hardly moves with load from elsewhere, so it says where the time goes even on a busy machine).
+// token. Last, hosted checkout sessions are completed, and invitations' onboarding wizards (on a
+// merchant of their own). The set-up goes through the API (the tokens through the provider),
+// unmeasured. The RSS of every service is read before the first request (idle) and after the
+// last (loaded), and each service's CPU time per request of every row is printed (from /proc;
+// unlike req/s it hardly moves with load from elsewhere, so it says where the time goes even on
+// a busy machine).
 //
 // BENCH_WRITES: measured requests per row (default 2000; each row is also warmed up with a fifth
-// of that, at least two requests per connection). BENCH_WRITES_ROWS: comma-separated substrings;
+// of that, at least two requests per connection; the checkout and onboarding completions run a
+// tenth of it, at least 200, after two per connection). BENCH_WRITES_ROWS: comma-separated substrings;
 // only rows whose name contains one are reported (all still run: later rows use what earlier
 // ones created). BENCH_WRITES_PROCESSES=1: print, per row, each service's longest event-loop
 // delay, GC pauses and RSS while it ran.
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,13 +65,18 @@ export async function run({ platform, connections = 64 }) {
   const gw = platform.gatewayUrl;
   const admin = platform.adminToken;
   const merchant = await call(gw, 'POST', '/api/admin/merchants', admin, { name: 'Bench Writes Co', contactEmail: 'bench-writes@example.com' }, [201]);
-  const { key, id: apiKeyId } = await call(gw, 'POST', `/api/admin/merchants/${merchant.id}/api-keys`, admin, { name: 'bench' }, [201]);
+  const { key, id: apiKeyId, signingSecret } = await call(gw, 'POST', `/api/admin/merchants/${merchant.id}/api-keys`, admin, { name: 'bench' }, [201]);
   const merchantId = merchant.id;
   const product = await call(gw, 'POST', '/api/Products', key, { merchantId, name: 'Bench product' }, [201]);
   const plan = await call(gw, 'POST', '/api/Plans', key, { merchantId, productId: product.id, name: 'Monthly', amount: 19.95, interval: 'Month' }, [201]);
   const auth = { authorization: `Bearer ${key}` };
   const tag = randomUUID().slice(0, 8);
   const total = WARMUP + REQUESTS;
+  // The checkout and onboarding completions are each a dozen calls between services and cost
+  // their set-up several more per request: they run a tenth as many (at least 200), after a
+  // warm-up of two per connection.
+  const SLOW_WARMUP = 2 * connections;
+  const slowTotal = SLOW_WARMUP + Math.max(200, Math.ceil(REQUESTS / 10));
 
   const cpu = () => ({ ...Object.fromEntries(Object.entries(platform.processes).map(([n, p]) => [n, p.pid ? cpuMs(p.pid) : undefined])), postgres: postgresCpuMs() });
   const cpuRows = [];
@@ -117,14 +125,14 @@ export async function run({ platform, connections = 64 }) {
 
   const rows = [];
   /** Sends `requests` (WARMUP warm-up ones, then REQUESTS measured) and records a row unless filtered out. */
-  const measureRow = async (label, requests) => {
+  const measureRow = async (label, requests, warmup = WARMUP) => {
     const baseline = await baselineRun();
-    const warm = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(0, WARMUP) });
+    const warm = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(0, warmup) });
     const watched = await watchProcesses(platform);
     const cpuBefore = cpu();
     const machineBefore = machineCpuMs();
     const from = Date.now();
-    const real = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(WARMUP) });
+    const real = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(warmup) });
     const cpuAfter = cpu();
     const machineAfter = machineCpuMs();
     // CPU per request of each service: unlike req/s, hardly moved by load from elsewhere.
@@ -222,6 +230,57 @@ export async function run({ platform, connections = 64 }) {
     await measureRow(
       'POST /api/members/{id}/payment-methods/from-token',
       subMembers.map((memberId, i) => ({ path: `/api/members/${memberId}/payment-methods/from-token`, body: { merchantId, providerToken: tokens[i].token } })),
+    );
+
+    // A hosted checkout session per request, each for a buyer of its own, opened from a link
+    // signed here as a merchant's own code signs it (the recipe in the description of POST
+    // /api/Checkout/links) and given a bank account (capture-bank) as the page does; each request
+    // completes its own session with that session's token. This set-up and the onboarding's run
+    // 64 at a time, as many as the rows' connections: they are most of the bench's set-up time.
+    const signedLink = (customer) => {
+      const payload = { v: 1, kid: apiKeyId, mid: merchantId, pid: plan.id, nonce: randomUUID(), exp: Math.floor(Date.now() / 1000) + 3600, returnUrl: 'http://127.0.0.1/return', customer };
+      const d = Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
+      return { d, s: createHmac('sha256', Buffer.from(signingSecret.replace(/^whsec_/, ''), 'base64')).update(d, 'ascii').digest('base64url') };
+    };
+    const sessions = await inParallel(slowTotal, 64, async (i) => {
+      const link = signedLink({ email: `c${i}-${tag}@bench.example.com`, firstName: 'Bench', lastName: `Buyer ${i}` });
+      const { sessionId, sessionToken } = await call(gw, 'POST', '/api/Checkout/sessions/resolve', undefined, link, [200]);
+      const bank = { sessionId, accountName: 'Bench Buyer', bsb: '062-000', accountNumber: '12345678' };
+      const { providerToken } = await call(gw, 'POST', '/api/Checkout/sessions/me/capture-bank', sessionToken, bank, [200]);
+      return { sessionId, sessionToken, providerToken };
+    });
+    await measureRow(
+      'POST /api/Checkout/sessions/me/complete',
+      sessions.map((s) => ({ path: '/api/Checkout/sessions/me/complete', headers: { authorization: `Bearer ${s.sessionToken}` }, body: { sessionId: s.sessionId, providerToken: s.providerToken } })),
+      SLOW_WARMUP,
+    );
+
+    // An invitation per request, accepted and its wizard filled (details, a card, the plan, whose
+    // product asks nothing) by one of a few customers, who then completes it. A merchant of its
+    // own, with one plan: accepting answers the merchant's active plans, and the bench merchant
+    // has thousands by now. A few customers, not one per invitation: each signup hashes a
+    // password (scrypt, most of a second of a core), and any customer may accept any invitation.
+    const inviter = await call(gw, 'POST', '/api/admin/merchants', admin, { name: 'Bench Onboarding Co', contactEmail: 'bench-onboarding@example.com' }, [201]);
+    const inviterKey = (await call(gw, 'POST', `/api/admin/merchants/${inviter.id}/api-keys`, admin, { name: 'bench' }, [201])).key;
+    const inviterProduct = await call(gw, 'POST', '/api/Products', inviterKey, { merchantId: inviter.id, name: 'Bench membership' }, [201]);
+    const inviterPlan = await call(gw, 'POST', '/api/Plans', inviterKey, { merchantId: inviter.id, productId: inviterProduct.id, name: 'Monthly', amount: 19.95, interval: 'Month' }, [201]);
+    const customers = await inParallel(8, 8, (i) =>
+      call(gw, 'POST', '/api/account/signup', undefined, { email: `cust${i}-${tag}@bench.example.com`, password: 'correct-horse-battery', firstName: 'Bench', lastName: `Customer ${i}`, dateOfBirth: '1990-01-01', acceptedTerms: true }, [200]),
+    );
+    const onboardings = await inParallel(slowTotal, 64, async (i) => {
+      const token = customers[i % customers.length].token;
+      const invited = await call(gw, 'POST', '/api/Invitations', inviterKey, { merchantId: inviter.id, firstName: 'Onboarded', lastName: `Person ${i}`, email: `onb${i}-${tag}@bench.example.com` }, [200]);
+      const { invitationId } = invited;
+      await call(gw, 'POST', '/api/onboard/accept', token, { token: invited.token }, [200]);
+      await call(gw, 'PATCH', '/api/onboard/details', token, { invitationId, firstName: 'Onboarded', lastName: `Person ${i}`, phone: '+61 400 000 000', city: 'Sydney' }, [204]);
+      await call(gw, 'POST', '/api/onboard/payment-method', token, { invitationId, type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2040 }, [204]);
+      await call(gw, 'PATCH', '/api/onboard/plan', token, { invitationId, planId: inviterPlan.id }, [204]);
+      return { invitationId, token };
+    });
+    await measureRow(
+      'POST /api/onboard/complete',
+      onboardings.map((o) => ({ path: '/api/onboard/complete', headers: { authorization: `Bearer ${o.token}` }, body: { invitationId: o.invitationId } })),
+      SLOW_WARMUP,
     );
 
     const byRps = [...baselines].sort((a, b) => a.rps - b.rps);
