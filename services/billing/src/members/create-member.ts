@@ -54,6 +54,8 @@ export function memberCreation(orm: MikroORM): (input: NewMember) => Promise<Cre
         ...toOutboxJsonRow(seq, { type: 'member.created', merchantId: m.merchantId, data: toMemberEvent(m), traceContext: batch[seq]!.traceContext }),
         member_id: m.id,
       }));
+      // The `any($3)`/`any($4)` conditions keep the email lookup on the unique index: joined to the
+      // JSON recordset alone, the planner scanned every member (taking lower(email) of each).
       const res = await queryPrepared<{ found: { seq: number; member: MemberRow }[]; inserted: number; events: number }>(
         orm,
         'member_create_batch',
@@ -61,7 +63,8 @@ export function memberCreation(orm: MikroORM): (input: NewMember) => Promise<Cre
            select * from jsonb_to_recordset($1::jsonb) as r(seq int, email_key text, id uuid, merchant_id uuid, email text, first_name text, last_name text,
                                                           phone text, created_at timestamptz, updated_at timestamptz)),
          found as (
-           select r.seq, to_jsonb(m) as member from requested r join members m on m.merchant_id = r.merchant_id and lower(m.email) = r.email_key),
+           select r.seq, to_jsonb(m) as member from requested r join members m on m.merchant_id = r.merchant_id and lower(m.email) = r.email_key
+            where m.merchant_id = any($3::uuid[]) and lower(m.email) = any($4::text[])),
          inserted as (
            insert into members (id, merchant_id, email, first_name, last_name, phone, created_at, updated_at)
            select r.id, r.merchant_id, r.email, r.first_name, r.last_name, r.phone, r.created_at, r.updated_at
@@ -74,7 +77,7 @@ export function memberCreation(orm: MikroORM): (input: NewMember) => Promise<Cre
            returning 1)
          select coalesce((select jsonb_agg(jsonb_build_object('seq', seq, 'member', member)) from found), '[]') as found,
                 (select count(*) from inserted)::int as inserted, (select count(*) from events)::int as events`,
-        [JSON.stringify(rows), JSON.stringify(outbox)],
+        [JSON.stringify(rows), JSON.stringify(outbox), [...new Set(rows.map((r) => r.merchant_id))], rows.map((r) => r.email_key)],
       );
       const [row] = res.rows;
       const found = new Map(row!.found.map((f) => [f.seq, memberOfRow(f.member)]));

@@ -69,14 +69,16 @@ export function methodAppender(orm: MikroORM): (req: AppendRequest) => Promise<A
           return member && r.providerToken ? [{ merchantId: member.merchantId, token: r.providerToken }] : [];
         });
         // A statement of its own after the lock: its snapshot is taken once the lock is held, so it
-        // sees the methods a concurrent add committed while this one waited.
+        // sees the methods a concurrent add committed while this one waited. The tokens' `any()`
+        // conditions keep their lookup on the partial unique index (merchant_id, provider_token).
         const { rows: facts } = members.size === 0 ? { rows: [] } : await query<FactRow>(
           'payment_method_append_facts',
           `select member_id, rank, null::jsonb as method from payment_methods where member_id = any($1::uuid[])
            union all
            select null, null, to_jsonb(pm)
              from payment_methods pm join unnest($2::uuid[], $3::text[]) as t(merchant_id, provider_token)
-               on pm.merchant_id = t.merchant_id and pm.provider_token = t.provider_token`,
+               on pm.merchant_id = t.merchant_id and pm.provider_token = t.provider_token
+            where pm.merchant_id = any($2::uuid[]) and pm.provider_token = any($3::text[]) and pm.provider_token is not null`,
           [[...members.keys()], wanted.map((w) => w.merchantId), wanted.map((w) => w.token)],
         );
         const ranks = new Map<string, { rank: number }[]>();

@@ -123,6 +123,8 @@ export class PlanStore {
     if (asks.length > 0) {
       // One autocommit statement for the batch, the scope check and the insert: atomic, one round
       // trip. It has no conflict clause, so it inserts every scoped plan or fails as a whole.
+      // `p.id = any($2)` (the products named) keeps the join on the primary key: the planner takes
+      // a JSON recordset for 100 rows and, joined to it alone, scanned every product instead.
       const res = await queryPrepared<{ found: number[] }>(
         this.orm,
         'plan_insert_batch',
@@ -130,7 +132,7 @@ export class PlanStore {
            select * from jsonb_to_recordset($1::jsonb) as r(seq int, id uuid, merchant_id uuid, product_id uuid, name text, amount_minor bigint, currency text,
                     billing_interval text, interval_count int, trial_days int, is_active boolean, created_at timestamptz, updated_at timestamptz)),
          scoped as (
-           select r.* from r join products p on p.id = r.product_id and p.merchant_id = r.merchant_id),
+           select r.* from r join products p on p.id = r.product_id and p.merchant_id = r.merchant_id where p.id = any($2::uuid[])),
          inserted as (
            insert into plans (id, merchant_id, product_id, name, amount_minor, currency, billing_interval, interval_count, trial_days, is_active, created_at, updated_at)
            select s.id, s.merchant_id, s.product_id, s.name, s.amount_minor, s.currency, s.billing_interval, s.interval_count, s.trial_days, s.is_active, s.created_at, s.updated_at
@@ -138,7 +140,7 @@ export class PlanStore {
             where s.id is not null
             order by s.seq)
          select coalesce(json_agg(seq), '[]') as found from scoped`,
-        [JSON.stringify(asks)],
+        [JSON.stringify(asks), [...new Set(asks.map((a) => a.product_id))]],
       );
       found = new Set(res.rows[0]!.found);
     }
@@ -172,12 +174,13 @@ export class PlanStore {
           outcomes.push({ ok: true, plan });
         }
         if (changed.length > 0) {
+          // `p.id = any($2)`: on the primary key, as for the insert above.
           const res = await query(
             'plan_update_write',
             `update plans p set name = c.name, is_active = c.is_active, updated_at = c.updated_at
                from jsonb_to_recordset($1::jsonb) as c(id uuid, name text, is_active boolean, updated_at timestamptz)
-              where p.id = c.id`,
-            [JSON.stringify(changed)],
+              where p.id = c.id and p.id = any($2::uuid[])`,
+            [JSON.stringify(changed), changed.map((c) => c.id)],
           );
           // Cannot happen (the rows are locked); thrown, so the transaction rolls back.
           if (res.rowCount !== changed.length) throw new Error(`plan update wrote ${res.rowCount} of ${changed.length} plans`);
