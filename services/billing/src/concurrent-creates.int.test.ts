@@ -309,7 +309,11 @@ describe('transitions racing other writers', () => {
     const BUMPS = 40;
     const CYCLES = 8;
     const writer = (async () => {
-      for (let i = 0; i < BUMPS; i++) await db.query(`update billing.subscriptions set current_period_end = current_period_end + interval '1 day' where id = any($1::uuid[])`, [ids]);
+      // Locking its rows in id order first, as every writer of subscriptions does (a bare
+      // multi-row UPDATE locks them in scan order and could deadlock with the transitions).
+      const bump = `update billing.subscriptions set current_period_end = current_period_end + interval '1 day'
+                     where id in (select id from billing.subscriptions where id = any($1::uuid[]) order by id for update)`;
+      for (let i = 0; i < BUMPS; i++) await db.query(bump, [ids]);
     })();
     await Promise.all([
       writer,

@@ -29,11 +29,17 @@ export async function findScoped<T extends object>(
   return found as T;
 }
 
-/** The entities with these ids, for a batch of requests, by lower-cased id. Malformed ids find nothing. */
-export async function findManyById<T extends { id: string }>(em: EntityManager, entity: EntityName<T>, ids: readonly string[]): Promise<Map<string, T>> {
+/**
+ * The entities with these ids, for a batch of requests, by lower-cased id; optionally
+ * row-locked, in id order so that concurrent batches cannot deadlock. Malformed ids find nothing.
+ */
+export async function findManyById<T extends { id: string }>(em: EntityManager, entity: EntityName<T>, ids: readonly string[], opts: { lock?: boolean } = {}): Promise<Map<string, T>> {
   const wanted = [...new Set(ids.filter(isUuidText).map((id) => id.toLowerCase()))];
   if (wanted.length === 0) return new Map();
-  const found = await em.find(entity, { id: { $in: wanted } } as unknown as FilterQuery<T>);
+  const found = await em.find(entity, { id: { $in: wanted } } as unknown as FilterQuery<T>, {
+    orderBy: { id: 'asc' } as never,
+    ...(opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}),
+  });
   return new Map(found.map((e) => [e.id, e]));
 }
 

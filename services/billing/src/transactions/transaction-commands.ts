@@ -1,11 +1,11 @@
-import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
-import { DomainError, isUuidText } from '@billing/contracts';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { DomainError } from '@billing/contracts';
 import { Batcher, GroupWrite, queryRows, type CallScope } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
-import { applyCallOutcomes, callProviderFor, recordTransactionEvents, type CallOutcome } from '../billing-runs/billing-run.js';
+import { applyCallOutcomes, callProviderFor, type CallOutcome } from '../billing-runs/billing-run.js';
 import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
-import { findScoped, pickScoped } from '../merchant-scope.js';
+import { findManyById, findScoped, pickScoped } from '../merchant-scope.js';
 import { PROVIDER_REJECTED } from '../payment-provider/payment-provider.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { Subscription } from '../subscriptions/subscription.js';
@@ -45,14 +45,6 @@ interface SubmittedCall {
 interface CallResult {
   outcome: CallOutcome;
   recorded: Transaction;
-}
-
-/** Transactions by id, row-locked in id order (the lock order of every batch), for deciding a batch under their locks. */
-async function lockTransactions(em: EntityManager, ids: readonly string[]): Promise<Map<string, Transaction>> {
-  const wanted = [...new Set(ids.filter(isUuidText).map((id) => id.toLowerCase()))];
-  if (wanted.length === 0) return new Map();
-  const found = await em.find(Transaction, { id: { $in: wanted } }, { orderBy: { id: 'asc' }, lockMode: LockMode.PESSIMISTIC_WRITE });
-  return new Map(found.map((t) => [t.id, t]));
 }
 
 interface RetryLoad {
@@ -105,7 +97,7 @@ export class TransactionCommands {
     const keyOf = (r: { id: string }) => r.id.toLowerCase();
     this.refunds = new GroupWrite(
       deps.orm,
-      { load: (em, items: readonly RefundRequest[]) => lockTransactions(em, items.map((r) => r.id)), apply: (em, r, charges) => this.reserveRefund(em, r, charges) },
+      { load: (em, items: readonly RefundRequest[]) => findManyById(em, Transaction, items.map((r) => r.id), { lock: true }), apply: (em, r, charges) => this.reserveRefund(em, r, charges) },
       { keyOf },
     );
     this.retries = new GroupWrite(deps.orm, { load: (em, items: readonly RetryRequest[]) => this.loadRetries(em, items), apply: (em, r, loaded) => this.reserveRetry(em, r, loaded) }, { keyOf });
@@ -132,16 +124,14 @@ export class TransactionCommands {
 
   private async loadRetries(em: EntityManager, items: readonly RetryRequest[]): Promise<RetryLoad> {
     // Charges, then subscriptions: the lock order of a retry run alone.
-    const failed = await lockTransactions(em, items.map((r) => r.id));
+    const failed = await findManyById(em, Transaction, items.map((r) => r.id), { lock: true });
     const ids = [...failed.keys()];
     const retried = ids.length
       ? new Set((await queryRows<{ id: string }>(em, `select distinct original_transaction_id as id from transactions where kind = 'Charge' and original_transaction_id = any(?::uuid[])`, [ids])).map((r) => r.id))
       : new Set<string>();
-    const subIds = [...new Set([...failed.values()].map((t) => t.subscriptionId).filter((s): s is string => s !== null))];
-    const subs = subIds.length ? await em.find(Subscription, { id: { $in: subIds } }, { orderBy: { id: 'asc' }, lockMode: LockMode.PESSIMISTIC_WRITE }) : [];
-    const merchantIds = [...new Set([...failed.values()].map((t) => t.merchantId))];
-    const merchants = merchantIds.length ? await em.find(Merchant, { id: { $in: merchantIds } }) : [];
-    return { failed, retried, subs: new Map(subs.map((s) => [s.id, s])), merchants: new Map(merchants.map((m) => [m.id, m])) };
+    const subs = await findManyById(em, Subscription, [...failed.values()].flatMap((t) => t.subscriptionId ?? []), { lock: true });
+    const merchants = await findManyById(em, Merchant, [...failed.values()].map((t) => t.merchantId));
+    return { failed, retried, subs, merchants };
   }
 
   private reserveRetry(em: EntityManager, r: RetryRequest, { failed: loaded, retried, subs, merchants }: RetryLoad): Transaction {
@@ -223,4 +213,3 @@ export class TransactionCommands {
   }
 }
 
-export { recordTransactionEvents };
