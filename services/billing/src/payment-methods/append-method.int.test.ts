@@ -165,6 +165,59 @@ describe('provider tokens', () => {
     expect(await rows(`select id from billing.outbox where type = 'payment_method.added' and data->>'id' = ?`, [stored[0]!.id])).toHaveLength(1);
   });
 
+  it('answers each add of a batch mixing good and bad ones (members read together, with their merchants) as it answers alone', async () => {
+    const a = await merchantWithMembers(4);
+    const b = await merchantWithMembers(1);
+    const live = await merchantWithMembers(1);
+    const em = orm().em.fork();
+    (await em.findOneOrFail(Merchant, { id: live.merchantId })).providerEnvironment = 'Production';
+    await em.flush();
+    // The provider knows a token on the account (merchant) it was made for only.
+    const madeFor = new Map([['tok_a0', a.merchantId], ['tok_a1', a.merchantId], ['tok_a2', a.merchantId], ['tok_b', b.merchantId], ['tok_live', live.merchantId]]);
+    const accountBound = new PaymentProviders({
+      lookupToken: async (account: string, token: string) => (madeFor.get(token) === account ? { token, ...CARD } : null),
+    } as unknown as PaymentProvider);
+    const methods = paymentMethodsGrpc(orm(), accountBound);
+    const platform = { kind: 'platform' as const, platform: {} };
+    const adds = [
+      () => fromToken(methods, a.scope, a.memberIds[0]!, ' tok_a0 '),
+      () => methods.AddPaymentMethodFromToken({ scope: platform, memberId: a.memberIds[1]!.toUpperCase(), providerToken: 'tok_a1' }),
+      () => fromToken(methods, a.scope, a.memberIds[2]!, 'tok_b'),
+      () => fromToken(methods, a.scope, a.memberIds[3]!, 'tok_unknown'),
+      () => fromToken(methods, a.scope, a.memberIds[3]!, '  '),
+      () => fromToken(methods, b.scope, a.memberIds[2]!, 'tok_a2'),
+      () => fromToken(methods, a.scope, '00000000-0000-4000-8000-000000000000', 'tok_a2'),
+      () => fromToken(methods, a.scope, 'not-a-uuid', 'tok_a2'),
+      () => fromToken(methods, live.scope, live.memberIds[0]!, 'tok_live'),
+      () => fromToken(methods, b.scope, b.memberIds[0]!, 'tok_b'),
+    ];
+    const answerOf = (o: PromiseSettledResult<Awaited<ReturnType<typeof fromToken>>>) =>
+      o.status === 'fulfilled'
+        ? { created: o.value.created, memberId: o.value.paymentMethod.memberId }
+        : { code: (o.reason as DomainError).code, message: (o.reason as DomainError).message, errors: (o.reason as DomainError).extensions?.errors };
+    const answers = (await Promise.allSettled(adds.map((add) => add()))).map(answerOf);
+    expect(answers).toEqual([
+      { created: true, memberId: a.memberIds[0] },
+      { created: true, memberId: a.memberIds[1] },
+      { code: 'validation_failed', message: expect.any(String), errors: { providerToken: ['The payment provider does not know this token.'] } },
+      { code: 'validation_failed', message: expect.any(String), errors: { providerToken: ['The payment provider does not know this token.'] } },
+      { code: 'validation_failed', message: expect.any(String), errors: { providerToken: ['Required.'] } },
+      { code: 'not_found', message: 'Member not found.', errors: undefined },
+      { code: 'not_found', message: 'Member not found.', errors: undefined },
+      { code: 'not_found', message: 'Not found.', errors: undefined },
+      { code: 'provider_unavailable', message: 'No production payment provider is configured.', errors: undefined },
+      { created: true, memberId: b.memberIds[0] },
+    ]);
+    const stored = await rows<{ member_id: string; provider_token: string }>(`select member_id, provider_token from billing.payment_methods where merchant_id = any(?::uuid[]) order by provider_token`, [`{${a.merchantId},${b.merchantId},${live.merchantId}}`]);
+    expect(stored).toEqual([
+      { member_id: a.memberIds[0], provider_token: 'tok_a0' },
+      { member_id: a.memberIds[1], provider_token: 'tok_a1' },
+      { member_id: b.memberIds[0], provider_token: 'tok_b' },
+    ]);
+    // Each refused add, made alone, is refused the same way.
+    for (const i of [2, 3, 4, 5, 6, 7, 8]) expect(answerOf((await Promise.allSettled([adds[i]!()]))[0]!)).toEqual(answers[i]);
+  });
+
   it('fails an add that meets the token index with the ORM\'s UniqueConstraintViolationException, which AddPaymentMethodFromToken answers by adding again', async () => {
     const { scope, merchantId, memberIds } = await merchantWithMembers(3);
     const holder = new pg.Client({ connectionString: url() });

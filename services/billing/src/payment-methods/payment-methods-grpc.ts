@@ -1,11 +1,11 @@
-import { LockMode, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { AddPaymentMethodRequest, DomainError, parseOrThrow } from '@billing/contracts';
 import { requireScope, type ServiceImpl } from '@billing/service-runtime';
 import { findMember } from '../members/members-grpc.js';
 import type { Member } from '../members/member.js';
-import { Merchant } from '../merchants/merchant.js';
 import { scopedTo } from '../merchant-scope.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
+import { methodFromTokenAdder } from './add-from-token.js';
 import { methodAppender } from './append-method.js';
 import { PaymentMethod, type InstrumentDetails } from './payment-method.js';
 import { byRank, rerank } from './ranking.js';
@@ -16,6 +16,7 @@ async function methodsOf(em: EntityManager, member: Member, lock = false): Promi
 
 export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders): ServiceImpl<'billing.v1.PaymentMethods'> {
   const append = methodAppender(orm);
+  const addFromToken = methodFromTokenAdder(orm, providers, append);
   return {
     AddPaymentMethod: async (req) => {
       const scope = requireScope(req.scope);
@@ -41,24 +42,7 @@ export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders): 
     },
 
     /** Validates the token with the merchant's payment provider, then stores what it stands for. */
-    AddPaymentMethodFromToken: async (req) => {
-      const scope = requireScope(req.scope);
-      const token = (req.providerToken ?? '').trim();
-      if (!token) throw DomainError.field('providerToken', 'Required.');
-      const em = orm.em.fork();
-      const member = await findMember(em, scope, req.memberId);
-      const merchant = await em.findOneOrFail(Merchant, { id: member.merchantId });
-      const instrument = await providers.forEnvironment(merchant.providerEnvironment).lookupToken(member.merchantId, token);
-      if (!instrument) throw DomainError.field('providerToken', 'The payment provider does not know this token.');
-      const { token: _token, ...details } = instrument;
-      try {
-        return await append({ scope, memberId: req.memberId, details, providerToken: token });
-      } catch (e) {
-        // A concurrent add of the same token won the unique index: answer as the repeat it is.
-        if (!(e instanceof UniqueConstraintViolationException)) throw e;
-        return append({ scope, memberId: req.memberId, details, providerToken: token });
-      }
-    },
+    AddPaymentMethodFromToken: async (req) => addFromToken({ scope: requireScope(req.scope), memberId: req.memberId, providerToken: req.providerToken ?? '' }),
 
     GetPaymentMethod: async (req) => {
       const pm = await orm.em.fork().findOne(PaymentMethod, scopedTo(requireScope(req.scope), { id: req.id }));
