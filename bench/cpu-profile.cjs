@@ -13,6 +13,9 @@ if (dir && process.argv[2] !== 'migrate') {
   session.post('Profiler.enable');
   session.post('Profiler.setSamplingInterval', { interval: 500 });
   session.post('Profiler.start');
+  // The profile's timestamps are monotonic microseconds (the clock of process.hrtime); this pair
+  // lets bench/profile-summary.mjs cut a benchmark row's wall-clock window out of it.
+  const anchor = { wallMs: Date.now(), monoUs: Number(process.hrtime.bigint() / 1000n) };
   let written = false;
   // The in-process session answers synchronously, so this works in an 'exit' handler.
   process.on('exit', () => {
@@ -21,7 +24,7 @@ if (dir && process.argv[2] !== 'migrate') {
     session.post('Profiler.stop', (err, res) => {
       if (err) return;
       fs.mkdirSync(dir, { recursive: true });
-      fs.writeFileSync(path.join(dir, `${path.basename(path.resolve(process.argv[1] ?? '.', '../..'))}-${process.pid}.cpuprofile`), JSON.stringify(res.profile));
+      fs.writeFileSync(path.join(dir, `${path.basename(path.resolve(process.argv[1] ?? '.', '../..'))}-${process.pid}.cpuprofile`), JSON.stringify({ ...res.profile, anchor }));
     });
   });
 }

@@ -42,7 +42,11 @@ export const name = 'writes';
  */
 const STALL_TRACE = process.env.BENCH_STALL_TRACE ? path.resolve(process.env.BENCH_STALL_TRACE) : undefined;
 if (STALL_TRACE) fs.mkdirSync(STALL_TRACE, { recursive: true });
-const nodeOptions = [process.env.BENCH_NODE_OPTIONS, STALL_TRACE && `-r ${path.join(path.dirname(fileURLToPath(import.meta.url)), 'stall-trace.cjs')}`].filter(Boolean).join(' ');
+/** BENCH_CPU_PROFILE=<dir> (with bench/cpu-profile.cjs preloaded): the rows' windows go there too, for bench/profile-summary.mjs. */
+const CPU_PROFILE = process.env.BENCH_CPU_PROFILE ? path.resolve(process.env.BENCH_CPU_PROFILE) : undefined;
+if (CPU_PROFILE) fs.mkdirSync(CPU_PROFILE, { recursive: true });
+const nodeOptions = [process.env.BENCH_NODE_OPTIONS, STALL_TRACE && `-r ${path.join(here, 'stall-trace.cjs')}`, CPU_PROFILE && `-r ${path.join(here, 'cpu-profile.cjs')}`].filter(Boolean).join(' ');
+
 /** BENCH_NODE_OPTIONS: NODE_OPTIONS of every service (e.g. V8 heap flags to compare). */
 // The scheduled billing run is off: the subscriptions the rows create are due at once, and a
 // run charging them during later rows would be measured as those rows' cost (the transaction
@@ -51,6 +55,7 @@ export const env = {
   BILLING_RUN_INTERVAL_MS: '0',
   ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
   ...(STALL_TRACE ? { BENCH_STALL_TRACE: STALL_TRACE } : {}),
+  ...(CPU_PROFILE ? { BENCH_CPU_PROFILE: CPU_PROFILE } : {}),
 };
 const rowWindows = [];
 
@@ -141,7 +146,7 @@ export async function run({ platform, connections = 64 }) {
     const busy = machineBefore && machineAfter ? (100 * (machineAfter.busy - machineBefore.busy)) / (machineAfter.total - machineBefore.total) : NaN;
     cpuRows.push({ name: label, cpuPerRequest, busy });
     rowWindows.push({ name: label, from, to: Date.now() });
-    if (STALL_TRACE) fs.writeFileSync(path.join(STALL_TRACE, 'rows.json'), JSON.stringify(rowWindows));
+    for (const dir of [STALL_TRACE, CPU_PROFILE].filter(Boolean)) fs.writeFileSync(path.join(dir, 'rows.json'), JSON.stringify(rowWindows));
     const procs = await watched();
     if (process.env.BENCH_WRITES_PROCESSES === '1') {
       console.log(`bench: ${label}: ${real.rps.toFixed(0)} req/s, p99 ${real.p99} ms`);

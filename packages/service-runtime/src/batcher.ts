@@ -20,8 +20,9 @@ export interface BatcherOptions<I> {
   /**
    * Items with equal keys never share a flush (a later one waits for the next batch), for
    * statements that may touch a row at most once, such as `INSERT ... ON CONFLICT DO UPDATE`.
+   * An item without a key (undefined) shares a flush with any other.
    */
-  keyOf?: (item: I) => string;
+  keyOf?: (item: I) => string | undefined;
 }
 
 interface Pending<I, O> {
@@ -83,9 +84,9 @@ export class Batcher<I, O> {
     const keys = new Set<string>();
     for (const p of this.queue) {
       const key = keyOf(p.item);
-      if (batch.length >= this.maxBatch || keys.has(key)) rest.push(p);
+      if (batch.length >= this.maxBatch || (key !== undefined && keys.has(key))) rest.push(p);
       else {
-        keys.add(key);
+        if (key !== undefined) keys.add(key);
         batch.push(p);
       }
     }

@@ -103,6 +103,26 @@ describe('subscriptions', () => {
     expect(await count(`select count(*) as n from billing.outbox where type = 'subscription.created' and data->>'memberId' = ?`, [member.id])).toBe(1);
   });
 
+  it('answers a create repeating a caller-chosen id with the subscription it made, even when repeated concurrently; the id on another member is a conflict', async () => {
+    const { merchantId, planId } = await merchantWithPlan();
+    const scope = { kind: 'merchantId', merchantId } as const;
+    const members = membersGrpc(orm);
+    const { member } = await members.CreateMember({ scope, email: 'chosen@example.com', firstName: 'C', lastName: 'H' });
+    const { member: other } = await members.CreateMember({ scope, email: 'other-chosen@example.com', firstName: 'O', lastName: 'C' });
+    const subs = subscriptionsGrpc(orm);
+    const id = randomUUID();
+    const answers = await Promise.all(Array.from({ length: 10 }, () => subs.CreateSubscription({ scope, memberId: member.id, planId, id: id.toUpperCase() })));
+    expect(new Set(answers.map((a) => a.id))).toEqual(new Set([id]));
+    expect((await subs.CreateSubscription({ scope, memberId: member.id, planId, id })).id).toBe(id);
+    expect(await count(`select count(*) as n from billing.subscriptions where member_id = ?`, [member.id])).toBe(1);
+    expect(await count(`select count(*) as n from billing.outbox where type = 'subscription.created' and data->>'id' = ?`, [id])).toBe(1);
+    expect((await codeOf(subs.CreateSubscription({ scope, memberId: other.id, planId, id }))).code).toBe('conflict');
+    const elsewhere = await merchantWithPlan();
+    const { member: stranger } = await members.CreateMember({ scope: { kind: 'merchantId', merchantId: elsewhere.merchantId }, email: 'chosen@example.com', firstName: 'C', lastName: 'H' });
+    expect((await codeOf(subs.CreateSubscription({ scope: { kind: 'merchantId', merchantId: elsewhere.merchantId }, memberId: stranger.id, planId: elsewhere.planId, id }))).code).toBe('conflict');
+    expect(await count(`select count(*) as n from billing.subscriptions where id = ?`, [id])).toBe(1);
+  });
+
   it('refuses a second live subscription at the database even when the check is bypassed', async () => {
     const { merchantId, planId } = await merchantWithPlan();
     const { member } = await membersGrpc(orm).CreateMember({ scope: { kind: 'merchantId', merchantId }, email: 'direct@example.com', firstName: 'D', lastName: 'I' });

@@ -11,6 +11,8 @@ export interface EnrolmentFacts {
   member: { id: string; merchantId: string } | null;
   plan: { id: string; merchantId: string; isActive: boolean; interval: PlanInterval; intervalCount: number; trialDays: number } | null;
   paymentMethod: { id: string; memberId: string } | null;
+  /** The subscription that already has the request's caller-chosen `id` (of any merchant), if any. */
+  existing: Subscription | null;
 }
 
 /** Enrolment inside one merchant (a merchant scope): only that merchant's rows are facts. Ids are UUIDs (checked by the caller). */
@@ -19,6 +21,8 @@ export interface EnrolmentRequest {
   memberId: string;
   planId: string;
   paymentMethodId?: string;
+  /** The caller-chosen id of the subscription (a repeat of a create finds the one it made). */
+  id?: string;
 }
 
 /** A subscription to insert with the events it records. */
@@ -28,10 +32,11 @@ export interface Enrolment {
 }
 
 /**
- * The domain's decision for one enrolment, given its facts: the subscription to insert, or a
- * DomainError thrown (which is that request's answer; it throws before deciding anything else).
+ * The domain's decision for one enrolment, given its facts: the subscription to insert, or the
+ * existing one to answer with (a repeated create, inserting nothing), or a DomainError thrown
+ * (which is that request's answer; it throws before deciding anything else).
  */
-export type EnrolmentDecision = (facts: EnrolmentFacts) => Enrolment;
+export type EnrolmentDecision = (facts: EnrolmentFacts) => Enrolment | { repeated: Subscription };
 
 interface SubmittedEnrolment {
   req: EnrolmentRequest;
@@ -43,8 +48,8 @@ interface NewSubscription extends Enrolment {
   traceContext: Record<string, string>;
 }
 
-/** How an enrolment ended: refused by the domain, or inserted, or `exists`/`mismatch` (see InsertOutcome). */
-export type EnrolmentOutcome = { ok: false; error: DomainError } | { ok: true; outcome: InsertOutcome; sub: Subscription };
+/** How an enrolment ended: refused by the domain, or answered with the subscription an earlier create made (`repeated`), or inserted, or `exists`/`mismatch` (see InsertOutcome). */
+export type EnrolmentOutcome = { ok: false; error: DomainError } | { ok: true; outcome: InsertOutcome | 'repeated'; sub: Subscription };
 
 /**
  * A state change of one subscription: `change` runs the aggregate's transition, given its plan's
@@ -132,7 +137,7 @@ export class SubscriptionStore {
    * row wins. The facts are read as committed when the batch runs (as a separate read before the
    * insert always did); only the unique index is decided at insert.
    */
-  async enrol(req: EnrolmentRequest, decide: EnrolmentDecision): Promise<{ outcome: InsertOutcome; sub: Subscription }> {
+  async enrol(req: EnrolmentRequest, decide: EnrolmentDecision): Promise<{ outcome: InsertOutcome | 'repeated'; sub: Subscription }> {
     const settled = await this.enrolments.submit({ req, decide, traceContext: injectTraceHeaders() });
     if (!settled.ok) throw settled.error;
     return settled;
@@ -267,6 +272,10 @@ export class SubscriptionStore {
     batch.forEach((e, i) => {
       try {
         const enrolment = e.decide(facts[i]!);
+        if ('repeated' in enrolment) {
+          outcomes.push({ ok: true, outcome: 'repeated', sub: enrolment.repeated });
+          return;
+        }
         decided.push({ ...enrolment, traceContext: e.traceContext });
         outcomes.push({ ok: true, outcome: 'inserted', sub: enrolment.sub });
       } catch (err) {
@@ -280,13 +289,16 @@ export class SubscriptionStore {
       for (const o of outcomes) if (o.ok) o.outcome = inserted[written.get(o.sub)!]!;
     }
     return outcomes;
-  });
+  },
+  // Two creates with one caller-chosen id never share a batch: the later one must see the row the earlier inserted.
+  { keyOf: (e) => e.req.id?.toLowerCase() },
+  );
 
   /** The facts of each request, in order: one statement for the batch. */
   private async readFacts(batch: readonly EnrolmentRequest[]): Promise<EnrolmentFacts[]> {
     const col = (f: (r: EnrolmentRequest) => string | undefined) => batch.map((r) => f(r)?.toLowerCase() ?? null);
     const scope = (alias: string) => `${alias}.merchant_id = r.merchant_id`;
-    const res = await queryPrepared<{ member: EnrolmentFacts['member']; plan: EnrolmentFacts['plan']; payment_method: EnrolmentFacts['paymentMethod'] }>(
+    const res = await queryPrepared<{ member: EnrolmentFacts['member']; plan: EnrolmentFacts['plan']; payment_method: EnrolmentFacts['paymentMethod']; existing: SubscriptionRow | null }>(
       this.orm,
       'subscription_enrolment_facts',
       `select
@@ -294,12 +306,18 @@ export class SubscriptionStore {
          (select json_build_object('id', p.id, 'merchantId', p.merchant_id, 'isActive', p.is_active, 'interval', p.billing_interval,
                                    'intervalCount', p.interval_count, 'trialDays', p.trial_days)
             from plans p where p.id = r.plan_id and ${scope('p')}) as plan,
-         (select json_build_object('id', x.id, 'memberId', x.member_id) from payment_methods x where x.id = r.payment_method_id and ${scope('x')}) as payment_method
-       from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[]) with ordinality as r(member_id, plan_id, payment_method_id, merchant_id, ord)
+         (select json_build_object('id', x.id, 'memberId', x.member_id) from payment_methods x where x.id = r.payment_method_id and ${scope('x')}) as payment_method,
+         (select to_jsonb(s) from subscriptions s where s.id = r.id) as existing
+       from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[]) with ordinality as r(member_id, plan_id, payment_method_id, merchant_id, id, ord)
        order by r.ord`,
-      [col((r) => r.memberId), col((r) => r.planId), col((r) => r.paymentMethodId), col((r) => r.merchantId)],
+      [col((r) => r.memberId), col((r) => r.planId), col((r) => r.paymentMethodId), col((r) => r.merchantId), col((r) => r.id)],
     );
-    return res.rows.map((row, i) => ({ member: row.member, plan: row.plan, paymentMethod: batch[i]!.paymentMethodId ? row.payment_method : null }));
+    return res.rows.map((row, i) => ({
+      member: row.member,
+      plan: row.plan,
+      paymentMethod: batch[i]!.paymentMethodId ? row.payment_method : null,
+      existing: row.existing ? subscriptionOfRow(row.existing) : null,
+    }));
   }
 
   /** Inserts the subscriptions with their outbox events: one statement; an outcome per row, in order. */

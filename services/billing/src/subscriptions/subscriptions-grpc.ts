@@ -32,12 +32,11 @@ function alreadyExists(existing: Subscription): DomainError {
 }
 
 /**
- * The subscription an earlier create with the same caller-chosen id made, or null. The same id
- * naming another merchant's, member's or plan's subscription is a conflict, never a match.
+ * The answer to a create whose caller-chosen id is taken: the subscription an earlier create with
+ * that id made. The same id naming another merchant's, member's or plan's subscription is a
+ * conflict, never a match.
  */
-async function repeatedCreate(em: EntityManager, req: { merchantId: string; memberId: string; planId: string; id: string }): Promise<Subscription | null> {
-  const existing = await em.findOne(Subscription, { id: req.id.toLowerCase() });
-  if (!existing) return null;
+function repeatedCreate(existing: Subscription, req: { merchantId: string; memberId: string; planId: string }): Subscription {
   const same = existing.merchantId === req.merchantId.toLowerCase() && existing.memberId === req.memberId.toLowerCase() && existing.planId === req.planId.toLowerCase();
   if (!same) throw new DomainError('conflict', 'A different subscription already has this id.');
   return existing;
@@ -57,15 +56,13 @@ export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscr
     CreateSubscription: async (req) => {
       const merchantId = requireMerchantScope(req.scope);
       const startDate = parseInstant('startDate', req.startDate);
-      if (req.id !== undefined) {
-        if (!isUuidText(req.id)) throw DomainError.field('id', 'Must be a uuid.');
-        const repeat = await repeatedCreate(orm.em.fork(), { merchantId, memberId: req.memberId, planId: req.planId, id: req.id });
-        if (repeat) return repeat.toMessage();
-      }
+      if (req.id !== undefined && !isUuidText(req.id)) throw DomainError.field('id', 'Must be a uuid.');
       for (const [field, id] of [['memberId', req.memberId], ['planId', req.planId], ['paymentMethodId', req.paymentMethodId]] as const) {
         if (id !== undefined && !isUuidText(id)) throw new DomainError('not_found', `${field === 'memberId' ? 'Member' : field === 'planId' ? 'Plan' : 'Payment method'} not found.`);
       }
-      const { outcome, sub } = await store.enrol({ merchantId, memberId: req.memberId, planId: req.planId, paymentMethodId: req.paymentMethodId }, ({ member, plan, paymentMethod }) => {
+      const request = { merchantId, memberId: req.memberId, planId: req.planId, paymentMethodId: req.paymentMethodId, id: req.id };
+      const { outcome, sub } = await store.enrol(request, ({ member, plan, paymentMethod, existing }) => {
+        if (existing) return { repeated: repeatedCreate(existing, request) };
         if (!member) throw new DomainError('not_found', 'Member not found.');
         if (!plan) throw new DomainError('not_found', 'Plan not found.');
         if (req.paymentMethodId) {
@@ -77,10 +74,12 @@ export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscr
         if (req.id) started.id = req.id.toLowerCase();
         return { sub: started, events: started.pullEvents().map((type) => ({ type, data: started.toView() })) };
       });
-      if (outcome === 'inserted') return sub.toMessage();
+      if (outcome === 'inserted' || outcome === 'repeated') return sub.toMessage();
       if (outcome === 'mismatch') throw new DomainError('internal', 'outbox insert mismatch');
       const winner = await liveSubscriptionOf(orm.em.fork(), sub.memberId, sub.planId);
       if (!winner) throw new DomainError('conflict', 'The subscription could not be created; retry.');
+      // A concurrent create with the same caller-chosen id won: this one repeats it.
+      if (request.id !== undefined && winner.id === request.id.toLowerCase()) return repeatedCreate(winner, request).toMessage();
       throw alreadyExists(winner);
     },
 

@@ -1,12 +1,11 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
-import { DomainError, type FieldErrors } from '@billing/contracts';
-import { queryRows, recordEvent, scopeOfMerchant, type Logger } from '@billing/service-runtime';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { DomainError, isUuidText, type FieldErrors } from '@billing/contracts';
+import { insertOutboxSql, queryPrepared, scopeOfMerchant, toOutboxJsonRow, type Logger } from '@billing/service-runtime';
+import { injectTraceHeaders } from '@billing/telemetry';
 import type { CompletionResult__Output as CompletionResult } from '@billing/proto-types/checkout/v1/CompletionResult';
 import type { CheckoutBackends } from '../backends.js';
-import { BankToken } from '../sessions/bank-token.js';
-import { CheckoutSession } from '../sessions/session.js';
-import { findSession } from '../sessions/sessions.js';
+import { CheckoutSession, type SessionStatus } from '../sessions/session.js';
 
 export type CompletionStep = 'after-customer' | 'after-member' | 'after-payment-method' | 'after-subscription';
 
@@ -17,16 +16,50 @@ export interface CompletionOptions {
   logger: Logger;
 }
 
-const completed = (s: CheckoutSession): CompletionResult => ({ status: 'Completed', returnUrl: s.returnUrl, failureKind: '' });
-const failed = (s: CheckoutSession, kind: 'invalid_token' | 'subscription_exists', reason: string): CompletionResult => ({ status: 'Failed', returnUrl: s.returnUrl, failureReason: reason, failureKind: kind });
+/** What a completion attempt reads of its session when it starts. */
+interface TakenSession {
+  id: string;
+  merchantId: string;
+  planId: string;
+  subscriptionId: string;
+  returnUrl: string;
+  email: string | null;
+  firstName: string | null;
+  lastName: string | null;
+  phone: string | null;
+  status: SessionStatus;
+  /** The provider token was captured for this session. */
+  tokenCaptured: boolean;
+  /** This attempt holds the session's completion lease. */
+  leased: boolean;
+}
+
+interface TakenSessionRow {
+  id: string;
+  merchant_id: string;
+  plan_id: string;
+  subscription_id: string;
+  return_url: string;
+  email: string | null;
+  first_name: string | null;
+  last_name: string | null;
+  phone: string | null;
+  status: SessionStatus;
+  token_captured: boolean;
+  leased: boolean;
+}
+
+const completed = (s: { returnUrl: string }): CompletionResult => ({ status: 'Completed', returnUrl: s.returnUrl, failureKind: '' });
+const failed = (s: { returnUrl: string }, kind: 'invalid_token' | 'subscription_exists', reason: string): CompletionResult => ({ status: 'Failed', returnUrl: s.returnUrl, failureReason: reason, failureKind: kind });
 
 /**
  * Completes a checkout session: one business operation across identity and billing. Each step
  * is repeatable and keyed by what the session already fixes (the email, the token, the
  * subscription id chosen at session creation), so an attempt that died half way is finished by
  * the next one, which converges on the same account, member, payment method and subscription.
- * The session becomes Completed and `checkout.completed` is written to the outbox in one
- * transaction, under the row lock, once.
+ * The session becomes Completed and `checkout.completed` is written to the outbox by one
+ * statement, once. An attempt costs checkout two statements (take the lease, complete) besides
+ * the four calls to identity and billing.
  */
 export class SessionCompletion {
   constructor(
@@ -36,27 +69,70 @@ export class SessionCompletion {
   ) {}
 
   async complete(merchantId: string, sessionId: string, providerToken: string): Promise<CompletionResult> {
-    const em = this.orm.em.fork();
-    const session = await findSession(em, merchantId, sessionId);
-    if (session.isCompleted()) return completed(session);
-    const token = providerToken ? await em.findOne(BankToken, { token: providerToken }) : null;
-    if (!token || token.sessionId !== session.id) return failed(session, 'invalid_token', 'The provider token is unknown or was not captured for this checkout session.');
+    const session = isUuidText(sessionId) ? await this.take(merchantId, sessionId.toLowerCase(), providerToken) : undefined;
+    if (!session) throw new DomainError('not_found', 'Checkout session not found.');
+    if (session.status === 'Completed') return completed(session);
+    if (!session.tokenCaptured) return failed(session, 'invalid_token', 'The provider token is unknown or was not captured for this checkout session.');
     const missing: FieldErrors = {};
     for (const f of ['email', 'firstName', 'lastName'] as const) if (!session[f]) missing[f] = ['Required before completing: send it with PATCH /api/Checkout/sessions/me/customer.'];
     if (Object.keys(missing).length) throw DomainError.validation(missing);
 
-    if (!(await this.lease(session.id))) {
+    if (!session.leased) {
       const now = await this.orm.em.fork().findOneOrFail(CheckoutSession, { id: session.id });
       return now.isCompleted() ? completed(now) : { status: 'Pending', failureKind: '' };
     }
+    let finished = false;
     try {
-      return await this.provision(session, providerToken);
+      const result = await this.provision(session, providerToken);
+      finished = result.status === 'Completed';
+      return result;
     } finally {
-      await this.release(session.id);
+      // A completed session's lease was cleared by the statement that completed it.
+      if (!finished) await this.release(session.id);
     }
   }
 
-  private async provision(s: CheckoutSession, providerToken: string): Promise<CompletionResult> {
+  /**
+   * One statement: the session of the merchant, whether `providerToken` was captured for it, and
+   * its lease for this attempt, taken when it is open, complete enough and not held by another
+   * attempt (an atomic UPDATE decides between concurrent attempts: no read-then-write race).
+   * Undefined when the merchant has no such session.
+   */
+  private async take(merchantId: string, sessionId: string, providerToken: string): Promise<TakenSession | undefined> {
+    const { rows } = await queryPrepared<TakenSessionRow>(
+      this.orm,
+      'checkout_completion_take',
+      `with leased as (
+         update sessions u set completion_lease_until = now() + make_interval(secs => $4), updated_at = now()
+          where u.id = $1 and u.merchant_id = $2 and u.status = 'Open'
+            and (u.completion_lease_until is null or u.completion_lease_until < now())
+            and coalesce(u.email, '') <> '' and coalesce(u.first_name, '') <> '' and coalesce(u.last_name, '') <> ''
+            and exists (select 1 from bank_tokens t where t.token = $3 and t.session_id = u.id)
+         returning u.id)
+       select s.id, s.merchant_id, s.plan_id, s.subscription_id, s.return_url, s.email, s.first_name, s.last_name, s.phone, s.status,
+              exists (select 1 from bank_tokens t where t.token = $3 and t.session_id = s.id) as token_captured,
+              exists (select 1 from leased) as leased
+         from sessions s where s.id = $1 and s.merchant_id = $2`,
+      [sessionId, merchantId, providerToken, this.opts.leaseSeconds],
+    );
+    const r = rows[0];
+    return r && {
+      id: r.id,
+      merchantId: r.merchant_id,
+      planId: r.plan_id,
+      subscriptionId: r.subscription_id,
+      returnUrl: r.return_url,
+      email: r.email,
+      firstName: r.first_name,
+      lastName: r.last_name,
+      phone: r.phone,
+      status: r.status,
+      tokenCaptured: r.token_captured,
+      leased: r.leased,
+    };
+  }
+
+  private async provision(s: TakenSession, providerToken: string): Promise<CompletionResult> {
     const customer = { email: s.email!, firstName: s.firstName!, lastName: s.lastName!, phone: s.phone ?? undefined };
     const account = await this.backends.customers.EnsureCustomerAccount(customer);
     this.fault('after-customer');
@@ -81,45 +157,44 @@ export class SessionCompletion {
     }
     this.fault('after-subscription');
 
-    return this.orm.em.fork().transactional(async (em) => {
-      const session = await em.findOneOrFail(CheckoutSession, { id: s.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-      if (session.isCompleted()) return completed(session);
-      session.complete({ customerAccountId: account.id, memberId: member!.id, paymentMethodId });
-      recordEvent(em, {
-        type: 'checkout.completed',
-        merchantId: session.merchantId,
-        data: {
-          sessionId: session.id,
-          memberId: member!.id,
-          paymentMethodId,
-          subscriptionId,
-          planId: session.planId,
-          customerAccountId: account.id,
-          email: session.email,
-          firstName: session.firstName,
-          lastName: session.lastName,
-          completedAt: session.completedAt!.toISOString(),
-        },
-      });
-      return completed(session);
+    // One statement: the session becomes Completed (its lease cleared) and `checkout.completed`
+    // is inserted only when this statement is the one that completed it, so exactly once.
+    const completedAt = new Date();
+    const event = toOutboxJsonRow(0, {
+      type: 'checkout.completed',
+      merchantId: s.merchantId,
+      occurredAt: completedAt,
+      traceContext: injectTraceHeaders(),
+      data: {
+        sessionId: s.id,
+        memberId: member!.id,
+        paymentMethodId,
+        subscriptionId,
+        planId: s.planId,
+        customerAccountId: account.id,
+        email: s.email,
+        firstName: s.firstName,
+        lastName: s.lastName,
+        completedAt: completedAt.toISOString(),
+      },
     });
-  }
-
-  /** Takes the session for one completion attempt; false while another attempt holds it. */
-  private async lease(sessionId: string): Promise<boolean> {
-    // One atomic UPDATE … RETURNING decides between concurrent attempts (no read-then-write race).
-    const rows = await queryRows(
-      this.orm.em.fork(),
-      `update sessions set completion_lease_until = now() + make_interval(secs => ?), updated_at = now()
-        where id = ? and status = 'Open' and (completion_lease_until is null or completion_lease_until < now())
-        returning id`,
-      [this.opts.leaseSeconds, sessionId],
+    await queryPrepared(
+      this.orm,
+      'checkout_completion_finish',
+      `with done as (
+         update sessions set status = 'Completed', completion_lease_until = null, customer_account_id = $2, member_id = $3,
+                payment_method_id = $4, completed_at = $5, updated_at = $5
+          where id = $1 and status = 'Open'
+          returning id)
+       ${insertOutboxSql('$6', { column: 'session_id', written: 'done' })}`,
+      [s.id, account.id, member!.id, paymentMethodId, completedAt, JSON.stringify([{ ...event, session_id: s.id }])],
     );
-    return rows.length === 1;
+    // Completed by this statement or, when an attempt whose lease outlived it got there first, before it.
+    return completed(s);
   }
 
   private async release(sessionId: string): Promise<void> {
-    await this.orm.em.fork().getConnection().execute(`update sessions set completion_lease_until = null where id = ? and status = 'Open'`, [sessionId]);
+    await queryPrepared(this.orm, 'checkout_completion_release', `update sessions set completion_lease_until = null where id = $1 and status = 'Open'`, [sessionId]);
   }
 
   private fault(step: CompletionStep): void {

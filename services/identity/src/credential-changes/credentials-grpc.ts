@@ -1,4 +1,4 @@
-import type { ServiceImpl } from '@billing/service-runtime';
+import { queryPrepared, type ServiceImpl } from '@billing/service-runtime';
 import { IsolationLevel, type MikroORM } from '@mikro-orm/postgresql';
 import type { TokenIssuer } from '../signing-keys/token-issuer.js';
 import { DomainError } from '@billing/contracts';
@@ -45,6 +45,11 @@ const PAGE = 1000;
  * retries at its next poll, from the same cursor): delayed, never skipped.
  */
 async function readCommittedChanges(orm: MikroORM, after: string): Promise<CredentialChange[]> {
+  // Nearly every poll finds nothing. An empty answer leaves the reader's cursor where it was, so
+  // it cannot skip anything and needs no lock: one plain read decides it (the gateway polls
+  // several times a second, and the locked read was a transaction of five statements).
+  const { rows } = await queryPrepared(orm, 'credential_changes_any_after', 'select 1 from credential_changes where cursor > $1 limit 1', [after]);
+  if (rows.length === 0) return [];
   const table = `"${orm.config.get('schema')}"."credential_changes"`;
   try {
     return await orm.em.fork().transactional(
