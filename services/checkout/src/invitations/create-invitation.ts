@@ -3,6 +3,7 @@ import { CreateInvitationRequest, DomainError, parseOrThrow } from '@billing/con
 import { Batcher, queryPrepared, scopeOfMerchant, type CallScope, type DeliveryChannels, type Logger } from '@billing/service-runtime';
 import type { CheckoutBackends } from '../backends.js';
 import { Invitation } from './invitation.js';
+import { rowOfInvitation } from './invitation-row.js';
 import { invitationEmail, invitationSms, onboardingLink } from './invitation-messages.js';
 import type { MerchantNames } from './merchant-names.js';
 
@@ -35,32 +36,10 @@ export function invitationInserts(orm: MikroORM): Batcher<Invitation, void> {
          from jsonb_to_recordset($1::jsonb) as i(id uuid, merchant_id uuid, token_hash text, first_name text, last_name text, email text, phone text,
               expires_at timestamptz, created_at timestamptz, account_id uuid, accepted_at timestamptz, completed_at timestamptz, revoked_at timestamptz,
               member_id uuid, subscription_id uuid)`,
-      [JSON.stringify(invitations.map(invitationRow))],
+      [JSON.stringify(invitations.map(rowOfInvitation))],
     );
     return invitations.map(() => undefined);
   });
-}
-
-/** An invitation as a row of `invitations` (instants in ISO 8601, which keeps their milliseconds). */
-function invitationRow(i: Invitation) {
-  const iso = (d: Date | null) => d?.toISOString() ?? null;
-  return {
-    id: i.id,
-    merchant_id: i.merchantId,
-    token_hash: i.tokenHash,
-    first_name: i.firstName,
-    last_name: i.lastName,
-    email: i.email,
-    phone: i.phone,
-    expires_at: i.expiresAt.toISOString(),
-    created_at: i.createdAt.toISOString(),
-    account_id: i.accountId,
-    accepted_at: iso(i.acceptedAt),
-    completed_at: iso(i.completedAt),
-    revoked_at: iso(i.revokedAt),
-    member_id: i.memberId,
-    subscription_id: i.subscriptionId,
-  };
 }
 
 /** The merchant's name, or merchant_not_found carrying the outcome `MerchantNotFound`. */

@@ -1,10 +1,11 @@
 import { DomainError, type FieldErrors, type OnboardingCompletedEvent } from '@billing/contracts';
-import { recordEvent, scopeOfMerchant } from '@billing/service-runtime';
+import { scopeOfMerchant, transactPrepared } from '@billing/service-runtime';
 import type { CheckoutBackends } from '../backends.js';
 import type { Invitation } from '../invitations/invitation.js';
 import { validateAnswers } from './answer-validation.js';
 import type { Onboarding, OnboardingPaymentMethod } from './onboarding.js';
-import { findOwnOnboarding, type WizardDeps } from './wizard.js';
+import { lockWizard, markCompletionStarted, readWizard, recordCompletion } from './completion-store.js';
+import type { WizardDeps } from './wizard.js';
 
 export interface OnboardingIds {
   memberId: string;
@@ -14,36 +15,39 @@ export interface OnboardingIds {
 
 /**
  * Finishes a wizard: final validation, then the member, payment method, subscription and answers
- * in billing, then the invitation is completed and `onboarding.completed` recorded in the same
- * transaction (so exactly once). The whole run holds the wizard's row lock, so concurrent calls
- * queue and the later ones answer the ids of the first. Every billing step converges on what an
- * earlier, interrupted run made: the member is unique by email, the payment method is found by
- * its tokenisation result, and a live subscription to the plan created since the completion
- * started is adopted.
+ * in billing, then the invitation is completed and `onboarding.completed` recorded in one
+ * statement (so exactly once). The billing calls and that statement run in a transaction holding
+ * the wizard's row lock, so concurrent calls queue and the later ones answer the ids of the first.
+ * Every billing step converges on what an earlier, interrupted run made: the member is unique by
+ * email, the payment method is found by its tokenisation result, and a live subscription to the
+ * plan created since the completion started is adopted.
+ *
+ * Validation asks billing for the plan and its questions once, before the lock: under it, the
+ * wizard as locked is checked against that answer again (asking anew only if its plan changed
+ * meanwhile). Billing can change the plan during the calls either way; CreateSubscription refuses
+ * an inactive one.
  */
 export async function completeOnboarding(deps: WizardDeps, ref: { accountId: string; invitationId: string }): Promise<OnboardingIds> {
-  const done = await deps.orm.em.fork().transactional(async (em) => {
-    const { invitation, onboarding } = await findOwnOnboarding(em, ref, { lock: true });
-    if (completedIds(onboarding)) return completedIds(onboarding);
-    await validateForCompletion(deps.backends, invitation, onboarding);
-    // Committed before the first billing call, so a re-run after an interruption knows what it made.
-    onboarding.completionStartedAt ??= new Date();
-    return undefined;
-  });
+  const read = await readWizard(deps.orm, ref);
+  const done = completedIds(read.onboarding);
   if (done) return done;
+  const emailLookup = memberEmail(deps.backends, read.invitation, read.onboarding);
+  // Awaited after validation, whose refusal is the answer when both fail.
+  emailLookup.catch(() => undefined);
+  const checked = await planCheckOf(deps.backends, read.invitation.merchantId, read.onboarding.planId);
+  assertCompletable(read.invitation, read.onboarding, checked);
+  if (!read.onboarding.completionStartedAt) await markCompletionStarted(deps.orm, read.invitation.id, new Date());
 
-  return deps.orm.em.fork().transactional(async (em) => {
-    const { invitation, onboarding } = await findOwnOnboarding(em, ref, { lock: true });
+  return transactPrepared(deps.orm, async (query) => {
+    const { invitation, onboarding } = await lockWizard(query, ref);
     const finished = completedIds(onboarding);
     if (finished) return finished;
-    const { plan } = await validateForCompletion(deps.backends, invitation, onboarding);
-    const ids = await provisionInBilling(deps.backends, invitation, onboarding);
-    const now = new Date();
-    Object.assign(onboarding, ids, { completedAt: now });
-    onboarding.touch(now);
-    invitation.complete(ids, now);
-    const data: OnboardingCompletedEvent = { invitationId: invitation.id, customerAccountId: onboarding.accountId, ...ids, planId: plan.id, email: await memberEmail(deps.backends, invitation, onboarding) };
-    recordEvent(em, { type: 'onboarding.completed', merchantId: invitation.merchantId, data, occurredAt: now });
+    const check = onboarding.planId === checked?.planId ? checked : await planCheckOf(deps.backends, invitation.merchantId, onboarding.planId);
+    const plan = assertCompletable(invitation, onboarding, check);
+    const email = await emailLookup;
+    const ids = await provisionInBilling(deps.backends, invitation, onboarding, email);
+    const data: OnboardingCompletedEvent = { invitationId: invitation.id, customerAccountId: onboarding.accountId, ...ids, planId: plan.id, email };
+    await recordCompletion(query, { invitation, data, now: new Date() });
     return ids;
   });
 }
@@ -52,28 +56,39 @@ function completedIds(o: Onboarding): OnboardingIds | undefined {
   return o.completedAt && o.memberId && o.paymentMethodId && o.subscriptionId ? { memberId: o.memberId, paymentMethodId: o.paymentMethodId, subscriptionId: o.subscriptionId } : undefined;
 }
 
-/** Everything the wizard needs before billing is touched; validation_failed names each gap. */
-async function validateForCompletion(backends: CheckoutBackends, invitation: Invitation, onboarding: Onboarding) {
+type Plan = Awaited<ReturnType<CheckoutBackends['plans']['GetPlan']>>;
+type Question = Awaited<ReturnType<CheckoutBackends['questions']['ListQuestions']>>['items'][number];
+
+/** Billing's answer about a wizard's chosen plan: the plan (null: gone) and, when it is offered, its product's questions. */
+interface PlanCheck {
+  planId: string;
+  plan: Plan | null;
+  questions: Question[];
+}
+
+async function planCheckOf(backends: CheckoutBackends, merchantId: string, planId: string | null): Promise<PlanCheck | undefined> {
+  if (!planId) return undefined;
+  const plan = await backends.plans.GetPlan({ scope: scopeOfMerchant(merchantId), id: planId }).catch((e: unknown) => {
+    if (e instanceof DomainError && e.code === 'not_found') return null;
+    throw e;
+  });
+  const questions = plan?.isActive ? (await backends.questions.ListQuestions({ scope: scopeOfMerchant(merchantId), productId: plan.productId })).items : [];
+  return { planId, plan, questions };
+}
+
+/** Everything the wizard needs before billing is touched, or validation_failed naming each gap; answers the plan. */
+function assertCompletable(invitation: Invitation, onboarding: Onboarding, check: PlanCheck | undefined): Plan {
   invitation.assertUsable();
   const errors: FieldErrors = {};
   if (!onboarding.details) errors.details = ['Personal details are missing.'];
   if (!onboarding.paymentMethod) errors.paymentMethod = ['A payment method is missing.'];
-  let plan: Awaited<ReturnType<CheckoutBackends['plans']['GetPlan']>> | null = null;
-  if (!onboarding.planId) errors.planId = ['Choose a plan.'];
-  else {
-    plan = await backends.plans.GetPlan({ scope: scopeOfMerchant(invitation.merchantId), id: onboarding.planId }).catch((e: unknown) => {
-      if (e instanceof DomainError && e.code === 'not_found') return null;
-      throw e;
-    });
-    if (!plan) errors.planId = ['The chosen plan no longer exists.'];
-    else if (!plan.isActive) errors.planId = ['The chosen plan is no longer offered; choose another.'];
-    else {
-      const questions = (await backends.questions.ListQuestions({ scope: scopeOfMerchant(invitation.merchantId), productId: plan.productId })).items;
-      Object.assign(errors, validateAnswers(questions, onboarding.answers ?? []));
-    }
-  }
+  const plan = check?.plan;
+  if (!check) errors.planId = ['Choose a plan.'];
+  else if (!plan) errors.planId = ['The chosen plan no longer exists.'];
+  else if (!plan.isActive) errors.planId = ['The chosen plan is no longer offered; choose another.'];
+  else Object.assign(errors, validateAnswers(check.questions, onboarding.answers ?? []));
   if (Object.keys(errors).length || !plan) throw DomainError.validation(errors, 'The onboarding is not complete; see errors.');
-  return { plan };
+  return plan;
 }
 
 async function memberEmail(backends: CheckoutBackends, invitation: Invitation, onboarding: Onboarding): Promise<string> {
@@ -81,18 +96,18 @@ async function memberEmail(backends: CheckoutBackends, invitation: Invitation, o
   return (await backends.customers.GetCustomerAccount({ id: onboarding.accountId })).email;
 }
 
-async function provisionInBilling(backends: CheckoutBackends, invitation: Invitation, onboarding: Onboarding): Promise<OnboardingIds> {
+async function provisionInBilling(backends: CheckoutBackends, invitation: Invitation, onboarding: Onboarding, email: string): Promise<OnboardingIds> {
   const merchantId = invitation.merchantId;
   const details = onboarding.details!;
-  const { member } = await backends.members.CreateMember({
+  const { member, created } = await backends.members.CreateMember({
     scope: scopeOfMerchant(merchantId),
-    email: await memberEmail(backends, invitation, onboarding),
+    email,
     firstName: details.firstName,
     lastName: details.lastName,
     phone: details.phone ?? undefined,
   });
   const memberId = member!.id;
-  const paymentMethodId = await ensurePaymentMethod(backends, merchantId, memberId, onboarding.paymentMethod!);
+  const paymentMethodId = await ensurePaymentMethod(backends, { merchantId, memberId, newMember: created }, onboarding.paymentMethod!);
   const subscriptionId = await ensureSubscription(backends, { merchantId, memberId, planId: onboarding.planId!, paymentMethodId, since: onboarding.completionStartedAt! });
   await backends.answers.SaveMemberAnswers({
     scope: scopeOfMerchant(merchantId),
@@ -112,10 +127,19 @@ const sameInstrument = (pm: OnboardingPaymentMethod, m: { type: string; brand?: 
   (m.accountName ?? null) === pm.accountName &&
   (m.bsb ?? null) === pm.bsb;
 
-/** The member's method with this tokenisation result, added when it has none. */
-async function ensurePaymentMethod(backends: CheckoutBackends, merchantId: string, memberId: string, pm: OnboardingPaymentMethod): Promise<string> {
-  const existing = (await backends.paymentMethods.ListPaymentMethods({ scope: scopeOfMerchant(merchantId), memberId })).items.find((m) => sameInstrument(pm, m));
-  if (existing) return existing.id;
+/**
+ * The member's method with this tokenisation result, added when it has none. A member that this
+ * run's CreateMember created (`newMember`) has no methods to list: every run creates the member
+ * before it adds a method, so no earlier run (interrupted, or failed while this one queued for the
+ * lock) can have added one. Whether this run is the first is no such proof: a run that failed
+ * while this one queued may have added a method and left no trace in the wizard.
+ */
+async function ensurePaymentMethod(backends: CheckoutBackends, member: { merchantId: string; memberId: string; newMember: boolean }, pm: OnboardingPaymentMethod): Promise<string> {
+  const { merchantId, memberId } = member;
+  if (!member.newMember) {
+    const existing = (await backends.paymentMethods.ListPaymentMethods({ scope: scopeOfMerchant(merchantId), memberId })).items.find((m) => sameInstrument(pm, m));
+    if (existing) return existing.id;
+  }
   const added = await backends.paymentMethods.AddPaymentMethod({
     scope: scopeOfMerchant(merchantId),
     memberId,

@@ -19,6 +19,16 @@ export async function findByToken(em: EntityManager, token: string, opts: { lock
 }
 
 /**
+ * The key of the wizard `ref` names (lower case), and the error for one that is not the caller's;
+ * an id that is no UUID is not_found at once.
+ */
+export function ownOnboardingKey(ref: { accountId: string; invitationId: string }) {
+  const notFound = () => new DomainError('not_found', 'Onboarding not found.');
+  if (!isUuidText(ref.invitationId) || !isUuidText(ref.accountId)) throw notFound();
+  return { key: { invitationId: ref.invitationId.toLowerCase(), accountId: ref.accountId.toLowerCase() }, notFound };
+}
+
+/**
  * The invitation and wizard of `invitationId` when `accountId` accepted it; any other (unknown,
  * not accepted, accepted by another customer) is not_found, alike.
  */
@@ -27,13 +37,11 @@ export async function findOwnOnboarding(
   ref: { accountId: string; invitationId: string },
   opts: { lock?: boolean } = {},
 ): Promise<{ invitation: Invitation; onboarding: Onboarding }> {
-  const notFound = () => new DomainError('not_found', 'Onboarding not found.');
-  if (!isUuidText(ref.invitationId)) throw notFound();
-  const invitationId = ref.invitationId.toLowerCase();
+  const { key, notFound } = ownOnboardingKey(ref);
   const lock = opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {};
-  const onboarding = await em.findOne(Onboarding, { invitationId, accountId: ref.accountId.toLowerCase() }, lock);
+  const onboarding = await em.findOne(Onboarding, key, lock);
   if (!onboarding) throw notFound();
-  const invitation = await em.findOneOrFail(Invitation, { id: invitationId });
+  const invitation = await em.findOneOrFail(Invitation, { id: key.invitationId });
   return { invitation, onboarding };
 }
 

@@ -1,0 +1,230 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { DomainError } from '@billing/contracts';
+import { openDatabase } from '@billing/service-runtime';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
+import { ENTITIES } from '../app.js';
+import type { CheckoutBackends } from '../backends.js';
+import { Invitation } from '../invitations/invitation.js';
+import { MIGRATIONS } from '../migrations/index.js';
+import { completeOnboarding } from './complete-onboarding.js';
+import { readWizard } from './completion-store.js';
+import { Onboarding } from './onboarding.js';
+import { findOwnOnboarding } from './wizard.js';
+
+// Completing wizards against a real Postgres database of its own, with billing and identity faked
+// by an in-memory billing that keeps what each call made: the exactly-once event, convergence
+// after a run that died half way, and concurrent calls answering the first's ids.
+
+const { orm, rows } = useMigratedDatabase({
+  open: (url) => openDatabase({ url, schema: 'checkout', entities: ENTITIES }),
+  schema: 'checkout',
+  migrations: MIGRATIONS,
+});
+
+const QUESTION = { id: randomUUID(), text: 'Goal?', kind: 'Text', required: true, order: 1, options: [] };
+
+type BillingCall = 'CreateMember' | 'ListPaymentMethods' | 'AddPaymentMethod' | 'CreateSubscription' | 'SaveMemberAnswers';
+
+/**
+ * Billing as far as completion uses it, in memory. `dieAfter(call)` makes the next such call take
+ * its effect and then fail, as a run whose process died once billing had made it.
+ */
+function fakeBilling(plan: { id: string; productId: string }) {
+  const members = new Map<string, string>();
+  const methods: { id: string; memberId: string; type: string; brand?: string; last4: string; expiryMonth?: number; expiryYear?: number }[] = [];
+  const subscriptions: { id: string; memberId: string; planId: string; createdAt: string }[] = [];
+  const answers = new Map<string, unknown>();
+  const dying = new Set<BillingCall>();
+  let beforePlanRead: (() => Promise<void>) | undefined;
+  const made = <T>(call: BillingCall, result: T): T => {
+    if (dying.delete(call)) throw new Error(`died after ${call}`);
+    return result;
+  };
+  const backends = {
+    plans: {
+      GetPlan: async (req: { id: string }) => {
+        const before = beforePlanRead;
+        beforePlanRead = undefined;
+        await before?.();
+        if (req.id !== plan.id) throw new DomainError('not_found', 'Plan not found.');
+        return { id: plan.id, productId: plan.productId, isActive: true };
+      },
+    },
+    questions: { ListQuestions: async () => ({ items: [QUESTION] }) },
+    customers: { GetCustomerAccount: async () => ({ email: 'from-identity@example.com' }) },
+    members: {
+      CreateMember: async (req: { email: string }) => {
+        const existing = members.get(req.email);
+        const id = existing ?? randomUUID();
+        members.set(req.email, id);
+        return made('CreateMember', { member: { id }, created: !existing });
+      },
+    },
+    paymentMethods: {
+      ListPaymentMethods: async (req: { memberId: string }) => made('ListPaymentMethods', { items: methods.filter((m) => m.memberId === req.memberId) }),
+      AddPaymentMethod: async (req: { memberId: string; type: string; brand?: string; last4: string; expiryMonth?: number; expiryYear?: number }) => {
+        const pm = { id: randomUUID(), memberId: req.memberId, type: req.type, brand: req.brand, last4: req.last4, expiryMonth: req.expiryMonth, expiryYear: req.expiryYear };
+        methods.push(pm);
+        return made('AddPaymentMethod', { paymentMethod: { id: pm.id } });
+      },
+    },
+    subscriptions: {
+      CreateSubscription: async (req: { memberId: string; planId: string }) => {
+        const live = subscriptions.find((s) => s.memberId === req.memberId && s.planId === req.planId);
+        if (live) throw new DomainError('subscription_exists', 'A live subscription already exists.', { existingSubscriptionId: live.id });
+        const sub = { id: randomUUID(), memberId: req.memberId, planId: req.planId, createdAt: new Date().toISOString() };
+        subscriptions.push(sub);
+        return made('CreateSubscription', { id: sub.id });
+      },
+      GetSubscription: async (req: { id: string }) => subscriptions.find((s) => s.id === req.id)!,
+    },
+    answers: {
+      SaveMemberAnswers: async (req: { memberId: string; answers: unknown }) => {
+        answers.set(req.memberId, req.answers);
+        return made('SaveMemberAnswers', {});
+      },
+    },
+  } as unknown as CheckoutBackends;
+  return {
+    backends,
+    members,
+    methods,
+    subscriptions,
+    answers,
+    dieAfter: (call: BillingCall) => void dying.add(call),
+    /** Runs `fn` when the next GetPlan arrives, before answering it: what happens while a run validates. */
+    whileValidating: (fn: () => Promise<void>) => void (beforePlanRead = fn),
+  };
+}
+
+/** An accepted invitation whose wizard is filled in and ready to complete, and a billing to complete it in. */
+async function readyWizard(opts: { email?: string | null } = {}) {
+  const plan = { id: randomUUID(), productId: randomUUID() };
+  const accountId = randomUUID();
+  const { invitation } = Invitation.issue({ merchantId: randomUUID(), firstName: 'Ada', lastName: 'Lovelace', email: opts.email === undefined ? 'ada@example.com' : opts.email, phone: null, expiresInDays: 7 });
+  invitation.accept(accountId);
+  const onboarding = Object.assign(Onboarding.start(invitation.id, accountId), {
+    details: { firstName: 'Ada', lastName: 'Lovelace', phone: null, addressLine1: null, city: null, state: null, postCode: null, country: null },
+    paymentMethod: { type: 'Card' as const, brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2099, accountName: null, bsb: null },
+    planId: plan.id,
+    productId: plan.productId,
+    answers: [{ questionId: QUESTION.id, textValue: 'Fitness', optionIds: [] }],
+  });
+  await orm().em.fork().persist(invitation).flush();
+  await orm().em.fork().persist(onboarding).flush();
+  const billing = fakeBilling(plan);
+  const ref = { accountId, invitationId: invitation.id };
+  return { billing, ref, plan, complete: () => completeOnboarding({ orm: orm(), backends: billing.backends }, ref) };
+}
+
+/**
+ * Whether the wizard's row is free to lock now (tried without waiting). The interleavings below
+ * need validation to run without the lock; a completion that validated under it would fail here
+ * instead of waiting for itself.
+ */
+async function isUnlocked(invitationId: string): Promise<boolean> {
+  return (await rows(`select 1 from checkout.onboardings where invitation_id = ? for update skip locked`, [invitationId])).length === 1;
+}
+
+async function eventsOf(invitationId: string) {
+  return rows<{ merchant_id: string; data: Record<string, unknown> }>(`select merchant_id, data from checkout.outbox where type = 'onboarding.completed' and data->>'invitationId' = ?`, [invitationId]);
+}
+
+describe('readWizard', () => {
+  it('reads the invitation and wizard the ORM reads, and not_found for another account', async () => {
+    const { ref } = await readyWizard({ email: null });
+    await rows(`update checkout.onboardings set completion_started_at = now() where invitation_id = ?`, [ref.invitationId]);
+    const read = await readWizard(orm(), { accountId: ref.accountId.toUpperCase(), invitationId: ref.invitationId.toUpperCase() });
+    const found = await findOwnOnboarding(orm().em.fork(), ref);
+    expect({ ...read.invitation }).toEqual({ ...found.invitation });
+    expect({ ...read.onboarding }).toEqual({ ...found.onboarding });
+    expect(read.onboarding.completionStartedAt).toBeInstanceOf(Date);
+    await expect(readWizard(orm(), { ...ref, accountId: randomUUID() })).rejects.toMatchObject({ code: 'not_found' });
+  });
+});
+
+describe('completeOnboarding', () => {
+  it('makes one of each in billing, completes the invitation and records onboarding.completed once; a second call answers the same ids', async () => {
+    const { billing, ref, plan, complete } = await readyWizard({ email: null });
+    const ids = await complete();
+    expect(await complete()).toEqual(ids);
+
+    expect([...billing.members]).toEqual([['from-identity@example.com', ids.memberId]]);
+    expect(billing.methods.map((m) => m.id)).toEqual([ids.paymentMethodId]);
+    expect(billing.subscriptions.map((s) => s.id)).toEqual([ids.subscriptionId]);
+    const invitation = await orm().em.fork().findOneOrFail(Invitation, { id: ref.invitationId });
+    expect(invitation).toMatchObject({ memberId: ids.memberId, subscriptionId: ids.subscriptionId });
+    expect(invitation.status()).toBe('Completed');
+    const onboarding = await orm().em.fork().findOneOrFail(Onboarding, { invitationId: ref.invitationId });
+    expect(onboarding).toMatchObject({ ...ids, completedAt: invitation.completedAt });
+    expect(onboarding.step()).toBe('Done');
+    expect(await eventsOf(ref.invitationId)).toEqual([
+      {
+        merchant_id: invitation.merchantId,
+        data: { invitationId: ref.invitationId, customerAccountId: ref.accountId, ...ids, planId: plan.id, email: 'from-identity@example.com' },
+      },
+    ]);
+  });
+
+  it.each(['CreateMember', 'AddPaymentMethod', 'CreateSubscription', 'SaveMemberAnswers'] as const)(
+    'converges after a run that died once billing had done %s: one member, method and subscription, and one event',
+    async (call) => {
+      const { billing, ref, complete } = await readyWizard();
+      billing.dieAfter(call);
+      await expect(complete()).rejects.toThrow(`died after ${call}`);
+      const [{ started }] = await rows<{ started: Date }>(`select completion_started_at as started from checkout.onboardings where invitation_id = ?`, [ref.invitationId]);
+      expect(started).not.toBeNull();
+      expect(await eventsOf(ref.invitationId)).toEqual([]);
+
+      const ids = await complete();
+      expect([...billing.members.values()]).toEqual([ids.memberId]);
+      expect(billing.methods.map((m) => m.id)).toEqual([ids.paymentMethodId]);
+      expect(billing.subscriptions.map((s) => s.id)).toEqual([ids.subscriptionId]);
+      expect(billing.answers.has(ids.memberId)).toBe(true);
+      expect(await eventsOf(ref.invitationId)).toHaveLength(1);
+      expect(await rows(`select completion_started_at as started from checkout.onboardings where invitation_id = ?`, [ref.invitationId])).toEqual([{ started }]);
+    },
+  );
+
+  it('answers concurrent calls with the ids of the one that completed, making one of each and one event', async () => {
+    const { billing, ref, complete } = await readyWizard();
+    const results = await Promise.all(Array.from({ length: 5 }, () => complete()));
+    expect(new Set(results.map((r) => JSON.stringify(r))).size).toBe(1);
+    expect(billing.members.size).toBe(1);
+    expect(billing.methods).toHaveLength(1);
+    expect(billing.subscriptions).toHaveLength(1);
+    expect(await eventsOf(ref.invitationId)).toHaveLength(1);
+  });
+
+  it('adds no second payment method when a concurrent run died after adding one while this one waited', async () => {
+    const { billing, ref, complete } = await readyWizard();
+    // This run has read the wizard before any run marked its completion started, as if it were the
+    // first; another run then marks it, adds the method and dies, leaving no trace in the wizard.
+    let other: unknown;
+    billing.whileValidating(async () => {
+      expect(await isUnlocked(ref.invitationId)).toBe(true);
+      billing.dieAfter('AddPaymentMethod');
+      other = await complete().catch((e: unknown) => e);
+    });
+    const ids = await complete();
+    expect(other).toMatchObject({ message: 'died after AddPaymentMethod' });
+    expect(billing.methods.map((m) => m.id)).toEqual([ids.paymentMethodId]);
+    expect(billing.subscriptions.map((s) => s.id)).toEqual([ids.subscriptionId]);
+    expect(await eventsOf(ref.invitationId)).toHaveLength(1);
+  });
+
+  it('checks the wizard as locked, not only as first read: answers emptied meanwhile are refused before billing is called', async () => {
+    const { billing, ref, complete } = await readyWizard();
+    // A save of the answers step, committed while the run validates the wizard as it first read it.
+    billing.whileValidating(async () => {
+      expect(await isUnlocked(ref.invitationId)).toBe(true);
+      await rows(`update checkout.onboardings set answers = '[]' where invitation_id = ?`, [ref.invitationId]);
+    });
+    const refused = await complete().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(DomainError);
+    expect(refused).toMatchObject({ code: 'validation_failed', extensions: { errors: { [`answers.${QUESTION.id}`]: ['This question requires an answer.'] } } });
+    expect(billing.members.size).toBe(0);
+    expect(await eventsOf(ref.invitationId)).toEqual([]);
+  });
+});
