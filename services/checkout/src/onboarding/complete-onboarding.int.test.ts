@@ -30,7 +30,7 @@ type BillingCall = 'CreateMember' | 'ListPaymentMethods' | 'AddPaymentMethod' | 
  * Billing as far as completion uses it, in memory. `dieAfter(call)` makes the next such call take
  * its effect and then fail, as a run whose process died once billing had made it.
  */
-function fakeBilling(plan: { id: string; productId: string }) {
+function fakeBilling(plan: { id: string; productId: string }, questions: (typeof QUESTION)[] = [QUESTION]) {
   const members = new Map<string, string>();
   const methods: { id: string; memberId: string; type: string; brand?: string; last4: string; expiryMonth?: number; expiryYear?: number }[] = [];
   const subscriptions: { id: string; memberId: string; planId: string; createdAt: string }[] = [];
@@ -51,7 +51,7 @@ function fakeBilling(plan: { id: string; productId: string }) {
         return { id: plan.id, productId: plan.productId, isActive: true };
       },
     },
-    questions: { ListQuestions: async () => ({ items: [QUESTION] }) },
+    questions: { ListQuestions: async () => ({ items: questions }) },
     customers: { GetCustomerAccount: async () => ({ email: 'from-identity@example.com' }) },
     members: {
       CreateMember: async (req: { email: string }) => {
@@ -99,7 +99,7 @@ function fakeBilling(plan: { id: string; productId: string }) {
 }
 
 /** An accepted invitation whose wizard is filled in and ready to complete, and a billing to complete it in. */
-async function readyWizard(opts: { email?: string | null } = {}) {
+async function readyWizard(opts: { email?: string | null; answers?: [] } = {}) {
   const plan = { id: randomUUID(), productId: randomUUID() };
   const accountId = randomUUID();
   const { invitation } = Invitation.issue({ merchantId: randomUUID(), firstName: 'Ada', lastName: 'Lovelace', email: opts.email === undefined ? 'ada@example.com' : opts.email, phone: null, expiresInDays: 7 });
@@ -109,11 +109,12 @@ async function readyWizard(opts: { email?: string | null } = {}) {
     paymentMethod: { type: 'Card' as const, brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2099, accountName: null, bsb: null },
     planId: plan.id,
     productId: plan.productId,
-    answers: [{ questionId: QUESTION.id, textValue: 'Fitness', optionIds: [] }],
+    answers: opts.answers ?? [{ questionId: QUESTION.id, textValue: 'Fitness', optionIds: [] }],
   });
   await orm().em.fork().persist(invitation).flush();
   await orm().em.fork().persist(onboarding).flush();
-  const billing = fakeBilling(plan);
+  // A wizard without answers is for a product that asks nothing.
+  const billing = fakeBilling(plan, opts.answers ? [] : [QUESTION]);
   const ref = { accountId, invitationId: invitation.id };
   return { billing, ref, plan, complete: () => completeOnboarding({ orm: orm(), backends: billing.backends }, ref) };
 }
@@ -186,6 +187,19 @@ describe('completeOnboarding', () => {
       expect(await rows(`select completion_started_at as started from checkout.onboardings where invitation_id = ?`, [ref.invitationId])).toEqual([{ started }]);
     },
   );
+
+  it('asks billing to save no answers for a member it has just created when the wizard has none, and does for a member that already existed', async () => {
+    const fresh = await readyWizard({ answers: [] });
+    const ids = await fresh.complete();
+    expect(fresh.billing.answers.has(ids.memberId)).toBe(false);
+
+    // A re-run after a death once the member was made: the member exists, so its answers are replaced.
+    const rerun = await readyWizard({ answers: [] });
+    rerun.billing.dieAfter('CreateMember');
+    await expect(rerun.complete()).rejects.toThrow('died after CreateMember');
+    const again = await rerun.complete();
+    expect(rerun.billing.answers.get(again.memberId)).toEqual([]);
+  });
 
   it('answers concurrent calls with the ids of the one that completed, making one of each and one event', async () => {
     const { billing, ref, complete } = await readyWizard();

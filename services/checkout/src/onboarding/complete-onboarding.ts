@@ -109,12 +109,10 @@ async function provisionInBilling(backends: CheckoutBackends, invitation: Invita
   const memberId = member!.id;
   const paymentMethodId = await ensurePaymentMethod(backends, { merchantId, memberId, newMember: created }, onboarding.paymentMethod!);
   const subscriptionId = await ensureSubscription(backends, { merchantId, memberId, planId: onboarding.planId!, paymentMethodId, since: onboarding.completionStartedAt! });
-  await backends.answers.SaveMemberAnswers({
-    scope: scopeOfMerchant(merchantId),
-    memberId,
-    productId: onboarding.productId!,
-    answers: (onboarding.answers ?? []).map((a) => ({ questionId: a.questionId, textValue: a.textValue ?? undefined, optionIds: a.optionIds })),
-  });
+  const answers = (onboarding.answers ?? []).map((a) => ({ questionId: a.questionId, textValue: a.textValue ?? undefined, optionIds: a.optionIds }));
+  // Saving no answers replaces a member's answers with none: nothing to do for a member this run
+  // created (it has none yet), the usual case for a product that asks nothing.
+  if (answers.length > 0 || !created) await backends.answers.SaveMemberAnswers({ scope: scopeOfMerchant(merchantId), memberId, productId: onboarding.productId!, answers });
   return { memberId, paymentMethodId, subscriptionId };
 }
 
