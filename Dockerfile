@@ -14,7 +14,7 @@ FROM node:20-slim AS runtime
 ARG SERVICE
 RUN test -n "$SERVICE" || { echo 'build with --build-arg SERVICE=<service name>' >&2; exit 1; }
 ENV NODE_ENV=production \
-    NODE_MAX_SEMI_SPACE_MB=8 \
+    NODE_MAX_SEMI_SPACE_MB=4 \
     SERVICE=${SERVICE}
 WORKDIR /app
 # Production dependencies (workspace packages are symlinks into packages/ and services/).
@@ -36,4 +36,4 @@ RUN mkdir -p .data/grpc-ca .data/grpc-tls/identity .data/grpc-tls/billing .data/
 USER node
 # exec: node is PID 1 and receives SIGTERM from `docker stop` directly.
 # V8's young generation capped at NODE_MAX_SEMI_SPACE_MB (0: V8's own size; see the README).
-CMD ["/bin/sh", "-c", "exec node --max-semi-space-size=${NODE_MAX_SEMI_SPACE_MB:-8} services/${SERVICE}/dist/main.js"]
+CMD ["/bin/sh", "-c", "exec node --max-semi-space-size=${NODE_MAX_SEMI_SPACE_MB:-4} services/${SERVICE}/dist/main.js"]
