@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { migrate, type MigrationSource } from '@billing/service-runtime';
 import { createTestDatabase, type TestDatabase } from './database.js';
 
@@ -19,6 +19,13 @@ export interface MigratedDatabase {
   url(): string;
   /** Runs one statement (`?` placeholders) on the ORM's connection, outside any unit of work, and answers its rows. */
   rows<T = Record<string, any>>(sql: string, params?: unknown[]): Promise<T[]>;
+  /**
+   * The stored row of each entity in `table` (schema-qualified) as Postgres holds it (`to_jsonb`),
+   * in the entities' order, with its `id`, `created_at` and `updated_at` checked against the
+   * entity that was written (to the millisecond) and then left out, so that rows written at
+   * different times compare.
+   */
+  storedRows(table: string, entities: readonly { id: string; createdAt: Date; updatedAt: Date }[]): Promise<Record<string, unknown>[]>;
 }
 
 /**
@@ -39,10 +46,25 @@ export function useMigratedDatabase(options: MigratedDatabaseOptions): MigratedD
     await db?.drop();
   });
   const ready = () => orm ?? notReady();
+  const rows = async <T = Record<string, any>>(sql: string, params: unknown[] = []) => (await ready().em.getConnection().execute(sql, params)) as T[];
   return {
     orm: ready,
     url: () => db?.url ?? notReady(),
-    rows: async <T>(sql: string, params: unknown[] = []) => (await ready().em.getConnection().execute(sql, params)) as T[],
+    rows,
+    storedRows: async (table, entities) => {
+      const stored = await rows(
+        `select to_jsonb(t) as row, (extract(epoch from created_at) * 1000)::bigint as created, (extract(epoch from updated_at) * 1000)::bigint as updated from ${table} t where id in (?)`,
+        [entities.map((e) => e.id)],
+      );
+      expect(stored).toHaveLength(entities.length);
+      const byId = new Map(stored.map((r) => [r.row.id as string, r]));
+      return entities.map((e) => {
+        const r = byId.get(e.id)!;
+        expect([Number(r.created), Number(r.updated)]).toEqual([e.createdAt.getTime(), e.updatedAt.getTime()]);
+        const { id: _id, created_at: _c, updated_at: _u, ...rest } = r.row as Record<string, unknown>;
+        return rest;
+      });
+    },
   };
 }
 

@@ -16,7 +16,7 @@ import { plansGrpc } from './plans-grpc.js';
 // Create-plan's and update-plan's hand-written SQL against a real Postgres: the rows they write
 // against what the ORM wrote for the same plans, scope, validation and concurrent updates.
 
-const { orm, rows } = useMigratedDatabase({
+const { orm, rows, storedRows: storedRowsOf } = useMigratedDatabase({
   open: (url) => openBillingDatabase(BillingConfig.parse({ DATABASE_URL: url, DB_POOL_MAX: '25' })),
   schema: 'billing',
   migrations: MIGRATIONS,
@@ -45,21 +45,8 @@ function newPlans(merchantId: string, productId: string): NewPlan[] {
   ];
 }
 
-/**
- * The stored row of each plan as Postgres holds it, with its id and instants checked against the
- * entity that was written and then left out, so rows written at different times compare.
- */
-async function storedRows(plans: Plan[]) {
-  const stored = await rows(`select to_jsonb(p) as row, (extract(epoch from created_at) * 1000)::bigint as created, (extract(epoch from updated_at) * 1000)::bigint as updated from billing.plans p where id in (?)`, [plans.map((p) => p.id)]);
-  expect(stored).toHaveLength(plans.length);
-  const byId = new Map(stored.map((r) => [r.row.id as string, r]));
-  return plans.map((p) => {
-    const r = byId.get(p.id)!;
-    expect([Number(r.created), Number(r.updated)]).toEqual([p.createdAt.getTime(), p.updatedAt.getTime()]);
-    const { id: _id, created_at: _c, updated_at: _u, ...rest } = r.row;
-    return rest;
-  });
-}
+/** The stored row of each plan, without its id and instants (see `storedRows` of the test database). */
+const storedRows = (plans: Plan[]) => storedRowsOf('billing.plans', plans);
 
 /** Every property of the entity, as the ORM loads it. */
 const fieldsOf = (p: Plan) => ({ ...p });

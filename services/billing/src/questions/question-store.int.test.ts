@@ -15,7 +15,7 @@ import { questionsGrpc } from './questions-grpc.js';
 // Create-question's hand-written SQL against a real Postgres: the rows it writes against what
 // the ORM wrote for the same questions, default orders under concurrency, scope and validation.
 
-const { orm, rows } = useMigratedDatabase({
+const { orm, rows, storedRows: storedRowsOf } = useMigratedDatabase({
   open: (url) => openBillingDatabase(BillingConfig.parse({ DATABASE_URL: url, DB_POOL_MAX: '25' })),
   schema: 'billing',
   migrations: MIGRATIONS,
@@ -37,19 +37,13 @@ async function merchantWithProducts(n = 1) {
 const input = (q: Partial<CreateQuestionRequest> & Pick<CreateQuestionRequest, 'text'>): CreateQuestionRequest => ({ kind: 'Text', required: false, ...q });
 
 /**
- * The stored row of each question as Postgres holds it, with its id, instants and option ids
- * checked against the entity that was written and then left out, so rows written at different
- * times compare.
+ * The stored row of each question without its id and instants (see `storedRows` of the test
+ * database), its options checked against the entity's (whose ids are random) and compared by label.
  */
 async function storedRows(questions: Question[]) {
-  const stored = await rows(`select to_jsonb(q) as row, (extract(epoch from created_at) * 1000)::bigint as created, (extract(epoch from updated_at) * 1000)::bigint as updated from billing.questions q where id in (?)`, [questions.map((q) => q.id)]);
-  expect(stored).toHaveLength(questions.length);
-  const byId = new Map(stored.map((r) => [r.row.id as string, r]));
-  return questions.map((q) => {
-    const r = byId.get(q.id)!;
-    expect([Number(r.created), Number(r.updated)]).toEqual([q.createdAt.getTime(), q.updatedAt.getTime()]);
-    const { id: _id, created_at: _c, updated_at: _u, options, ...rest } = r.row;
-    expect(options).toEqual(q.options);
+  const stored = await storedRowsOf('billing.questions', questions);
+  return stored.map(({ options, ...rest }, i) => {
+    expect(options).toEqual(questions[i]!.options);
     return { ...rest, options: (options as { label: string }[]).map((o) => o.label) };
   });
 }

@@ -16,7 +16,7 @@ export interface CompletionOptions {
   logger: Logger;
 }
 
-/** What a completion attempt reads of its session when it starts. */
+/** What a completion attempt reads of its session when it starts (the columns, named as the entity names them). */
 interface TakenSession {
   id: string;
   merchantId: string;
@@ -31,21 +31,6 @@ interface TakenSession {
   /** The provider token was captured for this session. */
   tokenCaptured: boolean;
   /** This attempt holds the session's completion lease. */
-  leased: boolean;
-}
-
-interface TakenSessionRow {
-  id: string;
-  merchant_id: string;
-  plan_id: string;
-  subscription_id: string;
-  return_url: string;
-  email: string | null;
-  first_name: string | null;
-  last_name: string | null;
-  phone: string | null;
-  status: SessionStatus;
-  token_captured: boolean;
   leased: boolean;
 }
 
@@ -99,37 +84,25 @@ export class SessionCompletion {
    * Undefined when the merchant has no such session.
    */
   private async take(merchantId: string, sessionId: string, providerToken: string): Promise<TakenSession | undefined> {
-    const { rows } = await queryPrepared<TakenSessionRow>(
+    const { rows } = await queryPrepared<TakenSession>(
       this.orm,
       'checkout_completion_take',
-      `with leased as (
+      `with captured as (select session_id from bank_tokens where token = $3),
+       leased as (
          update sessions u set completion_lease_until = now() + make_interval(secs => $4), updated_at = now()
           where u.id = $1 and u.merchant_id = $2 and u.status = 'Open'
             and (u.completion_lease_until is null or u.completion_lease_until < now())
             and coalesce(u.email, '') <> '' and coalesce(u.first_name, '') <> '' and coalesce(u.last_name, '') <> ''
-            and exists (select 1 from bank_tokens t where t.token = $3 and t.session_id = u.id)
+            and u.id in (select session_id from captured)
          returning u.id)
-       select s.id, s.merchant_id, s.plan_id, s.subscription_id, s.return_url, s.email, s.first_name, s.last_name, s.phone, s.status,
-              exists (select 1 from bank_tokens t where t.token = $3 and t.session_id = s.id) as token_captured,
+       select s.id, s.merchant_id as "merchantId", s.plan_id as "planId", s.subscription_id as "subscriptionId", s.return_url as "returnUrl",
+              s.email, s.first_name as "firstName", s.last_name as "lastName", s.phone, s.status,
+              s.id in (select session_id from captured) as "tokenCaptured",
               exists (select 1 from leased) as leased
          from sessions s where s.id = $1 and s.merchant_id = $2`,
       [sessionId, merchantId, providerToken, this.opts.leaseSeconds],
     );
-    const r = rows[0];
-    return r && {
-      id: r.id,
-      merchantId: r.merchant_id,
-      planId: r.plan_id,
-      subscriptionId: r.subscription_id,
-      returnUrl: r.return_url,
-      email: r.email,
-      firstName: r.first_name,
-      lastName: r.last_name,
-      phone: r.phone,
-      status: r.status,
-      tokenCaptured: r.token_captured,
-      leased: r.leased,
-    };
+    return rows[0];
   }
 
   private async provision(s: TakenSession, providerToken: string): Promise<CompletionResult> {
