@@ -1,4 +1,5 @@
 export * from './tracing.js';
+export { installLeanAsyncResourceBind } from './async-resource-bind.js';
 export * from './messaging.js';
 export {
   DURATION_BUCKETS_SECONDS,

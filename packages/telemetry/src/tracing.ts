@@ -8,6 +8,7 @@ import { AlwaysOffSampler, BatchSpanProcessor, ConsoleSpanExporter, ParentBasedS
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { createAddHookMessageChannel } from 'import-in-the-middle';
+import { installLeanAsyncResourceBind } from './async-resource-bind.js';
 import { createInstrumentations, disabledInstrumentations } from './instrumentations.js';
 import { startMetrics, stopMetrics } from './metrics.js';
 
@@ -29,8 +30,10 @@ let manualPropagation = false;
  * otherwise not recorded: then trace context still flows through HTTP headers, gRPC metadata,
  * outbox rows, NATS headers and logs, carried by `propagatesContextManually` callers and the
  * undici instrumentation, at a fraction of the cost of instrumentations that record spans.
+ * Also binds async resources without Node 20's deprecated accessor (`installLeanAsyncResourceBind`).
  */
 export async function startTelemetry(serviceName: string): Promise<void> {
+  installLeanAsyncResourceBind();
   if (started || process.env.OTEL_SDK_DISABLED === 'true') return;
   started = true;
   const spanProcessors: SpanProcessor[] = [];

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { LockMode, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import {
@@ -20,6 +21,7 @@ import { CredentialChange } from '../credential-changes/credential-change.js';
 import type { PasswordHasher } from '../passwords/password-hasher.js';
 import type { TokenIssuer } from '../signing-keys/token-issuer.js';
 import { CustomerAccount, OPTIONAL_PROFILE_FIELDS, type OptionalProfileField } from './customer-account.js';
+import { ensureAccounts, type EnsuredAccount, type UnclaimedAccount } from './ensure-accounts.js';
 import { emailVerificationEmail, passwordResetEmail } from './customer-mail.js';
 import { consumeToken, CustomerToken, isTokenUsable, retireTokens } from './customer-token.js';
 import type { LoginLockout } from '../passwords/login-lockout.js';
@@ -78,17 +80,8 @@ async function findAccount(em: EntityManager, id: string, lock = false): Promise
 export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Customers'> {
   const { orm, hasher, issuer, lockout, resetEmails, channels, publicBaseUrl, logger } = deps;
 
-  /** EnsureCustomerAccount's lookups that arrive together: one `select ... where email in (...)`, each reading the current rows. */
-  const accountsByEmail = new Batcher<string, CustomerAccount | undefined>(async (emails) => {
-    const found = await orm.em.fork().find(CustomerAccount, { email: { $in: [...new Set(emails)] } });
-    const byEmail = new Map(found.map((a) => [a.email, a]));
-    return emails.map((e) => byEmail.get(e));
-  });
-  /** Unclaimed accounts created together: one multi-row INSERT, committed on its own; a failed batch is retried one by one, so a lost race meets the unique email alone. */
-  const unclaimedInserts = new Batcher<CustomerAccount, void>(async (accounts) => {
-    await orm.em.fork().insertMany(accounts);
-    return accounts.map(() => undefined);
-  });
+  /** EnsureCustomerAccount's requests that arrive together: one prepared statement (`ensureAccounts`). */
+  const ensured = new Batcher<UnclaimedAccount, EnsuredAccount>((wanted) => ensureAccounts(orm, wanted));
 
   /** Delivery never fails the request that caused it; a lost email is logged (never its content). */
   const deliver = (what: string, accountId: string, send: () => Promise<void>) =>
@@ -239,18 +232,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
 
     EnsureCustomerAccount: async (req) => {
       const input = parseOrThrow(EnsureCustomerAccountInput, req);
-      const email = input.email.toLowerCase();
-      const existing = await accountsByEmail.submit(email);
-      if (existing) return { id: existing.id, created: false, claimed: existing.isClaimed() };
-      const account = CustomerAccount.unclaimed({ ...input, email, phone: input.phone || null });
-      try {
-        await unclaimedInserts.submit(account);
-        return { id: account.id, created: true, claimed: false };
-      } catch (e) {
-        if (!(e instanceof UniqueConstraintViolationException)) throw e;
-        const winner = await orm.em.fork().findOneOrFail(CustomerAccount, { email });
-        return { id: winner.id, created: false, claimed: winner.isClaimed() };
-      }
+      return ensured.submit({ id: randomUUID(), email: input.email.toLowerCase(), firstName: input.firstName, lastName: input.lastName, phone: input.phone || null });
     },
   };
 }

@@ -1,0 +1,60 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { openDatabase } from '@billing/service-runtime';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
+import { ENTITIES } from '../app.js';
+import { MIGRATIONS } from '../migrations/index.js';
+import { CustomerAccount } from './customer-account.js';
+import { ensureAccounts, type UnclaimedAccount } from './ensure-accounts.js';
+
+// EnsureCustomerAccount's one statement against a real Postgres database, batches and
+// concurrent statements on separate connections, as several identity replicas would run them.
+
+const { orm } = useMigratedDatabase({
+  open: (url) => openDatabase({ url, schema: 'identity', entities: ENTITIES, poolMax: 20 }),
+  schema: 'identity',
+  migrations: MIGRATIONS,
+});
+
+const email = () => `${randomBytes(6).toString('hex')}@example.com`;
+const wanted = (e: string, more: Partial<UnclaimedAccount> = {}): UnclaimedAccount => ({ id: randomUUID(), email: e, firstName: 'Ada', lastName: 'Lovelace', phone: null, ...more });
+
+describe('ensureAccounts', () => {
+  it('creates an unclaimed account for a new email, as the ORM reads it, and finds it after', async () => {
+    const w = wanted(email(), { phone: '0400 111 222' });
+    const before = Date.now();
+    expect(await ensureAccounts(orm(), [w])).toEqual([{ id: w.id, created: true, claimed: false }]);
+    const stored = await orm().em.fork().findOneOrFail(CustomerAccount, { email: w.email });
+    expect(stored).toMatchObject({ id: w.id, firstName: 'Ada', lastName: 'Lovelace', phone: '0400 111 222', passwordHash: null, emailVerified: false, claimedAt: null, suspendedAt: null });
+    expect(stored.createdAt.getTime()).toBeGreaterThanOrEqual(before - 1000);
+    expect(stored.updatedAt).toEqual(stored.createdAt);
+    expect(await ensureAccounts(orm(), [wanted(w.email, { firstName: 'Other' })])).toEqual([{ id: w.id, created: false, claimed: false }]);
+    expect((await orm().em.fork().findOneOrFail(CustomerAccount, { email: w.email })).firstName).toBe('Ada');
+  });
+
+  it('answers a mixed batch each its own: new, unclaimed, claimed, and one new email asked twice', async () => {
+    const [unclaimed, claimed, fresh, twice] = [wanted(email()), wanted(email()), wanted(email()), wanted(email())];
+    await ensureAccounts(orm(), [unclaimed, claimed]);
+    await orm().em.fork().execute(`update customer_accounts set password_hash = 'hash', claimed_at = now() where email = ?`, [claimed.email]);
+    const again = wanted(twice.email);
+    const answers = await ensureAccounts(orm(), [wanted(unclaimed.email), fresh, twice, wanted(claimed.email), again]);
+    expect(answers[0]).toEqual({ id: unclaimed.id, created: false, claimed: false });
+    expect(answers[1]).toEqual({ id: fresh.id, created: true, claimed: false });
+    expect(answers[3]).toEqual({ id: claimed.id, created: false, claimed: true });
+    // The two requests for one new email share its account; only the one whose row went in created it.
+    expect(answers[2]!.id).toBe(answers[4]!.id);
+    expect([answers[2]!.created, answers[4]!.created].sort()).toEqual([false, true]);
+    expect(await orm().em.fork().count(CustomerAccount, { email: twice.email })).toBe(1);
+  });
+
+  it('gives 20 concurrent statements for one new email one account, created once', async () => {
+    const e = email();
+    for (let round = 0; round < 3; round++) {
+      const address = round === 0 ? e : email();
+      const answers = (await Promise.all(Array.from({ length: 20 }, () => ensureAccounts(orm(), [wanted(address)])))).flat();
+      expect(new Set(answers.map((a) => a.id)).size).toBe(1);
+      expect(answers.filter((a) => a.created)).toHaveLength(1);
+      expect(await orm().em.fork().count(CustomerAccount, { email: address })).toBe(1);
+    }
+  });
+});

@@ -1,0 +1,62 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { queryPrepared } from '@billing/service-runtime';
+
+/** An unclaimed account to create for an email that has none (`CustomerAccount.unclaimed`'s fields); the email lower-cased. */
+export interface UnclaimedAccount {
+  id: string;
+  email: string;
+  firstName: string;
+  lastName: string;
+  phone: string | null;
+}
+
+/** EnsureCustomerAccount's answer: the email's account, whether this request created it, and whether it is claimed. */
+export interface EnsuredAccount {
+  id: string;
+  created: boolean;
+  claimed: boolean;
+}
+
+// One statement for the whole batch: insert an unclaimed account for each email that has none
+// (the unique email index decides between concurrent inserts), and answer each email's account,
+// the inserted one or the one already there. It costs identity a fraction of the ORM's read and
+// multi-row insert (two round trips, the entity metadata walk, a failed batch retried row by row).
+const ENSURE_SQL = `with wanted as (
+    select * from jsonb_to_recordset($1::jsonb) as w(id uuid, email text, first_name text, last_name text, phone text)),
+  inserted as (
+    insert into customer_accounts (id, email, first_name, last_name, phone, created_at, updated_at)
+    select distinct on (email) id, email, first_name, last_name, phone, $2::timestamptz, $2::timestamptz from wanted order by email, id
+    on conflict (email) do nothing
+    returning id, email)
+  select e.email, coalesce(i.id, a.id) as id, i.id is not null as created, coalesce(a.password_hash is not null, false) as claimed
+    from (select distinct email from wanted) e
+    left join inserted i on i.email = e.email
+    left join customer_accounts a on a.email = e.email`;
+
+type EnsuredRow = { email: string; id: string | null; created: boolean; claimed: boolean };
+
+/**
+ * The account of each wanted email, created unclaimed when the email has none, committed on its
+ * own. Requests for one email in one batch share its account, and only the one whose row was
+ * inserted is told `created`. An email whose account another transaction committed after this
+ * statement's snapshot was taken (its insert then does nothing, and the statement cannot see that
+ * row) is asked again, once, by a statement that sees it.
+ */
+export async function ensureAccounts(orm: MikroORM, wanted: readonly UnclaimedAccount[]): Promise<EnsuredAccount[]> {
+  const byEmail = new Map<string, EnsuredRow>();
+  let missing: readonly UnclaimedAccount[] = wanted;
+  for (let attempt = 0; attempt < 2 && missing.length > 0; attempt++) {
+    const { rows } = await queryPrepared<EnsuredRow>(orm, 'customer_accounts_ensure', ENSURE_SQL, [JSON.stringify(missing.map(rowOf)), new Date().toISOString()]);
+    for (const r of rows) if (r.id) byEmail.set(r.email, r);
+    missing = missing.filter((w) => !byEmail.has(w.email));
+  }
+  return wanted.map((w) => {
+    const r = byEmail.get(w.email);
+    if (!r?.id) throw new Error('customer account neither inserted nor found');
+    return { id: r.id, created: r.created && r.id === w.id, claimed: r.claimed };
+  });
+}
+
+function rowOf(w: UnclaimedAccount) {
+  return { id: w.id, email: w.email, first_name: w.firstName, last_name: w.lastName, phone: w.phone };
+}
