@@ -294,8 +294,15 @@ export async function run({ platform, connections = 64 }) {
     const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const baseCpu = median(baselines.map((b) => b.cpuPerRequest));
     const basePg = median(baselines.map((b) => b.postgresCpuPerRequest ?? NaN));
-    console.log(`bench: CPU µs per request (10 ms resolution; the baseline process: ${Math.round(baseCpu)} median, PostgreSQL under it ${Math.round(basePg)}): ${services.join(', ')}`);
-    for (const r of cpuRows) console.log(`  ${r.name.padEnd(50)} ${services.map((n) => String(Math.round(r.cpuPerRequest[n] ?? NaN)).padStart(6)).join(' ')}   machine busy ${Math.round(r.busy)} %`);
+    // The CPU ratio: the baseline's CPU per request (its process and Postgres, medians of the run)
+    // over the platform's (every service and Postgres; not NATS). Unlike the req/s ratio it hardly
+    // moves with what else the machine does while a row or its baseline runs.
+    console.log(`bench: CPU µs per request (10 ms resolution; the baseline process: ${Math.round(baseCpu)} median, PostgreSQL under it ${Math.round(basePg)}): ${services.join(', ')}, total; CPU ratio`);
+    for (const r of cpuRows) {
+      const total = services.reduce((sum, n) => sum + (r.cpuPerRequest[n] ?? 0), 0);
+      const cpuRatio = (baseCpu + basePg) / total;
+      console.log(`  ${r.name.padEnd(50)} ${[...services.map((n) => r.cpuPerRequest[n] ?? NaN), total].map((v) => String(Math.round(v)).padStart(6)).join(' ')}; ${cpuRatio.toFixed(2)}   machine busy ${Math.round(r.busy)} %`);
+    }
     console.log('bench: RSS MB (idle → after the write rows)');
     for (const n of Object.keys(idleRss)) console.log(`  ${n.padEnd(16)} ${idleRss[n]?.toFixed(0) ?? '?'} → ${loadedRss[n]?.toFixed(0) ?? '?'}`);
     return [
