@@ -6,6 +6,7 @@ import type { PaymentMethod } from '../payment-methods/payment-method.js';
 import type { Subscription } from '../subscriptions/subscription.js';
 import { SUBSCRIPTION_COLUMNS, subscriptionOfRow, type SubscriptionRow } from '../subscriptions/subscription-row.js';
 import type { Transaction, TransactionStatus } from '../transactions/transaction.js';
+import { rowOfTransaction, TRANSACTION_RECORDSET, transactionColumns } from '../transactions/transaction-row.js';
 
 /**
  * The writes of a billing run's chunks, one statement per kind of row for the whole chunk
@@ -54,40 +55,12 @@ export interface PendingEvent {
 /** Inserts new `Processing` transactions (a chunk's charges). */
 export async function insertTransactions(em: EntityManager, txns: Transaction[]): Promise<void> {
   if (txns.length === 0) return;
-  const rows = txns.map((t) => ({
-    id: t.id,
-    merchant_id: t.merchantId,
-    member_id: t.memberId,
-    subscription_id: t.subscriptionId,
-    payment_method_id: t.paymentMethodId,
-    kind: t.kind,
-    amount_minor: t.amountMinor,
-    currency: t.currency,
-    status: t.status,
-    failure_reason: t.failureReason,
-    attempt: t.attempt,
-    original_transaction_id: t.originalTransactionId,
-    period_start: iso(t.periodStart),
-    fee_minor: t.feeMinor,
-    refunded_minor: t.refundedMinor,
-    reason: t.reason,
-    provider_ref: t.providerRef,
-    claimed_until: iso(t.claimedUntil),
-    occurred_at: iso(t.occurredAt),
-    settled_at: iso(t.settledAt),
-    created_at: iso(t.createdAt),
-    updated_at: iso(t.updatedAt),
-  }));
   // One statement for the chunk (jsonb_to_recordset): see the module comment.
   await queryRows(
     em,
-    `insert into transactions (id, merchant_id, member_id, subscription_id, payment_method_id, kind, amount_minor, currency, status, failure_reason, attempt,
-                               original_transaction_id, period_start, fee_minor, refunded_minor, reason, provider_ref, claimed_until, occurred_at, settled_at, created_at, updated_at)
-     select * from jsonb_to_recordset(?::jsonb) as r(id uuid, merchant_id uuid, member_id uuid, subscription_id uuid, payment_method_id uuid, kind text,
-            amount_minor bigint, currency char(3), status text, failure_reason text, attempt int, original_transaction_id uuid, period_start timestamptz,
-            fee_minor bigint, refunded_minor bigint, reason text, provider_ref text, claimed_until timestamptz, occurred_at timestamptz, settled_at timestamptz,
-            created_at timestamptz, updated_at timestamptz)`,
-    [JSON.stringify(rows)],
+    `insert into transactions (${transactionColumns()})
+     select * from jsonb_to_recordset(?::jsonb) as r(${TRANSACTION_RECORDSET})`,
+    [JSON.stringify(txns.map(rowOfTransaction))],
   );
 }
 

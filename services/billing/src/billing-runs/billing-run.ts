@@ -221,7 +221,7 @@ export class BillingRun {
       for (const t of claimed) this.excluded.add(t.id);
       const outcomes = await this.callProvider(claimed);
       // Not `+= await`: that reads the count before the await, losing a concurrent worker's additions.
-      const succeeded = await applyCallOutcomes(this.orm, claimed, outcomes, this.asOf);
+      const { succeeded } = await applyCallOutcomes(this.orm, claimed, outcomes, this.asOf);
       this.result.succeeded += succeeded;
     }
   }
@@ -251,7 +251,7 @@ export class BillingRun {
       const outcomes = await this.callProvider(claimed, chunk);
       const t2 = performance.now();
       // Not `+= await`: that reads the count before the await, losing a concurrent worker's additions.
-      const succeeded = await applyCallOutcomes(this.orm, claimed, outcomes, this.asOf);
+      const { succeeded } = await applyCallOutcomes(this.orm, claimed, outcomes, this.asOf);
       this.result.succeeded += succeeded;
       const ms = (a: number, b: number) => Math.round(b - a);
       this.logger.debug({ charges: claimed.length, claimMs: ms(t0, t1), callsMs: ms(t1, t2), recordMs: ms(t2, performance.now()) }, 'billing run chunk');
@@ -390,25 +390,50 @@ async function subscriptionsById(em: EntityManager, ids: string[]): Promise<Map<
   return new Map((unique.length ? await em.find(Subscription, { id: { $in: unique } }) : []).map((s) => [s.id, s]));
 }
 
-/** Merchants and payment methods a caller has loaded already (read in the claim of a chunk). */
-interface Known {
-  merchants?: Map<string, Merchant>;
+/**
+ * What a caller has loaded already of what provider calls need (read in the claim of a chunk,
+ * or in the reservation of refunds and retries): merchants' provider environments, payment
+ * methods, refunds' charges' provider refs. `callProviderFor` reads only what is missing.
+ */
+export interface Known {
+  merchants?: Map<string, Pick<Merchant, 'providerEnvironment'>>;
   methods?: Map<string, ChargeableMethod>;
+  originals?: Map<string, Pick<Transaction, 'providerRef'>>;
 }
 
 /** A claimed chunk: its Processing charges, and what was read to make them. */
-interface ClaimedChunk extends Required<Known> {
+interface ClaimedChunk {
   charges: Transaction[];
+  merchants: Map<string, Merchant>;
+  methods: Map<string, ChargeableMethod>;
+}
+
+/** The ids of `ids` not in `known`, once each. */
+function missing(ids: Iterable<string>, known: Map<string, unknown> | undefined): string[] {
+  return [...new Set(ids)].filter((id) => !known?.has(id));
 }
 
 /** Calls the provider for each unconfirmed transaction, with its id as the idempotency key, `concurrency` at a time. */
 export async function callProviderFor(orm: MikroORM, providers: PaymentProviders, txns: Transaction[], concurrency: number, known: Known = {}): Promise<CallOutcome[]> {
   const em = orm.em.fork();
-  const merchants = known.merchants ?? (await merchantsById(em, txns.map((t) => t.merchantId)));
-  const pmIds = [...new Set(txns.map((t) => t.paymentMethodId).filter((id): id is string => id !== null && !known.methods?.has(id)))];
-  const methods = new Map([...(known.methods ?? []), ...(await loadPaymentMethods(em, { ids: pmIds })).map((pm) => [pm.id, pm] as const)]);
-  const originalIds = [...new Set(txns.filter((t) => t.kind === 'Refund').map((t) => t.originalTransactionId!))];
-  const originals = new Map((originalIds.length ? await em.find(Transaction, { id: { $in: originalIds } }, { disableIdentityMap: true }) : []).map((t) => [t.id, t]));
+  const merchants = new Map(known.merchants);
+  const merchantIds = missing(txns.map((t) => t.merchantId), merchants);
+  // Hand-mapped single statements, as `loadPaymentMethods`: these reads are on every refund's and retry's path.
+  if (merchantIds.length) {
+    for (const m of await queryRows<{ id: string; provider_environment: Merchant['providerEnvironment'] }>(em, `select id, provider_environment from merchants where id = any(?::uuid[])`, [merchantIds])) {
+      merchants.set(m.id, { providerEnvironment: m.provider_environment });
+    }
+  }
+  const methods = new Map(known.methods);
+  const pmIds = missing(txns.flatMap((t) => (t.kind === 'Charge' && t.paymentMethodId !== null ? [t.paymentMethodId] : [])), methods);
+  for (const pm of await loadPaymentMethods(em, { ids: pmIds })) methods.set(pm.id, pm);
+  const originals = new Map(known.originals);
+  const originalIds = missing(txns.flatMap((t) => (t.kind === 'Refund' ? [t.originalTransactionId!] : [])), originals);
+  if (originalIds.length) {
+    for (const o of await queryRows<{ id: string; provider_ref: string | null }>(em, `select id, provider_ref from transactions where id = any(?::uuid[])`, [originalIds])) {
+      originals.set(o.id, { providerRef: o.provider_ref });
+    }
+  }
   return inPool(txns, concurrency, (t) => {
     const provider: PaymentProvider = providers.forEnvironment(merchants.get(t.merchantId)!.providerEnvironment);
     return callFor(provider, t, methods, originals);
@@ -416,7 +441,7 @@ export async function callProviderFor(orm: MikroORM, providers: PaymentProviders
 }
 
 /** The provider call a transaction stands for, made (or repeated) with its id as the idempotency key. */
-export function callFor(provider: PaymentProvider, t: Transaction, methods: Map<string, ChargeableMethod>, originals: Map<string, Transaction>): Promise<CallOutcome> {
+export function callFor(provider: PaymentProvider, t: Transaction, methods: Map<string, ChargeableMethod>, originals: Map<string, Pick<Transaction, 'providerRef'>>): Promise<CallOutcome> {
   if (t.kind === 'Refund') {
     const charge = originals.get(t.originalTransactionId!);
     if (!charge?.providerRef) return Promise.resolve({ status: 'Failed', providerRef: `none:${t.id}`, failureReason: 'charge_not_found' });
@@ -439,12 +464,21 @@ export function callFor(provider: PaymentProvider, t: Transaction, methods: Map<
  * next payment method is tried by a later claim, or the failure is recorded when none is left).
  * An unavailable provider leaves the call unconfirmed, for the next run to reconcile. An answer
  * for a transaction confirmed meanwhile (by a reconciling run) is dropped: it was applied once.
- * Returns how many charges advanced their subscription. `traceContexts` (one per transaction),
- * when the transactions are different requests', gives each one's events its request's trace.
+ * Returns how many charges advanced their subscription (`succeeded`) and the ids of the
+ * transactions whose outcome it recorded (`recorded`), on which it applied that outcome
+ * (`Transaction.applyOutcome`), so that they are as stored. `traceContexts` (one per
+ * transaction), when the transactions are different requests', gives each one's events its
+ * request's trace.
  */
-export async function applyCallOutcomes(orm: MikroORM, txns: Transaction[], outcomes: CallOutcome[], asOf: Date, traceContexts?: Record<string, string>[]): Promise<number> {
+export async function applyCallOutcomes(
+  orm: MikroORM,
+  txns: Transaction[],
+  outcomes: CallOutcome[],
+  asOf: Date,
+  traceContexts?: Record<string, string>[],
+): Promise<{ succeeded: number; recorded: Set<string> }> {
   let succeeded = 0;
-  await orm.em.fork().transactional(async (em) => {
+  const recordedIds = await orm.em.fork().transactional(async (em) => {
     // Subscriptions first and in id order (the lock order of every writer of a chunk), locked
     // for the read-modify-write of their billing state below.
     const subIds = [...new Set(txns.filter((t) => t.kind === 'Charge' && t.subscriptionId).map((t) => t.subscriptionId!))];
@@ -491,6 +525,7 @@ export async function applyCallOutcomes(orm: MikroORM, txns: Transaction[], outc
     const untouched = new Set(advanced.map((s) => s.id));
     await setClaims(em, [...subs.keys()].filter((id) => !untouched.has(id)), null);
     await insertEvents(em, events);
+    return recorded;
   });
-  return succeeded;
+  return { succeeded, recorded: recordedIds };
 }

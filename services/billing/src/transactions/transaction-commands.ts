@@ -1,15 +1,14 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
-import { Batcher, GroupWrite, queryRows, type CallScope } from '@billing/service-runtime';
+import { Batcher, queryPrepared, type CallScope } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import { applyCallOutcomes, callProviderFor, type CallOutcome } from '../billing-runs/billing-run.js';
-import { platformFee } from '../fees/platform-fee.js';
-import { Merchant } from '../merchants/merchant.js';
-import { findManyById, findScoped, pickScoped } from '../merchant-scope.js';
+import { findScoped } from '../merchant-scope.js';
 import { PROVIDER_REJECTED } from '../payment-provider/payment-provider.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
-import { Subscription } from '../subscriptions/subscription.js';
 import { Transaction } from './transaction.js';
+import { TransactionReservations, type Reservation } from './transaction-reservations.js';
+import { loadTransactions } from './transaction-row.js';
 
 export function findTransaction(em: EntityManager, scope: CallScope, id: string, opts: { lock?: boolean } = {}): Promise<Transaction> {
   return findScoped(em, Transaction, scope, id, 'Transaction', opts);
@@ -23,43 +22,22 @@ export interface CommandDeps {
   concurrency: number;
 }
 
-interface RefundRequest {
-  scope: CallScope;
-  id: string;
-  amountMinor: number | null;
-  reason: string | null;
-}
-
-interface RetryRequest {
-  scope: CallScope;
-  id: string;
-}
-
-/** A transaction whose provider call is to be made, and the trace headers of its request (for its events). */
-interface SubmittedCall {
-  t: Transaction;
+/** A transaction whose provider call is to be made, what the call needs (read while reserving), and the trace headers of its request (for its events). */
+interface SubmittedCall extends Reservation {
   traceContext: Record<string, string>;
 }
 
-/** A provider call's outcome and the transaction as recorded after it. */
+/** A provider call's outcome and the transaction as recorded after it (as it stands, when the provider gave no answer). */
 interface CallResult {
   outcome: CallOutcome;
   recorded: Transaction;
 }
 
-interface RetryLoad {
-  failed: Map<string, Transaction>;
-  /** Ids of the failed charges that have a retry already. */
-  retried: Set<string>;
-  subs: Map<string, Subscription>;
-  merchants: Map<string, Merchant>;
-}
-
 /**
  * Refunds and retries (contract §7), group-committed: the requests that arrive together reserve
- * in one transaction (`GroupWrite`), then share one round of provider calls and one recording
- * of their outcomes (`applyCallOutcomes`, as a billing run's chunk), and are answered from one
- * read of what was recorded. Each request keeps the rules and answers it has alone: requests on
+ * in one transaction (`TransactionReservations`), then share one round of provider calls and one
+ * recording of their outcomes (`applyCallOutcomes`, as a billing run's chunk), and are answered
+ * from what was recorded. Each request keeps the rules and answers it has alone: requests on
  * one charge never share a reservation batch and are decided in turn under its row lock, and
  * each gets its own error.
  */
@@ -71,7 +49,7 @@ export class TransactionCommands {
    */
   async refund(scope: CallScope, id: string, amountMinor: number | null, reason: string | null): Promise<Transaction> {
     if (amountMinor !== null && (!Number.isSafeInteger(amountMinor) || amountMinor <= 0)) throw DomainError.field('amount', 'Must be greater than zero.');
-    return this.callAndRecord(await this.refunds.run({ scope, id, amountMinor, reason }));
+    return this.callAndRecord(await this.reservations.refund({ scope, id, amountMinor, reason }));
   }
 
   /**
@@ -80,89 +58,13 @@ export class TransactionCommands {
    * yet retried, and its period is still the one its subscription is collecting.
    */
   async retry(scope: CallScope, id: string): Promise<Transaction> {
-    return this.callAndRecord(await this.retries.run({ scope, id }));
+    return this.callAndRecord(await this.reservations.retry({ scope, id }));
   }
 
-  /** Reserves refunds (`refund`). Two refunds of one charge never share a batch: the second is decided after the first committed. */
-  private readonly refunds: GroupWrite<RefundRequest, Transaction>;
-
-  /**
-   * Reserves retries (`retry`). Two retries of one charge never share a batch. Retries of two
-   * charges of one subscription may: the first claims the subscription (on the entity both
-   * see), which refuses the second, as when they run one after the other.
-   */
-  private readonly retries: GroupWrite<RetryRequest, Transaction>;
+  private readonly reservations: TransactionReservations;
 
   constructor(private readonly deps: CommandDeps) {
-    const keyOf = (r: { id: string }) => r.id.toLowerCase();
-    this.refunds = new GroupWrite(
-      deps.orm,
-      { load: (em, items: readonly RefundRequest[]) => findManyById(em, Transaction, items.map((r) => r.id), { lock: true }), apply: (em, r, charges) => this.reserveRefund(em, r, charges) },
-      { keyOf },
-    );
-    this.retries = new GroupWrite(deps.orm, { load: (em, items: readonly RetryRequest[]) => this.loadRetries(em, items), apply: (em, r, loaded) => this.reserveRetry(em, r, loaded) }, { keyOf });
-  }
-
-  private reserveRefund(em: EntityManager, r: RefundRequest, charges: Map<string, Transaction>): Transaction {
-    const charge = pickScoped(charges, r.scope, r.id, 'Transaction');
-    const amount = charge.reserveRefund(r.amountMinor);
-    const t = Object.assign(new Transaction(), {
-      merchantId: charge.merchantId,
-      memberId: charge.memberId,
-      subscriptionId: charge.subscriptionId,
-      paymentMethodId: charge.paymentMethodId,
-      kind: 'Refund' as const,
-      amountMinor: amount,
-      currency: charge.currency,
-      originalTransactionId: charge.id,
-      reason: r.reason,
-      claimedUntil: new Date(Date.now() + this.deps.leaseMs),
-    });
-    em.persist(t);
-    return t;
-  }
-
-  private async loadRetries(em: EntityManager, items: readonly RetryRequest[]): Promise<RetryLoad> {
-    // Charges, then subscriptions: the lock order of a retry run alone.
-    const failed = await findManyById(em, Transaction, items.map((r) => r.id), { lock: true });
-    const ids = [...failed.keys()];
-    const retried = ids.length
-      ? new Set((await queryRows<{ id: string }>(em, `select distinct original_transaction_id as id from transactions where kind = 'Charge' and original_transaction_id = any(?::uuid[])`, [ids])).map((r) => r.id))
-      : new Set<string>();
-    const subs = await findManyById(em, Subscription, [...failed.values()].flatMap((t) => t.subscriptionId ?? []), { lock: true });
-    const merchants = await findManyById(em, Merchant, [...failed.values()].map((t) => t.merchantId));
-    return { failed, retried, subs, merchants };
-  }
-
-  private reserveRetry(em: EntityManager, r: RetryRequest, { failed: loaded, retried, subs, merchants }: RetryLoad): Transaction {
-    const failed = pickScoped(loaded, r.scope, r.id, 'Transaction');
-    failed.assertRetryable();
-    if (retried.has(failed.id)) throw new DomainError('invalid_transition', 'This charge has already been retried; retry the latest attempt.');
-    const sub = failed.subscriptionId ? subs.get(failed.subscriptionId) : undefined;
-    if (sub) {
-      if (sub.status !== 'Active' && sub.status !== 'PastDue') throw new DomainError('invalid_transition', `The subscription is ${sub.status}; its charges are not retried.`);
-      if (sub.duePeriodStart()?.getTime() !== failed.periodStart?.getTime()) throw new DomainError('invalid_transition', 'The period of this charge has been collected since.');
-      if (sub.claimedUntil && sub.claimedUntil > new Date()) throw new DomainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.');
-    }
-    const merchant = merchants.get(failed.merchantId)!;
-    const lease = new Date(Date.now() + this.deps.leaseMs);
-    const t = Object.assign(new Transaction(), {
-      merchantId: failed.merchantId,
-      memberId: failed.memberId,
-      subscriptionId: failed.subscriptionId,
-      paymentMethodId: failed.paymentMethodId,
-      kind: 'Charge' as const,
-      amountMinor: failed.amountMinor,
-      currency: failed.currency,
-      attempt: failed.attempt + 1,
-      originalTransactionId: failed.id,
-      periodStart: failed.periodStart,
-      feeMinor: platformFee(failed.amountMinor, merchant.feeTerms()),
-      claimedUntil: lease,
-    });
-    if (sub) sub.claimedUntil = lease;
-    em.persist(t);
-    return t;
+    this.reservations = new TransactionReservations(deps.orm, deps.leaseMs);
   }
 
   /**
@@ -173,10 +75,17 @@ export class TransactionCommands {
   private readonly calls = new Batcher<SubmittedCall, CallResult>(
     async (batch) => {
       const txns = batch.map((c) => c.t);
-      const outcomes = await callProviderFor(this.deps.orm, this.deps.providers, txns, this.deps.concurrency);
-      await applyCallOutcomes(this.deps.orm, txns, outcomes, new Date(), batch.map((c) => c.traceContext));
-      const recorded = new Map((await this.deps.orm.em.fork().find(Transaction, { id: { $in: txns.map((t) => t.id) } })).map((t) => [t.id, t]));
-      return txns.map((t, i) => ({ outcome: outcomes[i]!, recorded: recorded.get(t.id)! }));
+      const known = {
+        merchants: new Map(batch.map((c) => [c.t.merchantId, c.merchant])),
+        originals: new Map(batch.flatMap((c) => (c.original ? [[c.original.id, c.original] as const] : []))),
+      };
+      const outcomes = await callProviderFor(this.deps.orm, this.deps.providers, txns, this.deps.concurrency, known);
+      const { recorded } = await applyCallOutcomes(this.deps.orm, txns, outcomes, new Date(), batch.map((c) => c.traceContext));
+      // `applyCallOutcomes` applied what it recorded to the transactions; only those confirmed
+      // meanwhile (by a reconciling billing run) are read, as that run recorded them.
+      const unanswered = txns.filter((t, i) => outcomes[i] !== 'unavailable' && !recorded.has(t.id)).map((t) => t.id);
+      const confirmed = new Map((await loadTransactions((name, text, values) => queryPrepared(this.deps.orm, name, text, values), unanswered)).map((t) => [t.id, t]));
+      return txns.map((t, i) => ({ outcome: outcomes[i]!, recorded: confirmed.get(t.id) ?? t }));
     },
     // More batches in flight than a plain write's: a batch waits for its slowest provider call (up to the
     // provider timeout), and one slow merchant's calls should not hold up everyone else's for long.
@@ -195,8 +104,9 @@ export class TransactionCommands {
    * recorded Failed, its reservation released, and answered as a conflict naming it; a charge
    * refused so is a Failed charge, answered like a decline.
    */
-  private async callAndRecord(t: Transaction): Promise<Transaction> {
-    const { outcome, recorded } = await this.calls.submit({ t, traceContext: injectTraceHeaders() });
+  private async callAndRecord(reservation: Reservation): Promise<Transaction> {
+    const { t } = reservation;
+    const { outcome, recorded } = await this.calls.submit({ ...reservation, traceContext: injectTraceHeaders() });
     if (outcome === 'unavailable') {
       throw new DomainError(
         'provider_unavailable',

@@ -1,0 +1,238 @@
+import { randomUUID } from 'node:crypto';
+import { DriverException } from '@mikro-orm/postgresql';
+import { describe, expect, it } from 'vitest';
+import { DomainError } from '@billing/contracts';
+import type { CallScope } from '@billing/service-runtime';
+import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
+import { openBillingDatabase } from '../app.js';
+import { BillingConfig } from '../config.js';
+import { platformFee } from '../fees/platform-fee.js';
+import { Merchant } from '../merchants/merchant.js';
+import { MIGRATIONS } from '../migrations/index.js';
+import { Transaction } from './transaction.js';
+import { TransactionReservations, type Reservation } from './transaction-reservations.js';
+
+// The reservations of refunds and retries (their hand-written transaction per batch) against a
+// real database: the rules each request meets alone, in batches and across concurrent batches.
+
+const { orm, rows } = useMigratedDatabase({
+  open: (url) => openBillingDatabase(BillingConfig.parse({ DATABASE_URL: url, DB_POOL_MAX: '25' })),
+  schema: 'billing',
+  migrations: MIGRATIONS,
+});
+
+const LEASE_MS = 60_000;
+const PERIOD = '2030-01-01T00:00:00.000Z';
+
+/** A merchant (with fee terms of its own) and a member with a payment method; `scope` is its call scope. */
+async function seedMerchant() {
+  const [merchantId, productId, memberId, paymentMethodId] = Array.from({ length: 4 }, () => randomUUID());
+  await rows(
+    `insert into billing.merchants (id, name, contact_email, provider_environment, platform_fee_percent, platform_fee_fixed_minor, created_at, updated_at)
+     values (?, 'M', 'm@example.com', 'Production', 2.75, 45, now(), now())`,
+    [merchantId],
+  );
+  await rows(`insert into billing.products (id, merchant_id, name, created_at, updated_at) values (?, ?, 'P', now(), now())`, [productId, merchantId]);
+  await rows(`insert into billing.members (id, merchant_id, email, first_name, last_name, created_at, updated_at) values (?, ?, 'a@example.com', 'A', 'B', now(), now())`, [memberId, merchantId]);
+  await rows(
+    `insert into billing.payment_methods (id, merchant_id, member_id, type, brand, last4, expiry_month, expiry_year, rank, created_at, updated_at) values (?, ?, ?, 'Card', 'Visa', '4242', 12, 2099, 1, now(), now())`,
+    [paymentMethodId, merchantId, memberId],
+  );
+  return { merchantId, productId, memberId, paymentMethodId, scope: { kind: 'merchant', merchantId } as CallScope };
+}
+
+type Owner = Awaited<ReturnType<typeof seedMerchant>>;
+
+/** A subscription of the member to a plan of its own, collecting `duePeriod` (PastDue: as its dunning period). */
+async function seedSubscription(o: Owner, status: 'Active' | 'PastDue' | 'Cancelled' | 'Paused' = 'PastDue', duePeriod = PERIOD): Promise<string> {
+  const [id, planId] = [randomUUID(), randomUUID()];
+  await rows(`insert into billing.plans (id, merchant_id, product_id, name, amount_minor, currency, billing_interval, created_at, updated_at) values (?, ?, ?, 'Monthly', 1995, 'AUD', 'Month', now(), now())`, [planId, o.merchantId, o.productId]);
+  await rows(
+    `insert into billing.subscriptions (id, merchant_id, member_id, plan_id, payment_method_id, status, current_period_start, current_period_end, next_billing_at, billing_anchor,
+                                        dunning_period_start, dunning_started_at, retry_count, created_at, updated_at)
+     values (?, ?, ?, ?, ?, ?, '2029-12-01T00:00:00Z', ?, ?, '2029-12-01T00:00:00Z', ?, ?, 0, now(), now())`,
+    [id, o.merchantId, o.memberId, planId, o.paymentMethodId, status, duePeriod, duePeriod, status === 'PastDue' ? duePeriod : null, status === 'PastDue' ? duePeriod : null],
+  );
+  return id;
+}
+
+/** A charge of `amountMinor` with `refundedMinor` refunded, of the subscription's `PERIOD` when it has one. */
+async function seedCharge(o: Owner, c: { status: 'Settled' | 'Failed' | 'Processing'; amountMinor?: number; refundedMinor?: number; subscriptionId?: string; attempt?: number }): Promise<string> {
+  const id = randomUUID();
+  await rows(
+    `insert into billing.transactions (id, merchant_id, member_id, subscription_id, payment_method_id, kind, amount_minor, currency, status, failure_reason, attempt,
+                                       period_start, fee_minor, refunded_minor, provider_ref, occurred_at, settled_at, created_at, updated_at)
+     values (?, ?, ?, ?, ?, 'Charge', ?, 'AUD', ?, ?, ?, ?, 0, ?, ?, now(), null, now(), now())`,
+    [
+      id, o.merchantId, o.memberId, c.subscriptionId ?? null, o.paymentMethodId, c.amountMinor ?? 9950, c.status, c.status === 'Failed' ? 'declined' : null, c.attempt ?? 1,
+      c.subscriptionId ? PERIOD : null, c.refundedMinor ?? 0, c.status === 'Processing' ? null : `ch_${id}`,
+    ],
+  );
+  return id;
+}
+
+const refundedOf = async (id: string) => Number((await rows<{ refunded_minor: string }>(`select refunded_minor from billing.transactions where id = ?`, [id]))[0]!.refunded_minor);
+const refundsOf = (id: string) => rows<{ id: string; amount_minor: string; status: string; reason: string | null }>(`select id, amount_minor, status, reason from billing.transactions where original_transaction_id = ? order by amount_minor`, [id]);
+
+/** Each promise's value, or its error. */
+const settle = <T,>(ps: Promise<T>[]) => Promise.all(ps.map((p) => p.then((value) => ({ value }), (error: unknown) => ({ error }))));
+
+const domainError = (code: string, message: string) => ({ error: new DomainError(code as never, message) });
+
+/** A reservation as stored: the row read by the ORM is the entity answered. */
+async function expectStored(r: Reservation): Promise<void> {
+  const stored = await orm().em.fork().findOneOrFail(Transaction, { id: r.t.id });
+  expect({ ...stored }).toEqual({ ...r.t });
+}
+
+describe('TransactionReservations.refund', () => {
+  it('never lets concurrent refunds of one charge exceed it: four of 30.00 with 89.50 left, from four replicas at once, reserve exactly two', async () => {
+    const o = await seedMerchant();
+    const charge = await seedCharge(o, { status: 'Settled', amountMinor: 9950, refundedMinor: 1000 });
+    const replicas = Array.from({ length: 4 }, () => new TransactionReservations(orm(), LEASE_MS));
+    const results = await settle(replicas.map((r) => r.refund({ scope: o.scope, id: charge, amountMinor: 3000, reason: null })));
+    const ok = results.flatMap((r) => ('value' in r ? [r.value] : []));
+    expect(ok).toHaveLength(2);
+    expect(results.filter((r) => 'error' in r).map((r) => (r as { error: DomainError }).error.message)).toEqual(Array(2).fill('The refund exceeds the refundable amount of the charge (2950 minor units left).'));
+    expect(await refundedOf(charge)).toBe(7000);
+    expect((await refundsOf(charge)).map((r) => [Number(r.amount_minor), r.status])).toEqual([[3000, 'Processing'], [3000, 'Processing']]);
+    for (const r of ok) await expectStored(r);
+  });
+
+  it('decides the refunds of one charge sent together one after the other, as if sent in turn: never beyond the charge', async () => {
+    const o = await seedMerchant();
+    const charge = await seedCharge(o, { status: 'Settled', amountMinor: 9950, refundedMinor: 1000 });
+    const reservations = new TransactionReservations(orm(), LEASE_MS);
+    const results = await settle([reservations.refund({ scope: o.scope, id: charge.toUpperCase(), amountMinor: null, reason: 'all' }), reservations.refund({ scope: o.scope, id: charge, amountMinor: 1, reason: null })]);
+    // Two batches (one charge per batch), racing for the row lock: the rest of the charge and then
+    // nothing left, or 0.01 and then the rest of the charge.
+    const amounts = results.map((r) => ('value' in r ? r.value.t.amountMinor : r.error));
+    expect([[8950, new DomainError('invalid_transition', 'The charge has been refunded in full.')], [8949, 1]]).toContainEqual(amounts);
+    expect(await refundedOf(charge)).toBe(9950);
+  });
+
+  it("refuses in a batch another merchant's charge, a charge not Settled, a malformed id and an excess alone, and reserves the others with what their calls need", async () => {
+    const o = await seedMerchant();
+    const other = await seedMerchant();
+    const [a, b] = [await seedCharge(o, { status: 'Settled', amountMinor: 5000 }), await seedCharge(o, { status: 'Settled', amountMinor: 7000, refundedMinor: 2000 })];
+    const theirs = await seedCharge(other, { status: 'Settled' });
+    const failed = await seedCharge(o, { status: 'Failed' });
+    const processing = await seedCharge(o, { status: 'Processing' });
+    const small = await seedCharge(o, { status: 'Settled', amountMinor: 100 });
+    const reservations = new TransactionReservations(orm(), LEASE_MS);
+    const before = Date.now();
+    const results = await settle([
+      reservations.refund({ scope: o.scope, id: a, amountMinor: 1234, reason: 'partial' }),
+      reservations.refund({ scope: o.scope, id: theirs, amountMinor: null, reason: null }),
+      reservations.refund({ scope: o.scope, id: failed, amountMinor: null, reason: null }),
+      reservations.refund({ scope: o.scope, id: processing, amountMinor: null, reason: null }),
+      reservations.refund({ scope: o.scope, id: 'not-a-uuid', amountMinor: null, reason: null }),
+      reservations.refund({ scope: o.scope, id: small, amountMinor: 101, reason: null }),
+      reservations.refund({ scope: { kind: 'platform' }, id: b, amountMinor: null, reason: null }),
+    ]);
+    expect(results.slice(1, 6)).toEqual([
+      domainError('not_found', 'Transaction not found.'),
+      domainError('invalid_transition', 'Only a Settled charge can be refunded; this one is Failed.'),
+      domainError('invalid_transition', 'Only a Settled charge can be refunded; this one is Processing.'),
+      domainError('not_found', 'Transaction not found.'),
+      domainError('invalid_transition', 'The refund exceeds the refundable amount of the charge (100 minor units left).'),
+    ]);
+    const [ra, rb] = [results[0]!, results[6]!].map((r) => (r as { value: Reservation }).value);
+    expect(ra!.t).toMatchObject({ kind: 'Refund', status: 'Processing', amountMinor: 1234, originalTransactionId: a, reason: 'partial', merchantId: o.merchantId, memberId: o.memberId, paymentMethodId: o.paymentMethodId });
+    expect(rb!.t).toMatchObject({ amountMinor: 5000, originalTransactionId: b, reason: null });
+    expect(ra!.t.claimedUntil!.getTime()).toBeGreaterThanOrEqual(before + LEASE_MS);
+    expect(ra!.merchant).toEqual({ providerEnvironment: 'Production' });
+    expect(ra!.original).toEqual({ id: a, providerRef: `ch_${a}` });
+    for (const r of [ra!, rb!]) await expectStored(r);
+    expect([await refundedOf(a), await refundedOf(b)]).toEqual([1234, 7000]);
+    for (const id of [theirs, failed, processing, small]) {
+      expect(await refundedOf(id)).toBe(0);
+      expect(await refundsOf(id)).toEqual([]);
+    }
+  });
+
+  it('fails only the request whose write the database refuses (text it cannot store) and commits the rest of its batch', async () => {
+    const o = await seedMerchant();
+    const [a, b] = [await seedCharge(o, { status: 'Settled' }), await seedCharge(o, { status: 'Settled' })];
+    const reservations = new TransactionReservations(orm(), LEASE_MS);
+    const [good, bad] = await settle([reservations.refund({ scope: o.scope, id: a, amountMinor: 10, reason: 'fine' }), reservations.refund({ scope: o.scope, id: b, amountMinor: 10, reason: 'nul \u0000' })]);
+    expect('value' in good!).toBe(true);
+    expect((bad as { error: unknown }).error).toBeInstanceOf(DriverException);
+    expect([await refundedOf(a), await refundedOf(b)]).toEqual([10, 0]);
+    expect((await refundsOf(a)).map((r) => r.reason)).toEqual(['fine']);
+    expect(await refundsOf(b)).toEqual([]);
+  });
+});
+
+describe('TransactionReservations.retry', () => {
+  it('retries a Failed charge with attempt + 1 at its merchant fee, claims its subscription, and refuses a second retry of it', async () => {
+    const o = await seedMerchant();
+    const sub = await seedSubscription(o);
+    const failed = await seedCharge(o, { status: 'Failed', amountMinor: 1995, subscriptionId: sub, attempt: 2 });
+    const reservations = new TransactionReservations(orm(), LEASE_MS);
+    const r = await reservations.retry({ scope: o.scope, id: failed });
+    const merchant = await orm().em.fork().findOneOrFail(Merchant, { id: o.merchantId });
+    expect(r.t).toMatchObject({ kind: 'Charge', status: 'Processing', attempt: 3, originalTransactionId: failed, subscriptionId: sub, paymentMethodId: o.paymentMethodId, amountMinor: 1995, periodStart: new Date(PERIOD) });
+    expect(r.t.feeMinor).toBe(platformFee(1995, merchant.feeTerms()));
+    expect(r.t.feeMinor).toBe(100);
+    expect(r.merchant).toEqual({ providerEnvironment: 'Production' });
+    await expectStored(r);
+    const [{ claimed_until }] = await rows<{ claimed_until: Date | string }>(`select claimed_until from billing.subscriptions where id = ?`, [sub]);
+    expect(new Date(claimed_until).getTime()).toBe(r.t.claimedUntil!.getTime());
+
+    // Once the claim has passed (its provider call recorded), the same charge is still not retried twice.
+    await rows(`update billing.subscriptions set claimed_until = null where id = ?`, [sub]);
+    await expect(reservations.retry({ scope: o.scope, id: failed })).rejects.toEqual(new DomainError('invalid_transition', 'This charge has already been retried; retry the latest attempt.'));
+  });
+
+  it('refuses, each alone in one batch, a collected period, a subscription neither Active nor PastDue, a charge not Failed, a refund, a subscription claimed, and another merchant’s charge', async () => {
+    const o = await seedMerchant();
+    const other = await seedMerchant();
+    const collected = await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o, 'PastDue', '2030-02-01T00:00:00.000Z') });
+    const cancelled = await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o, 'Cancelled') });
+    const paused = await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o, 'Paused') });
+    const settled = await seedCharge(o, { status: 'Settled', subscriptionId: await seedSubscription(o) });
+    const claimedSub = await seedSubscription(o, 'Active');
+    await rows(`update billing.subscriptions set claimed_until = now() + interval '1 minute' where id = ?`, [claimedSub]);
+    const claimed = await seedCharge(o, { status: 'Failed', subscriptionId: claimedSub });
+    const theirs = await seedCharge(other, { status: 'Failed', subscriptionId: await seedSubscription(other) });
+    // Two failed charges of one subscription: the first claims it, which refuses the second.
+    const shared = await seedSubscription(o);
+    const [first, second] = [await seedCharge(o, { status: 'Failed', subscriptionId: shared }), await seedCharge(o, { status: 'Failed', subscriptionId: shared, attempt: 2 })];
+    const refund = randomUUID();
+    await rows(
+      `insert into billing.transactions (id, merchant_id, member_id, kind, amount_minor, currency, status, attempt, original_transaction_id, fee_minor, refunded_minor, occurred_at, created_at, updated_at)
+       values (?, ?, ?, 'Refund', 5, 'AUD', 'Failed', 1, ?, 0, 0, now(), now(), now())`,
+      [refund, o.merchantId, o.memberId, settled],
+    );
+    const reservations = new TransactionReservations(orm(), LEASE_MS);
+    const ids = [collected, cancelled, paused, settled, refund, claimed, theirs, first, second];
+    const results = await settle(ids.map((id) => reservations.retry({ scope: o.scope, id })));
+    expect(results.map((r) => ('value' in r ? 'reserved' : r.error))).toEqual([
+      new DomainError('invalid_transition', 'The period of this charge has been collected since.'),
+      new DomainError('invalid_transition', 'The subscription is Cancelled; its charges are not retried.'),
+      new DomainError('invalid_transition', 'The subscription is Paused; its charges are not retried.'),
+      new DomainError('invalid_transition', 'Only a Failed charge can be retried; this one is a Settled Charge.'),
+      new DomainError('invalid_transition', 'Only a Failed charge can be retried; this one is a Failed Refund.'),
+      new DomainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.'),
+      new DomainError('not_found', 'Transaction not found.'),
+      // Decided in the order sent, whatever the lock order.
+      'reserved',
+      new DomainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.'),
+    ]);
+    const retries = await rows<{ original_transaction_id: string }>(`select original_transaction_id from billing.transactions where original_transaction_id in (?) and kind = 'Charge'`, [ids]);
+    expect(retries.map((r) => r.original_transaction_id)).toEqual([first]);
+  });
+
+  it('reserves concurrent retries of one charge from several replicas once', async () => {
+    const o = await seedMerchant();
+    const sub = await seedSubscription(o, 'Active');
+    const failed = await seedCharge(o, { status: 'Failed', subscriptionId: sub });
+    const replicas = Array.from({ length: 4 }, () => new TransactionReservations(orm(), LEASE_MS));
+    const results = await settle(replicas.map((r) => r.retry({ scope: o.scope, id: failed })));
+    expect(results.filter((r) => 'value' in r)).toHaveLength(1);
+    expect(new Set(results.flatMap((r) => ('error' in r ? [(r.error as DomainError).message] : [])))).toEqual(
+      new Set(['This charge has already been retried; retry the latest attempt.']),
+    );
+  });
+});

@@ -1,0 +1,260 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { DomainError, isUuidText } from '@billing/contracts';
+import { Batcher, transactPrepared, typedDatabaseError, type CallScope, type PreparedQuery } from '@billing/service-runtime';
+import { normalisePercent, platformFee, type FeeTerms } from '../fees/platform-fee.js';
+import type { ProviderEnvironment } from '../merchants/merchant.js';
+import { pickScoped } from '../merchant-scope.js';
+import type { Subscription } from '../subscriptions/subscription.js';
+import { subscriptionOfRow, type SubscriptionRow } from '../subscriptions/subscription-row.js';
+import { Transaction } from './transaction.js';
+import { rowOfTransaction, TRANSACTION_RECORDSET, transactionColumns, transactionOfRow, type TransactionRow } from './transaction-row.js';
+
+export interface RefundRequest {
+  scope: CallScope;
+  id: string;
+  /** Integer minor units, or null for all that is left. */
+  amountMinor: number | null;
+  reason: string | null;
+}
+
+export interface RetryRequest {
+  scope: CallScope;
+  id: string;
+}
+
+/** What a transaction's provider call needs of its merchant. */
+export interface MerchantOfCall {
+  providerEnvironment: ProviderEnvironment;
+}
+
+/** A committed `Processing` transaction and what its provider call needs, read while reserving it. */
+export interface Reservation {
+  t: Transaction;
+  merchant: MerchantOfCall;
+  /** A refund's charge (as locked when reserving): its provider ref, which a settled charge never changes. */
+  original?: { id: string; providerRef: string | null };
+}
+
+type Reserved = { ok: true; value: Reservation } | { ok: false; error: DomainError };
+
+/** A locked charge row with its merchant's terms. */
+interface LockedRow extends TransactionRow {
+  provider_environment: ProviderEnvironment;
+  platform_fee_percent: string;
+  platform_fee_fixed_minor: string;
+}
+
+interface LockedCharge {
+  charge: Transaction;
+  merchant: MerchantOfCall & { feeTerms: FeeTerms };
+}
+
+/**
+ * The reservations of refunds and retries (contract §7), written in SQL and group-committed:
+ * the requests that arrive together share one transaction of prepared statements (a refund
+ * batch: one locking read and one write; a retry batch: one more, the locking read of the
+ * subscriptions), where the ORM spent a find and a hydration per kind of row and its unit of
+ * work per request. The domain decides each request as it does alone (`Transaction.reserveRefund`,
+ * `assertRetryable`, the subscription's due period) on rows locked `for update` in id order,
+ * charges first, then subscriptions (the lock order of a retry alone), so concurrent batches
+ * cannot deadlock and concurrent refunds of a charge can never together exceed it. Requests on
+ * one charge never share a batch: the second is decided after the first committed. Another
+ * merchant's transaction is `not_found`, as a missing one. A DomainError is that request's answer
+ * and writes nothing of it; any other failure rolls the batch back and its requests run again one
+ * per transaction (`Batcher`), so a database error reaches only the request that causes it, as
+ * MikroORM's typed exception.
+ */
+export class TransactionReservations {
+  private readonly refunds: Batcher<RefundRequest, Reserved>;
+  private readonly retries: Batcher<RetryRequest, Reserved>;
+
+  /** `leaseMs`: how long a reservation keeps billing runs off its unconfirmed call (and a retry off its subscription). */
+  constructor(
+    private readonly orm: MikroORM,
+    private readonly leaseMs: number,
+  ) {
+    const keyOf = (r: { id: string }) => r.id.toLowerCase();
+    this.refunds = new Batcher<RefundRequest, Reserved>((batch) => transactPrepared(orm, (query) => this.reserveRefunds(query, batch)), { keyOf });
+    // Retries of two charges of one subscription may share a batch: the first claims the
+    // subscription (on the aggregate both see), which refuses the second, as when they run in turn.
+    this.retries = new Batcher<RetryRequest, Reserved>((batch) => transactPrepared(orm, (query) => this.reserveRetries(query, batch)), { keyOf });
+  }
+
+  /** Reserves a refund of a Settled charge: a `Processing` refund, its amount added to the charge's `refundedMinor`, committed. */
+  refund(r: RefundRequest): Promise<Reservation> {
+    return this.settle(this.refunds.submit(r));
+  }
+
+  /** Reserves a retry of a Failed charge: a `Processing` charge of `attempt + 1`, its subscription claimed, committed. */
+  retry(r: RetryRequest): Promise<Reservation> {
+    return this.settle(this.retries.submit(r));
+  }
+
+  private async settle(submitted: Promise<Reserved>): Promise<Reservation> {
+    let reserved: Reserved;
+    try {
+      reserved = await submitted;
+    } catch (e) {
+      throw typedDatabaseError(this.orm, e);
+    }
+    if (!reserved.ok) throw reserved.error;
+    return reserved.value;
+  }
+
+  /** Locks the batch's charges (in id order) with their merchants' terms; malformed ids find nothing. */
+  private async lockCharges(query: PreparedQuery, batch: readonly { id: string }[]): Promise<Map<string, LockedCharge>> {
+    const ids = [...new Set(batch.filter((r) => isUuidText(r.id)).map((r) => r.id.toLowerCase()))];
+    if (ids.length === 0) return new Map();
+    const { rows } = await query<LockedRow>(
+      'transaction_reserve_lock',
+      `select ${transactionColumns('t')}, m.provider_environment, m.platform_fee_percent::text, m.platform_fee_fixed_minor
+         from transactions t join merchants m on m.id = t.merchant_id
+        where t.id = any($1::uuid[])
+        order by t.id
+          for update of t`,
+      [ids],
+    );
+    return new Map(
+      rows.map((r) => [
+        r.id,
+        {
+          charge: transactionOfRow(r),
+          merchant: { providerEnvironment: r.provider_environment, feeTerms: { percent: normalisePercent(r.platform_fee_percent), fixedMinor: Number(r.platform_fee_fixed_minor) } },
+        },
+      ]),
+    );
+  }
+
+  private async reserveRefunds(query: PreparedQuery, batch: readonly RefundRequest[]): Promise<Reserved[]> {
+    const locked = await this.lockCharges(query, batch);
+    const charges = new Map([...locked].map(([id, l]) => [id, l.charge]));
+    const refunds: Transaction[] = [];
+    const out = decideEach(batch, (r): Reservation => {
+      const charge = pickScoped(charges, r.scope, r.id, 'Transaction');
+      const amount = charge.reserveRefund(r.amountMinor);
+      const t = Object.assign(new Transaction(), {
+        merchantId: charge.merchantId,
+        memberId: charge.memberId,
+        subscriptionId: charge.subscriptionId,
+        paymentMethodId: charge.paymentMethodId,
+        kind: 'Refund' as const,
+        amountMinor: amount,
+        currency: charge.currency,
+        originalTransactionId: charge.id,
+        reason: r.reason,
+        claimedUntil: new Date(Date.now() + this.leaseMs),
+      });
+      refunds.push(t);
+      return { t, merchant: { providerEnvironment: locked.get(charge.id)!.merchant.providerEnvironment }, original: { id: charge.id, providerRef: charge.providerRef } };
+    });
+    if (refunds.length === 0) return out;
+    const reserved = new Map(refunds.map((t) => [t.originalTransactionId!, charges.get(t.originalTransactionId!)!.refundedMinor]));
+    // One round trip for the refunds and their charges' reservations. `t.id = any($3)` keeps the
+    // update on the primary key (joined to the recordset alone, the planner may scan the table).
+    const { rows } = await query<{ inserted: number; updated: number }>(
+      'transaction_reserve_refunds',
+      `with inserted as (
+         insert into transactions (${transactionColumns()})
+         select * from jsonb_to_recordset($1::jsonb) as r(${TRANSACTION_RECORDSET})
+         returning 1),
+       charged as (
+         update transactions t set refunded_minor = c.refunded_minor
+           from jsonb_to_recordset($2::jsonb) as c(id uuid, refunded_minor bigint)
+          where t.id = c.id and t.id = any($3::uuid[])
+         returning 1)
+       select (select count(*) from inserted)::int as inserted, (select count(*) from charged)::int as updated`,
+      [JSON.stringify(refunds.map(rowOfTransaction)), JSON.stringify([...reserved].map(([id, refundedMinor]) => ({ id, refunded_minor: refundedMinor }))), [...reserved.keys()]],
+    );
+    assertWritten('refund reservation', rows[0]!, refunds.length, reserved.size);
+    return out;
+  }
+
+  private async reserveRetries(query: PreparedQuery, batch: readonly RetryRequest[]): Promise<Reserved[]> {
+    const locked = await this.lockCharges(query, batch);
+    const failed = new Map([...locked].map(([id, l]) => [id, l.charge]));
+    const subIds = [...new Set([...failed.values()].flatMap((t) => t.subscriptionId ?? []))];
+    // After the charges' locks (charges, then subscriptions: the lock order of a retry alone), so
+    // a retry of one of these charges committed meanwhile is seen; subscriptions locked in id order.
+    const { rows } = failed.size === 0 ? { rows: [] } : await query<{ subs: SubscriptionRow[]; retried: string[] }>(
+      'transaction_reserve_retry_facts',
+      `with subs as materialized (
+         select to_jsonb(s) as sub from subscriptions s where s.id = any($2::uuid[]) order by s.id for update of s)
+       select coalesce((select json_agg(sub) from subs), '[]') as subs,
+              coalesce((select json_agg(distinct original_transaction_id) from transactions
+                         where kind = 'Charge' and original_transaction_id = any($1::uuid[])), '[]') as retried`,
+      [[...failed.keys()], subIds],
+    );
+    const retried = new Set(rows[0]?.retried ?? []);
+    const subs = new Map<string, Subscription>((rows[0]?.subs ?? []).map((r) => [r.id, subscriptionOfRow(r)]));
+    const retries: Transaction[] = [];
+    const claimed = new Map<string, Date>();
+    const out = decideEach(batch, (r): Reservation => {
+      const f = pickScoped(failed, r.scope, r.id, 'Transaction');
+      f.assertRetryable();
+      if (retried.has(f.id)) throw new DomainError('invalid_transition', 'This charge has already been retried; retry the latest attempt.');
+      const sub = f.subscriptionId ? subs.get(f.subscriptionId) : undefined;
+      if (sub) {
+        if (sub.status !== 'Active' && sub.status !== 'PastDue') throw new DomainError('invalid_transition', `The subscription is ${sub.status}; its charges are not retried.`);
+        if (sub.duePeriodStart()?.getTime() !== f.periodStart?.getTime()) throw new DomainError('invalid_transition', 'The period of this charge has been collected since.');
+        if (sub.claimedUntil && sub.claimedUntil > new Date()) throw new DomainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.');
+      }
+      const { merchant } = locked.get(f.id)!;
+      const lease = new Date(Date.now() + this.leaseMs);
+      const t = Object.assign(new Transaction(), {
+        merchantId: f.merchantId,
+        memberId: f.memberId,
+        subscriptionId: f.subscriptionId,
+        paymentMethodId: f.paymentMethodId,
+        kind: 'Charge' as const,
+        amountMinor: f.amountMinor,
+        currency: f.currency,
+        attempt: f.attempt + 1,
+        originalTransactionId: f.id,
+        periodStart: f.periodStart,
+        feeMinor: platformFee(f.amountMinor, merchant.feeTerms),
+        claimedUntil: lease,
+      });
+      if (sub) {
+        sub.claimedUntil = lease;
+        claimed.set(sub.id, lease);
+      }
+      retries.push(t);
+      return { t, merchant: { providerEnvironment: merchant.providerEnvironment } };
+    });
+    if (retries.length === 0) return out;
+    // One round trip for the retries and their subscriptions' claims; `s.id = any($3)` as in `reserveRefunds`.
+    const { rows: written } = await query<{ inserted: number; updated: number }>(
+      'transaction_reserve_retries',
+      `with inserted as (
+         insert into transactions (${transactionColumns()})
+         select * from jsonb_to_recordset($1::jsonb) as r(${TRANSACTION_RECORDSET})
+         returning 1),
+       claimed as (
+         update subscriptions s set claimed_until = c.claimed_until
+           from jsonb_to_recordset($2::jsonb) as c(id uuid, claimed_until timestamptz)
+          where s.id = c.id and s.id = any($3::uuid[])
+         returning 1)
+       select (select count(*) from inserted)::int as inserted, (select count(*) from claimed)::int as updated`,
+      [JSON.stringify(retries.map(rowOfTransaction)), JSON.stringify([...claimed].map(([id, until]) => ({ id, claimed_until: until.toISOString() }))), [...claimed.keys()]],
+    );
+    assertWritten('retry reservation', written[0]!, retries.length, claimed.size);
+    return out;
+  }
+}
+
+/** Each request's decision: a DomainError is that request's answer (thrown before it changed anything); any other error fails the batch. */
+function decideEach<R>(batch: readonly R[], decide: (r: R) => Reservation): Reserved[] {
+  return batch.map((r) => {
+    try {
+      return { ok: true, value: decide(r) };
+    } catch (e) {
+      if (!(e instanceof DomainError)) throw e;
+      return { ok: false, error: e };
+    }
+  });
+}
+
+/** Cannot happen (the rows are locked, a refused row fails the statement); thrown, so the transaction rolls back. */
+function assertWritten(what: string, row: { inserted: number; updated: number }, inserted: number, updated: number): void {
+  if (row.inserted !== inserted || row.updated !== updated) throw new Error(`${what} wrote ${row.inserted}/${inserted} transactions, ${row.updated}/${updated} updates`);
+}
