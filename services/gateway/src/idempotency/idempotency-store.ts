@@ -86,15 +86,17 @@ export class IdempotencyStore {
   private readonly claims = new Batcher<Claim, boolean>(
     async (batch) => {
       const sorted = [...batch].sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-      const col = <T>(f: (c: Claim) => T) => sorted.map(f);
+      // The batch as one JSON parameter: node-postgres would otherwise escape every element of
+      // eight arrays into Postgres array literals (a string copy per element, and a date format).
+      const rows = sorted.map((c) => ({ scope: c.scope, key: c.key, fingerprint: c.fingerprint, method: c.method, path: c.path, claim_token: c.claimToken, claimed_at: c.now, expires_at: c.expiresAt }));
       const res = await queryPrepared<{ scope: string; key: string; claim_token: string }>(
         this.orm,
-        'idempotency_claim_batch',
+        'idempotency_claim_batch_json',
         `insert into idempotency_records as r
            (scope, key, fingerprint, method, path, state, claim_token, claimed_at, created_at, expires_at)
          select c.scope, c.key, c.fingerprint, c.method, c.path, 'in_flight', c.claim_token, c.claimed_at, c.claimed_at, c.expires_at
-           from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::uuid[], $7::timestamptz[], $8::timestamptz[])
-                as c(scope, key, fingerprint, method, path, claim_token, claimed_at, expires_at)
+           from jsonb_to_recordset($1::jsonb)
+                as c(scope text, key text, fingerprint text, method text, path text, claim_token uuid, claimed_at timestamptz, expires_at timestamptz)
          on conflict (scope, key) do update set
            fingerprint = excluded.fingerprint, method = excluded.method, path = excluded.path, state = 'in_flight',
            claim_token = excluded.claim_token, claimed_at = excluded.claimed_at, created_at = excluded.created_at,
@@ -102,7 +104,7 @@ export class IdempotencyStore {
            completed_at = null
          where r.expires_at <= excluded.claimed_at or (r.state = 'released' and r.fingerprint = excluded.fingerprint)
          returning r.claim_token`,
-        [col((c) => c.scope), col((c) => c.key), col((c) => c.fingerprint), col((c) => c.method), col((c) => c.path), col((c) => c.claimToken), col((c) => c.now), col((c) => c.expiresAt)],
+        [JSON.stringify(rows)],
       );
       const won = new Set(res.rows.map((r) => r.claim_token));
       return batch.map((c) => won.has(c.claimToken));
@@ -110,29 +112,33 @@ export class IdempotencyStore {
     { keyOf: (c) => `${c.scope}\u0000${c.key}` },
   );
 
-  /** Group commit of outcomes (completions and releases) as one `UPDATE ... FROM unnest(...)`. */
+  /**
+   * Group commit of outcomes (completions and releases) as one `UPDATE ... FROM` the batch (one
+   * JSON parameter, as the claims). Its generic plan probes the primary key once per row of the
+   * batch (checked with `EXPLAIN` on 200,000 records).
+   */
   private readonly outcomes = new Batcher<Outcome, boolean>(
     async (batch) => {
-      const col = <T>(f: (o: Outcome) => T) => batch.map(f);
+      const rows = batch.map((o) => ({
+        scope: o.scope,
+        key: o.key,
+        claim_token: o.claimToken,
+        state: o.state,
+        status: o.response?.status ?? null,
+        // As text, cast to json by the statement: a jsonb value would come back with its keys reordered.
+        headers: o.response ? JSON.stringify(o.response.headers) : null,
+        body: o.response?.body ?? null,
+        completed_at: o.now,
+      }));
       const res = await queryPrepared<{ claim_token: string }>(
         this.orm,
-        'idempotency_outcome_batch',
+        'idempotency_outcome_batch_json',
         `update idempotency_records r
             set state = o.state, response_status = o.status, response_headers = o.headers::json, response_body = o.body, completed_at = o.completed_at
-           from unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::int[], $6::text[], $7::text[], $8::timestamptz[])
-                as o(scope, key, claim_token, state, status, headers, body, completed_at)
+           from jsonb_to_recordset($1::jsonb) as o(scope text, key text, claim_token uuid, state text, status int, headers text, body text, completed_at timestamptz)
           where r.scope = o.scope and r.key = o.key and r.claim_token = o.claim_token and r.state = 'in_flight'
           returning r.claim_token`,
-        [
-          col((o) => o.scope),
-          col((o) => o.key),
-          col((o) => o.claimToken),
-          col((o) => o.state),
-          col((o) => o.response?.status ?? null),
-          col((o) => (o.response ? JSON.stringify(o.response.headers) : null)),
-          col((o) => o.response?.body ?? null),
-          col((o) => o.now),
-        ],
+        [JSON.stringify(rows)],
       );
       const held = new Set(res.rows.map((r) => r.claim_token));
       return batch.map((o) => held.has(o.claimToken));

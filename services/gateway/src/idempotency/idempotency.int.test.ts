@@ -166,6 +166,20 @@ describe('replay (rules 2 and 5)', () => {
     expect(await recordOf(key)).toMatchObject({ state: 'completed', responseStatus: 201, responseBody: first.body });
   });
 
+  it('replays a body with quotes, backslashes, newlines and non-ASCII text byte for byte', async () => {
+    const key = randomUUID();
+    const name = 'quote " backslash \\ slash / newline \n tab \t brace } é 日本 🎉 {"x":[1]}';
+    const first = await post(key, { name });
+    expect(first.statusCode).toBe(201);
+    expect(first.json().name).toBe(name);
+    const again = await post(key, { name });
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toBe(first.body);
+    expect(again.headers.location).toBe(first.headers.location);
+    expect(executions).toBe(1);
+    expect((await recordOf(key))!.responseHeaders).toEqual(expect.objectContaining({ location: first.headers.location }));
+  });
+
   it('matches the path case-insensitively', async () => {
     const key = randomUUID();
     const first = await post(key, { name: 'a' }, '/api/Things');
