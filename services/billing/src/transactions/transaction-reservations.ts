@@ -149,23 +149,7 @@ export class TransactionReservations {
     });
     if (refunds.length === 0) return out;
     const reserved = new Map(refunds.map((t) => [t.originalTransactionId!, charges.get(t.originalTransactionId!)!.refundedMinor]));
-    // One round trip for the refunds and their charges' reservations. `t.id = any($3)` keeps the
-    // update on the primary key (joined to the recordset alone, the planner may scan the table).
-    const { rows } = await query<{ inserted: number; updated: number }>(
-      'transaction_reserve_refunds',
-      `with inserted as (
-         insert into transactions (${transactionColumns()})
-         select * from jsonb_to_recordset($1::jsonb) as r(${TRANSACTION_RECORDSET})
-         returning 1),
-       charged as (
-         update transactions t set refunded_minor = c.refunded_minor
-           from jsonb_to_recordset($2::jsonb) as c(id uuid, refunded_minor bigint)
-          where t.id = c.id and t.id = any($3::uuid[])
-         returning 1)
-       select (select count(*) from inserted)::int as inserted, (select count(*) from charged)::int as updated`,
-      [JSON.stringify(refunds.map(rowOfTransaction)), JSON.stringify([...reserved].map(([id, refundedMinor]) => ({ id, refunded_minor: refundedMinor }))), [...reserved.keys()]],
-    );
-    assertWritten('refund reservation', rows[0]!, refunds.length, reserved.size);
+    await writeReservations(query, 'transaction_reserve_refunds', refunds, { table: 'transactions', column: 'refunded_minor', type: 'bigint', values: reserved });
     return out;
   }
 
@@ -222,22 +206,7 @@ export class TransactionReservations {
       return { t, merchant: { providerEnvironment: merchant.providerEnvironment } };
     });
     if (retries.length === 0) return out;
-    // One round trip for the retries and their subscriptions' claims; `s.id = any($3)` as in `reserveRefunds`.
-    const { rows: written } = await query<{ inserted: number; updated: number }>(
-      'transaction_reserve_retries',
-      `with inserted as (
-         insert into transactions (${transactionColumns()})
-         select * from jsonb_to_recordset($1::jsonb) as r(${TRANSACTION_RECORDSET})
-         returning 1),
-       claimed as (
-         update subscriptions s set claimed_until = c.claimed_until
-           from jsonb_to_recordset($2::jsonb) as c(id uuid, claimed_until timestamptz)
-          where s.id = c.id and s.id = any($3::uuid[])
-         returning 1)
-       select (select count(*) from inserted)::int as inserted, (select count(*) from claimed)::int as updated`,
-      [JSON.stringify(retries.map(rowOfTransaction)), JSON.stringify([...claimed].map(([id, until]) => ({ id, claimed_until: until.toISOString() }))), [...claimed.keys()]],
-    );
-    assertWritten('retry reservation', written[0]!, retries.length, claimed.size);
+    await writeReservations(query, 'transaction_reserve_retries', retries, { table: 'subscriptions', column: 'claimed_until', type: 'timestamptz', values: claimed });
     return out;
   }
 }
@@ -254,7 +223,37 @@ function decideEach<R>(batch: readonly R[], decide: (r: R) => Reservation): Rese
   });
 }
 
-/** Cannot happen (the rows are locked, a refused row fails the statement); thrown, so the transaction rolls back. */
-function assertWritten(what: string, row: { inserted: number; updated: number }, inserted: number, updated: number): void {
-  if (row.inserted !== inserted || row.updated !== updated) throw new Error(`${what} wrote ${row.inserted}/${inserted} transactions, ${row.updated}/${updated} updates`);
+/**
+ * One round trip: inserts the reserved transactions and sets one column on the rows of `table`
+ * they reserve (the refunded charges' `refunded_minor`, the retried subscriptions' claim). The
+ * update also names its rows with `id = any($3)`, which keeps it on the primary key (joined to
+ * the recordset alone, the planner may scan the table). Throws, so the transaction rolls back,
+ * unless every row was written: that cannot happen (the rows are locked, a refused row fails
+ * the statement).
+ */
+async function writeReservations(
+  query: PreparedQuery,
+  name: string,
+  transactions: Transaction[],
+  update: { table: 'transactions' | 'subscriptions'; column: 'refunded_minor' | 'claimed_until'; type: 'bigint' | 'timestamptz'; values: Map<string, number | Date> },
+): Promise<void> {
+  const { table, column, type, values } = update;
+  const { rows } = await query<{ inserted: number; updated: number }>(
+    name,
+    `with inserted as (
+       insert into transactions (${transactionColumns()})
+       select * from jsonb_to_recordset($1::jsonb) as r(${TRANSACTION_RECORDSET})
+       returning 1),
+     updated as (
+       update ${table} u set ${column} = c.value
+         from jsonb_to_recordset($2::jsonb) as c(id uuid, value ${type})
+        where u.id = c.id and u.id = any($3::uuid[])
+       returning 1)
+     select (select count(*) from inserted)::int as inserted, (select count(*) from updated)::int as updated`,
+    [JSON.stringify(transactions.map(rowOfTransaction)), JSON.stringify([...values].map(([id, value]) => ({ id, value }))), [...values.keys()]],
+  );
+  const [row] = rows;
+  if (row!.inserted !== transactions.length || row!.updated !== values.size) {
+    throw new Error(`${name} wrote ${row!.inserted}/${transactions.length} transactions, ${row!.updated}/${values.size} ${table}`);
+  }
 }
