@@ -10,7 +10,7 @@ import { Merchant } from '../merchants/merchant.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { Product } from '../products/product.js';
 import { Plan } from './plan.js';
-import { PlanStore, type NewPlan } from './plan-store.js';
+import { loadPlans, PlanStore, type NewPlan } from './plan-store.js';
 import { plansGrpc } from './plans-grpc.js';
 
 // Create-plan's and update-plan's hand-written SQL against a real Postgres: the rows they write
@@ -189,6 +189,23 @@ describe('PlanStore.update', () => {
     const latest = Math.max(...answers.map((a) => a.updatedAt.getTime()));
     const last = answers.filter((a) => a.updatedAt.getTime() === latest).map((a) => [a.name, a.isActive, latest]);
     expect(last).toContainEqual([stored!.name, stored!.is_active, Number(stored!.updated)]);
+  });
+});
+
+describe('loadPlans', () => {
+  it('reads each plan as the ORM loads it, every property and type; malformed and missing ids find nothing', async () => {
+    const { merchantId, productId } = await merchantWithProduct();
+    const store = new PlanStore(orm());
+    const created = await Promise.all(newPlans(merchantId, productId).map((p) => store.create(p)));
+    const ids = created.map((p) => p.id);
+    const loaded = await loadPlans(orm(), [...ids.map((id) => id.toUpperCase()), 'not-a-uuid', randomUUID()]);
+    expect([...loaded.keys()].sort()).toEqual([...ids].sort());
+    for (const id of ids) {
+      const byOrm = await orm().em.fork().findOneOrFail(Plan, { id });
+      expect(loaded.get(id)).toBeInstanceOf(Plan);
+      expect(fieldsOf(loaded.get(id)!)).toEqual(fieldsOf(byOrm));
+    }
+    expect(await loadPlans(orm(), ['not-a-uuid'])).toEqual(new Map());
   });
 });
 

@@ -49,6 +49,17 @@ function planOfRow(r: PlanRow): Plan {
   });
 }
 
+/**
+ * The plans with these ids (malformed ids find nothing), by id: one prepared statement, hand-
+ * mapped as `planOfRow`, for GetPlan's coalesced reads (every checkout link and onboarding asks).
+ */
+export async function loadPlans(orm: MikroORM, ids: readonly string[]): Promise<Map<string, Plan>> {
+  const wanted = [...new Set(ids.filter(isUuidText).map((id) => id.toLowerCase()))];
+  if (wanted.length === 0) return new Map();
+  const { rows } = await queryPrepared<{ plan: PlanRow }>(orm, 'plans_by_id', `select to_jsonb(p) as plan from plans p where p.id = any($1::uuid[])`, [wanted]);
+  return new Map(rows.map(({ plan }) => [plan.id, planOfRow(plan)]));
+}
+
 const notFound = (what: string) => new DomainError('not_found', `${what} not found.`);
 
 /**

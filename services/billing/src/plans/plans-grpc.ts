@@ -1,15 +1,14 @@
 import { Batcher, requireMerchantScope, requireScope, type ServiceImpl } from '@billing/service-runtime';
 import { type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, pageWindow } from '@billing/contracts';
-import { findManyById } from '../merchant-scope.js';
 import { Plan } from './plan.js';
-import { PlanStore } from './plan-store.js';
+import { loadPlans, PlanStore } from './plan-store.js';
 
 export function plansGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Plans'> {
   const store = new PlanStore(orm);
   /** Reads that arrive together share one `select ... where id in (...)`; each still reads the current row. */
   const reads = new Batcher<string, Plan | undefined>(async (ids) => {
-    const found = await findManyById(orm.em.fork(), Plan, ids);
+    const found = await loadPlans(orm, ids);
     return ids.map((id) => found.get(id));
   });
 
