@@ -9,7 +9,7 @@ import { Merchant } from '../merchants/merchant.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { Product } from '../products/product.js';
 import { Question } from './question.js';
-import { QuestionStore, type NewQuestion } from './question-store.js';
+import { listQuestions, QuestionStore, type NewQuestion } from './question-store.js';
 import { questionsGrpc } from './questions-grpc.js';
 
 // Create-question's hand-written SQL against a real Postgres: the rows it writes against what
@@ -47,6 +47,35 @@ async function storedRows(questions: Question[]) {
     return { ...rest, options: (options as { label: string }[]).map((o) => o.label) };
   });
 }
+
+describe('listQuestions', () => {
+  it('reads a product\'s questions in display order as the ORM loads them; a missing, foreign or malformed product is not found', async () => {
+    const { productIds, scope } = await merchantWithProducts(2);
+    const store = new QuestionStore(orm());
+    const productId = productIds[0]!;
+    for (const q of [
+      input({ text: 'Any injuries?', required: true, order: 5 }),
+      input({ text: `Zoë's "goal" 🏋 \\ {"x":1}?`, kind: 'SingleChoice', options: [{ label: 'Strength' }, { label: 'Cardio "plus"' }], order: -3 }),
+      input({ text: 'Days?', kind: 'MultiChoice', options: [{ label: 'Mon' }, { label: 'Tue' }], order: 5 }),
+      input({ text: 'Anything else?' }),
+    ]) {
+      await store.create({ scope, productId, input: q });
+    }
+    const listed = await listQuestions(orm(), scope, productId.toUpperCase());
+    const byOrm = await orm().em.fork().find(Question, { productId }, { orderBy: { order: 'asc', id: 'asc' } });
+    expect(listed.map((q) => q.text)).toEqual(byOrm.map((q) => q.text));
+    expect(listed.every((q) => q instanceof Question)).toBe(true);
+    expect(listed.map((q) => ({ ...q }))).toEqual(byOrm.map((q) => ({ ...q })));
+    expect(await listQuestions(orm(), { kind: 'platform' }, productId)).toHaveLength(4);
+    expect(await listQuestions(orm(), scope, productIds[1]!)).toEqual([]);
+
+    const other = await merchantWithProducts(1);
+    const refusal = (p: Promise<unknown>) => p.then(() => 'answered', (e: DomainError) => `${e.code}: ${e.message}`);
+    expect(await refusal(listQuestions(orm(), other.scope, productId))).toBe('not_found: Product not found.');
+    expect(await refusal(listQuestions(orm(), scope, randomUUID()))).toBe('not_found: Product not found.');
+    expect(await refusal(listQuestions(orm(), scope, 'not-a-uuid'))).toBe('not_found: Not found.');
+  });
+});
 
 describe('QuestionStore.create', () => {
   it('writes, for creates arriving together, the questions rows the ORM wrote for the same questions, and answers what the ORM then loads', async () => {

@@ -1,7 +1,57 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type CreateQuestionRequest } from '@billing/contracts';
-import { Batcher, transactPrepared, typedDatabaseError, type CallScope } from '@billing/service-runtime';
-import { Question } from './question.js';
+import { Batcher, queryPrepared, transactPrepared, typedDatabaseError, type CallScope } from '@billing/service-runtime';
+import { compareQuestions, Question, type QuestionOption } from './question.js';
+
+/** A `questions` row as `to_jsonb` gives it (instants in ISO 8601). */
+interface QuestionRow {
+  id: string;
+  merchant_id: string;
+  product_id: string;
+  text: string;
+  kind: Question['kind'];
+  required: boolean;
+  display_order: number;
+  options: QuestionOption[];
+  created_at: string;
+  updated_at: string;
+}
+
+function questionOfRow(r: QuestionRow): Question {
+  return Object.assign(new Question(), {
+    id: r.id,
+    merchantId: r.merchant_id,
+    productId: r.product_id,
+    text: r.text,
+    kind: r.kind,
+    required: r.required,
+    order: r.display_order,
+    options: r.options,
+    createdAt: new Date(r.created_at),
+    updatedAt: new Date(r.updated_at),
+  });
+}
+
+/**
+ * The questions of a product in display order (`compareQuestions`): one prepared statement that
+ * reads the product (for the scope check) with its questions, hand-mapped as the ORM loads them,
+ * where the ORM spent two reads. A product that is missing or, for a merchant scope, another
+ * merchant's is `Product not found.` (a malformed id `Not found.`), as `findProduct` answers. Onboarding validates every
+ * completion against these.
+ */
+export async function listQuestions(orm: MikroORM, scope: CallScope, productId: string): Promise<Question[]> {
+  if (!isUuidText(productId)) throw new DomainError('not_found', 'Not found.');
+  const { rows } = await queryPrepared<{ merchant_id: string; questions: QuestionRow[] }>(
+    orm,
+    'questions_of_product',
+    `select p.merchant_id, coalesce((select json_agg(to_jsonb(q)) from questions q where q.product_id = p.id), '[]') as questions
+       from products p where p.id = $1`,
+    [productId.toLowerCase()],
+  );
+  const [product] = rows;
+  if (!product || (scope.kind === 'merchant' && product.merchant_id !== scope.merchantId)) throw new DomainError('not_found', 'Product not found.');
+  return product.questions.map(questionOfRow).sort(compareQuestions);
+}
 
 /** A question to create for a product, addressed by id inside the call's scope. */
 export interface NewQuestion {

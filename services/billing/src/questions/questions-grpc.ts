@@ -3,9 +3,9 @@ import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateQuestionRequest, DomainError, parseOrThrow } from '@billing/contracts';
 import { scopedTo } from '../merchant-scope.js';
 import { findProduct } from '../products/products-grpc.js';
-import { compareQuestions, Question } from './question.js';
+import { Question } from './question.js';
 import { applyQuestionOrder } from './question-order.js';
-import { QuestionStore } from './question-store.js';
+import { listQuestions, QuestionStore } from './question-store.js';
 
 export function questionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Questions'> {
   const store = new QuestionStore(orm);
@@ -28,13 +28,7 @@ export function questionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Questions'
       return question.toMessage();
     },
 
-    ListQuestions: async (req) => {
-      const scope = requireScope(req.scope);
-      const em = orm.em.fork();
-      const product = await findProduct(em, scope, req.productId);
-      const items = await em.find(Question, { productId: product.id }, { orderBy: { order: 'asc', id: 'asc' } });
-      return { items: items.sort(compareQuestions).map((q) => q.toMessage()) };
-    },
+    ListQuestions: async (req) => ({ items: (await listQuestions(orm, requireScope(req.scope), req.productId)).map((q) => q.toMessage()) }),
 
     ReorderQuestions: async (req) => {
       const scope = requireScope(req.scope);
