@@ -55,14 +55,27 @@ function keyId(publicKey) {
 }
 
 /**
+ * A certificate's serial number: 16 random bytes read as a positive DER INTEGER in its minimal
+ * form. The first byte is kept within 0x40-0x7f: a clear top bit keeps the number positive, and
+ * a set next bit means it never starts with a zero byte, which OpenSSL refuses as illegal padding
+ * when the byte after it is below 0x80 (it did, for one certificate in 256).
+ * @param {Buffer} [bytes] 16 random bytes (a parameter for tests)
+ * @returns {Buffer}
+ */
+export function certificateSerial(bytes = randomBytes(16)) {
+  const serial = Buffer.from(bytes);
+  serial[0] = (/** @type {number} */ (serial[0]) & 0x3f) | 0x40;
+  return serial;
+}
+
+/**
  * @param {{ subject: string, publicKey: import('node:crypto').KeyObject, issuer: string,
  *   issuerKey: import('node:crypto').KeyObject, issuerPublicKey: import('node:crypto').KeyObject,
  *   ca: boolean, altNames?: string[] }} o
  * @returns {string} PEM
  */
 function issueCertificate(o) {
-  const serial = randomBytes(16);
-  serial[0] = /** @type {number} */ (serial[0]) & 0x7f;
+  const serial = certificateSerial();
   const now = Date.now();
   const sans = (o.altNames ?? []).map((n) =>
     isIPv4(n) ? tlv(0x87, Buffer.from(n.split('.').map(Number))) : isIPv6(n) ? tlv(0x87, ipv6Bytes(n)) : tlv(0x82, Buffer.from(n)),
