@@ -1,6 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
-import { Batcher, queryPrepared, type CallScope } from '@billing/service-runtime';
+import { Batcher, type CallScope } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import { applyCallOutcomes, callProviderFor, type CallOutcome } from '../billing-runs/billing-run.js';
 import { findScoped } from '../merchant-scope.js';
@@ -84,7 +84,7 @@ export class TransactionCommands {
       // `applyCallOutcomes` applied what it recorded to the transactions; only those confirmed
       // meanwhile (by a reconciling billing run) are read, as that run recorded them.
       const unanswered = txns.filter((t, i) => outcomes[i] !== 'unavailable' && !recorded.has(t.id)).map((t) => t.id);
-      const confirmed = new Map((await loadTransactions((name, text, values) => queryPrepared(this.deps.orm, name, text, values), unanswered)).map((t) => [t.id, t]));
+      const confirmed = new Map((await loadTransactions(this.deps.orm, unanswered)).map((t) => [t.id, t]));
       return txns.map((t, i) => ({ outcome: outcomes[i]!, recorded: confirmed.get(t.id) ?? t }));
     },
     // More batches in flight than a plain write's: a batch waits for its slowest provider call (up to the

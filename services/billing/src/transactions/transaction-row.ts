@@ -1,4 +1,5 @@
-import type { PreparedQuery } from '@billing/service-runtime';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { queryPrepared } from '@billing/service-runtime';
 import { Transaction, type TransactionKind, type TransactionStatus } from './transaction.js';
 
 /** Every column of `transactions`, each prefixed with `alias` (`t.id, …`) when given. */
@@ -109,9 +110,9 @@ export function rowOfTransaction(t: Transaction) {
 }
 
 /** Transactions by id (lower-case UUIDs), as detached entities, in id order; one statement. */
-export async function loadTransactions(query: PreparedQuery, ids: readonly string[]): Promise<Transaction[]> {
+export async function loadTransactions(orm: MikroORM, ids: readonly string[]): Promise<Transaction[]> {
   if (ids.length === 0) return [];
   // Hand-mapped: the ORM's find and hydration cost more than the statement on this hot path.
-  const { rows } = await query<TransactionRow>('transactions_by_id', `select ${transactionColumns()} from transactions where id = any($1::uuid[]) order by id`, [ids]);
+  const { rows } = await queryPrepared<TransactionRow>(orm, 'transactions_by_id', `select ${transactionColumns()} from transactions where id = any($1::uuid[]) order by id`, [ids]);
   return rows.map(transactionOfRow);
 }

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { MAX_MINOR_UNITS } from '@billing/money';
-import { queryPrepared, type PreparedQuery } from '@billing/service-runtime';
 import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { openBillingDatabase } from '../app.js';
 import { insertTransactions } from '../billing-runs/billing-run-store.js';
@@ -19,7 +18,6 @@ const { orm, rows } = useMigratedDatabase({
   migrations: MIGRATIONS,
 });
 
-const query: PreparedQuery = (name, text, values) => queryPrepared(orm(), name, text, values);
 
 /** A merchant, member, payment method and subscription for transactions to reference. */
 async function seedOwners() {
@@ -71,7 +69,7 @@ async function viaOrm(ids: string[]): Promise<Map<string, Transaction>> {
 describe('hand-mapped transaction rows', () => {
   it('reads a charge and a refund, with every nullable column set and unset, exactly as the ORM hydrates them', async () => {
     const ids = await seedTransactions();
-    const loaded = await loadTransactions(query, ids);
+    const loaded = await loadTransactions(orm(), ids);
     const byOrm = await viaOrm(ids);
     expect(loaded.map((t) => t.id)).toEqual([...ids].sort());
     const props = Object.keys(orm().getMetadata().get(Transaction.name).properties);
@@ -100,7 +98,7 @@ describe('hand-mapped transaction rows', () => {
     const refund = Object.assign(new Transaction(), { merchantId, memberId, kind: 'Refund' as const, amountMinor: 5, currency: 'AUD', originalTransactionId: charge.id, reason: 'duplicate' });
     await orm().em.fork().transactional((em) => insertTransactions(em, [charge, refund]));
     const byOrm = await viaOrm([charge.id, refund.id]);
-    const loaded = new Map((await loadTransactions(query, [charge.id, refund.id])).map((t) => [t.id, t]));
+    const loaded = new Map((await loadTransactions(orm(), [charge.id, refund.id])).map((t) => [t.id, t]));
     for (const t of [charge, refund]) {
       expect({ ...byOrm.get(t.id) }).toEqual({ ...t });
       expect({ ...loaded.get(t.id) }).toEqual({ ...t });

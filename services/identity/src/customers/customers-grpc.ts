@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { LockMode, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import {
@@ -21,7 +20,7 @@ import { CredentialChange } from '../credential-changes/credential-change.js';
 import type { PasswordHasher } from '../passwords/password-hasher.js';
 import type { TokenIssuer } from '../signing-keys/token-issuer.js';
 import { CustomerAccount, OPTIONAL_PROFILE_FIELDS, type OptionalProfileField } from './customer-account.js';
-import { ensureAccounts, type EnsuredAccount, type UnclaimedAccount } from './ensure-accounts.js';
+import { ensureAccounts, type EnsuredAccount } from './ensure-accounts.js';
 import { emailVerificationEmail, passwordResetEmail } from './customer-mail.js';
 import { consumeToken, CustomerToken, isTokenUsable, retireTokens } from './customer-token.js';
 import type { LoginLockout } from '../passwords/login-lockout.js';
@@ -81,7 +80,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
   const { orm, hasher, issuer, lockout, resetEmails, channels, publicBaseUrl, logger } = deps;
 
   /** EnsureCustomerAccount's requests that arrive together: one prepared statement (`ensureAccounts`). */
-  const ensured = new Batcher<UnclaimedAccount, EnsuredAccount>((wanted) => ensureAccounts(orm, wanted));
+  const ensured = new Batcher<CustomerAccount, EnsuredAccount>((wanted) => ensureAccounts(orm, wanted));
 
   /** Delivery never fails the request that caused it; a lost email is logged (never its content). */
   const deliver = (what: string, accountId: string, send: () => Promise<void>) =>
@@ -232,7 +231,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
 
     EnsureCustomerAccount: async (req) => {
       const input = parseOrThrow(EnsureCustomerAccountInput, req);
-      return ensured.submit({ id: randomUUID(), email: input.email.toLowerCase(), firstName: input.firstName, lastName: input.lastName, phone: input.phone || null });
+      return ensured.submit(CustomerAccount.unclaimed({ ...input, phone: input.phone || null }));
     },
   };
 }

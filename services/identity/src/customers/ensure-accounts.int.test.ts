@@ -1,11 +1,11 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '@billing/service-runtime';
 import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { ENTITIES } from '../app.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { CustomerAccount } from './customer-account.js';
-import { ensureAccounts, type UnclaimedAccount } from './ensure-accounts.js';
+import { ensureAccounts } from './ensure-accounts.js';
 
 // EnsureCustomerAccount's one statement against a real Postgres database, batches and
 // concurrent statements on separate connections, as several identity replicas would run them.
@@ -17,7 +17,7 @@ const { orm } = useMigratedDatabase({
 });
 
 const email = () => `${randomBytes(6).toString('hex')}@example.com`;
-const wanted = (e: string, more: Partial<UnclaimedAccount> = {}): UnclaimedAccount => ({ id: randomUUID(), email: e, firstName: 'Ada', lastName: 'Lovelace', phone: null, ...more });
+const wanted = (e: string, more: { firstName?: string; phone?: string } = {}) => CustomerAccount.unclaimed({ email: e, firstName: 'Ada', lastName: 'Lovelace', ...more });
 
 describe('ensureAccounts', () => {
   it('creates an unclaimed account for a new email, as the ORM reads it, and finds it after', async () => {

@@ -1,14 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { queryPrepared } from '@billing/service-runtime';
-
-/** An unclaimed account to create for an email that has none (`CustomerAccount.unclaimed`'s fields); the email lower-cased. */
-export interface UnclaimedAccount {
-  id: string;
-  email: string;
-  firstName: string;
-  lastName: string;
-  phone: string | null;
-}
+import type { CustomerAccount } from './customer-account.js';
 
 /** EnsureCustomerAccount's answer: the email's account, whether this request created it, and whether it is claimed. */
 export interface EnsuredAccount {
@@ -22,10 +14,10 @@ export interface EnsuredAccount {
 // the inserted one or the one already there. It costs identity a fraction of the ORM's read and
 // multi-row insert (two round trips, the entity metadata walk, a failed batch retried row by row).
 const ENSURE_SQL = `with wanted as (
-    select * from jsonb_to_recordset($1::jsonb) as w(id uuid, email text, first_name text, last_name text, phone text)),
+    select * from jsonb_to_recordset($1::jsonb) as w(id uuid, email text, first_name text, last_name text, phone text, created_at timestamptz)),
   inserted as (
     insert into customer_accounts (id, email, first_name, last_name, phone, created_at, updated_at)
-    select distinct on (email) id, email, first_name, last_name, phone, $2::timestamptz, $2::timestamptz from wanted order by email, id
+    select distinct on (email) id, email, first_name, last_name, phone, created_at, created_at from wanted order by email, id
     on conflict (email) do nothing
     returning id, email)
   select e.email, coalesce(i.id, a.id) as id, i.id is not null as created, coalesce(a.password_hash is not null, false) as claimed
@@ -36,17 +28,17 @@ const ENSURE_SQL = `with wanted as (
 type EnsuredRow = { email: string; id: string | null; created: boolean; claimed: boolean };
 
 /**
- * The account of each wanted email, created unclaimed when the email has none, committed on its
- * own. Requests for one email in one batch share its account, and only the one whose row was
+ * The account of each wanted email, created unclaimed (as `CustomerAccount.unclaimed` made it)
+ * when the email has none, committed on its own. Requests for one email in one batch share its account, and only the one whose row was
  * inserted is told `created`. An email whose account another transaction committed after this
  * statement's snapshot was taken (its insert then does nothing, and the statement cannot see that
  * row) is asked again, once, by a statement that sees it.
  */
-export async function ensureAccounts(orm: MikroORM, wanted: readonly UnclaimedAccount[]): Promise<EnsuredAccount[]> {
+export async function ensureAccounts(orm: MikroORM, wanted: readonly CustomerAccount[]): Promise<EnsuredAccount[]> {
   const byEmail = new Map<string, EnsuredRow>();
-  let missing: readonly UnclaimedAccount[] = wanted;
+  let missing: readonly CustomerAccount[] = wanted;
   for (let attempt = 0; attempt < 2 && missing.length > 0; attempt++) {
-    const { rows } = await queryPrepared<EnsuredRow>(orm, 'customer_accounts_ensure', ENSURE_SQL, [JSON.stringify(missing.map(rowOf)), new Date().toISOString()]);
+    const { rows } = await queryPrepared<EnsuredRow>(orm, 'customer_accounts_ensure', ENSURE_SQL, [JSON.stringify(missing.map(rowOf))]);
     for (const r of rows) if (r.id) byEmail.set(r.email, r);
     missing = missing.filter((w) => !byEmail.has(w.email));
   }
@@ -57,6 +49,7 @@ export async function ensureAccounts(orm: MikroORM, wanted: readonly UnclaimedAc
   });
 }
 
-function rowOf(w: UnclaimedAccount) {
-  return { id: w.id, email: w.email, first_name: w.firstName, last_name: w.lastName, phone: w.phone };
+/** The columns an unclaimed account sets (the rest keep their defaults); one instant for both of its timestamps. */
+function rowOf(a: CustomerAccount) {
+  return { id: a.id, email: a.email, first_name: a.firstName, last_name: a.lastName, phone: a.phone, created_at: a.createdAt.toISOString() };
 }
