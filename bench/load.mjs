@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
+import pg from 'pg';
 
 /** Runs autocannon and returns requests/s and latency percentiles (ms). */
 export async function measure({ url, connections = 64, duration = 10, method = 'GET', headers = {}, setupClient, requests, warmup = 2 }) {
@@ -214,5 +215,31 @@ export function cpuMs(pid) {
     return (Number(rest[11]) + Number(rest[12])) * 10;
   } catch {
     return undefined;
+  }
+}
+
+const autovacuumOn = new Map();
+
+/**
+ * Does what the server's autovacuum would have done by now, where the server runs without it
+ * (`autovacuum = off`, as on this project's CI machines): `VACUUM (ANALYZE)` of the bench's
+ * database. A deployment's server vacuums and analyzes a table whenever a tenth of it has changed
+ * (autovacuum's defaults); without that, the planner keeps costing the bench's tables as the
+ * empty ones it created, and updated rows leave their dead versions in every index, so the bench
+ * would measure a server no deployment runs (the idempotency outcome update had turned into a
+ * sequential scan of every record by the sixth row). Answers the milliseconds it took, or
+ * undefined where the server's autovacuum is on (it then does nothing).
+ */
+export async function standInForAutovacuum(databaseUrl) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    if (!autovacuumOn.has(databaseUrl)) autovacuumOn.set(databaseUrl, (await client.query('show autovacuum')).rows[0].autovacuum === 'on');
+    if (autovacuumOn.get(databaseUrl)) return undefined;
+    const started = performance.now();
+    await client.query('vacuum (analyze)');
+    return performance.now() - started;
+  } finally {
+    await client.end();
   }
 }

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { call, inParallel, loadRequests, spawnWithPort } from './load.mjs';
+import { call, inParallel, loadRequests, spawnWithPort, standInForAutovacuum } from './load.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -32,6 +32,8 @@ export async function run({ platform, connections = 64 }) {
   const warmupBodies = bodies.slice(0, WARMUP);
   const measuredBodies = bodies.slice(WARMUP);
 
+  // Where the server runs without autovacuum, what it would have done after the set-up (see load.mjs).
+  await standInForAutovacuum(platform.databaseUrl);
   const baselineProc = await spawnWithPort(path.join(here, 'baseline/fastify-insert.mjs'), { DATABASE_URL: platform.databaseUrl });
   let baseline;
   try {

@@ -24,12 +24,15 @@
 // tenth of it, at least 200, after two per connection). BENCH_WRITES_ROWS: comma-separated substrings;
 // only rows whose name contains one are reported (all still run: later rows use what earlier
 // ones created). BENCH_WRITES_PROCESSES=1: print, per row, each service's longest event-loop
-// delay, GC pauses and RSS while it ran.
+// delay, GC pauses and RSS while it ran. BENCH_PG_STATEMENTS=<n>: print, per row, the n
+// statements Postgres spent the most time executing during it (needs the pg_stat_statements
+// module loaded by the server: `shared_preload_libraries = 'pg_stat_statements'`).
 import { createHmac, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { call, cpuMs, inParallel, loadRequests, machineCpuMs, postgresCpuMs, rssMb, spawnWithPort, watchProcesses } from './load.mjs';
+import pg from 'pg';
+import { call, cpuMs, inParallel, loadRequests, machineCpuMs, postgresCpuMs, rssMb, spawnWithPort, standInForAutovacuum, watchProcesses } from './load.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -58,6 +61,48 @@ export const env = {
   ...(CPU_PROFILE ? { BENCH_CPU_PROFILE: CPU_PROFILE } : {}),
 };
 const rowWindows = [];
+
+const PG_STATEMENTS = Number(process.env.BENCH_PG_STATEMENTS ?? 0);
+
+/**
+ * With BENCH_PG_STATEMENTS, the statements of the bench database Postgres spent the most time
+ * executing between `reset()` and `report(label, requests)`, per request (pg_stat_statements is
+ * the server's: it sees every database, so the report keeps to the platform's).
+ */
+async function pgStatements(databaseUrl) {
+  if (!PG_STATEMENTS) return undefined;
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query('create extension if not exists pg_stat_statements');
+    await client.query('select pg_stat_statements_reset()');
+  } catch (e) {
+    await client.end();
+    console.warn(`bench: BENCH_PG_STATEMENTS needs pg_stat_statements loaded by the server (${e.message})`);
+    return undefined;
+  }
+  return {
+    reset: () => client.query('select pg_stat_statements_reset()'),
+    async report(label, requests) {
+      const { rows } = await client.query(
+        `select calls, rows, total_exec_time, regexp_replace(query, '\\s+', ' ', 'g') as query from pg_stat_statements
+          where dbid = (select oid from pg_database where datname = current_database()) order by total_exec_time desc limit $1`,
+        [PG_STATEMENTS],
+      );
+      const all = await client.query(
+        `select coalesce(sum(total_exec_time), 0) as t, coalesce(sum(wal_bytes), 0) as wal from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())`,
+      );
+      console.log(
+        `bench: ${label}: Postgres statements by execution time (all: ${Math.round((all.rows[0].t * 1000) / requests)} µs and ${Math.round(all.rows[0].wal / requests)} WAL bytes per request; each: calls, rows, µs per request)`,
+      );
+      for (const r of rows) {
+        const per = (v) => (Number(v) / requests).toFixed(2).padStart(6);
+        console.log(`  ${per(r.calls)} ${per(r.rows)} ${String(Math.round((r.total_exec_time * 1000) / requests)).padStart(5)}  ${r.query.slice(0, 150)}`);
+      }
+    },
+    end: () => client.end(),
+  };
+}
 
 const REQUESTS = Math.max(200, Number(process.env.BENCH_WRITES ?? 2000));
 const ONLY = (process.env.BENCH_WRITES_ROWS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -88,6 +133,7 @@ export async function run({ platform, connections = 64 }) {
   const rss = () => Object.fromEntries(Object.entries(platform.processes).map(([n, p]) => [n, p.pid ? rssMb(p.pid) : undefined]));
   const idleRss = rss();
 
+  const statements = await pgStatements(platform.databaseUrl);
   const baselineProc = await spawnWithPort(path.join(here, 'baseline/fastify-insert.mjs'), { DATABASE_URL: platform.databaseUrl });
   const scratch = Array.from({ length: total }, () => ({ body: { memberId: randomUUID(), planId: randomUUID() } }));
   const baselines = [];
@@ -129,13 +175,20 @@ export async function run({ platform, connections = 64 }) {
   };
 
   const rows = [];
+  let announcedVacuum = false;
   /** Sends `requests` (WARMUP warm-up ones, then REQUESTS measured) and records a row unless filtered out. */
   const measureRow = async (label, requests, warmup = WARMUP) => {
+    const vacuumMs = await standInForAutovacuum(platform.databaseUrl);
+    if (vacuumMs !== undefined && !announcedVacuum) {
+      announcedVacuum = true;
+      console.log(`bench: the server runs without autovacuum; the bench vacuums and analyzes its database before each row, as autovacuum would (${Math.round(vacuumMs)} ms)`);
+    }
     const baseline = await baselineRun();
     const warm = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(0, warmup) });
     const watched = await watchProcesses(platform);
     const cpuBefore = cpu();
     const machineBefore = machineCpuMs();
+    await statements?.reset();
     const from = Date.now();
     const real = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(warmup) });
     const cpuAfter = cpu();
@@ -148,6 +201,7 @@ export async function run({ platform, connections = 64 }) {
     rowWindows.push({ name: label, from, to: Date.now() });
     for (const dir of [STALL_TRACE, CPU_PROFILE].filter(Boolean)) fs.writeFileSync(path.join(dir, 'rows.json'), JSON.stringify(rowWindows));
     const procs = await watched();
+    await statements?.report(label, real.requests);
     if (process.env.BENCH_WRITES_PROCESSES === '1') {
       console.log(`bench: ${label}: ${real.rps.toFixed(0)} req/s, p99 ${real.p99} ms`);
       for (const [n, p] of Object.entries(procs)) {
@@ -313,6 +367,7 @@ export async function run({ platform, connections = 64 }) {
       ...Object.keys(idleRss).map((n) => ({ name: `RSS MB ${n}: idle ${idleRss[n]?.toFixed(0)}, loaded ${loadedRss[n]?.toFixed(0)}` })),
     ];
   } finally {
+    await statements?.end();
     await baselineProc.stop();
   }
 }

@@ -1,3 +1,5 @@
+import { DomainError } from '@billing/contracts';
+
 /**
  * Group commit for hot single-row writes and reads.
  *
@@ -105,5 +107,22 @@ export class Batcher<I, O> {
       return;
     }
     batch.forEach((p, i) => p.resolve(outs[i]!));
+  }
+}
+
+/** One item's answer within a batch: its value, or the DomainError that refused it. */
+export type ItemOutcome<T> = { ok: true; value: T } | { ok: false; error: DomainError };
+
+/**
+ * Runs one item's decision inside a batch. A DomainError is that item's answer (the decision
+ * throws it before changing anything, so its neighbours go on); any other error propagates and
+ * fails the batch, whose items the Batcher then runs again one by one.
+ */
+export function decideItem<T>(decide: () => T): ItemOutcome<T> {
+  try {
+    return { ok: true, value: decide() };
+  } catch (e) {
+    if (!(e instanceof DomainError)) throw e;
+    return { ok: false, error: e };
   }
 }

@@ -9,6 +9,7 @@ import { context, currentTraceId, incomingContext, injectTraceHeaders, propagate
 import { callerOf, clientCredentialsFor, serverCredentialsFor, serverNameOptions, type GrpcPeer } from './grpc-transport.js';
 import type { Logger } from './logger.js';
 import { invalidTextError } from './database.js';
+import { SharedLookups } from './shared-lookups.js';
 
 export { grpc };
 
@@ -329,4 +330,21 @@ export function createClient<N extends ServiceName>(
       });
   }
   return api as ServiceClient<N>;
+}
+
+/**
+ * The client with its `reads` (methods that change nothing) shared between identical concurrent
+ * requests (the same request JSON) through `SharedLookups`: every caller is answered by a call
+ * started after it arrived, and a burst of identical reads costs two calls, not one each. A call
+ * with options of its own (deadline, metadata) is not shared. The shared call carries the trace
+ * context of the caller that started it.
+ */
+export function withSharedReads<N extends ServiceName>(client: ServiceClient<N>, reads: (keyof ServiceDefinitions[N] & string)[]): ServiceClient<N> {
+  const shared: Record<string, unknown> = { ...client };
+  for (const method of reads) {
+    const call = client[method] as unknown as (req: unknown, opts?: CallOptions) => Promise<unknown>;
+    const lookups = new SharedLookups<unknown>();
+    shared[method] = (req: unknown, opts?: CallOptions) => (opts ? call(req, opts) : lookups.get(JSON.stringify(req), () => call(req)));
+  }
+  return shared as ServiceClient<N>;
 }

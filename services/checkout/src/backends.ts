@@ -1,4 +1,4 @@
-import { createClient, type ServiceClient } from '@billing/service-runtime';
+import { createClient, withSharedReads, type ServiceClient } from '@billing/service-runtime';
 import type { CheckoutConfig } from './config.js';
 
 /** gRPC clients of the services checkout's flows drive: identity (customer accounts, link keys, session tokens) and billing. */
@@ -23,11 +23,13 @@ export function createCheckoutBackends(config: CheckoutConfig): CheckoutBackends
   const b = config.BILLING_GRPC_URL;
   const clients = {
     customers: createClient('identity.v1.Customers', i, d),
-    signing: createClient('identity.v1.WebhookSigning', i, d),
+    // The reads every link, session and onboarding makes alike (one merchant's key, plans and
+    // questions) are shared between concurrent identical requests (see withSharedReads).
+    signing: withSharedReads(createClient('identity.v1.WebhookSigning', i, d), ['GetSigningSecret']),
     tokens: createClient('identity.v1.CheckoutTokens', i, d),
-    merchants: createClient('billing.v1.Merchants', b, d),
-    plans: createClient('billing.v1.Plans', b, d),
-    questions: createClient('billing.v1.Questions', b, d),
+    merchants: withSharedReads(createClient('billing.v1.Merchants', b, d), ['GetMerchant']),
+    plans: withSharedReads(createClient('billing.v1.Plans', b, d), ['GetPlan']),
+    questions: withSharedReads(createClient('billing.v1.Questions', b, d), ['ListQuestions']),
     members: createClient('billing.v1.Members', b, d),
     paymentMethods: createClient('billing.v1.PaymentMethods', b, d),
     subscriptions: createClient('billing.v1.Subscriptions', b, d),

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
-import { Batcher, insertOutboxSql, toOutboxJsonRow, transactPrepared, typedDatabaseError, type CallScope, type OutboxJsonRow } from '@billing/service-runtime';
+import { Batcher, decideItem, insertOutboxSql, toOutboxJsonRow, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome, type OutboxJsonRow } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import { pickScoped } from '../merchant-scope.js';
 import { PaymentMethod, type InstrumentDetails } from './payment-method.js';
@@ -26,7 +26,7 @@ interface SubmittedAppend extends AppendRequest {
   traceContext: Record<string, string>;
 }
 
-type AppendOutcome = { ok: true; value: Appended } | { ok: false; error: DomainError };
+type AppendOutcome = ItemOutcome<Appended>;
 
 /** A row of the facts statement: a rank of a locked member's method, or the method holding a wanted provider token. */
 interface FactRow {
@@ -102,14 +102,7 @@ export function methodAppender(orm: MikroORM): (req: AppendRequest) => Promise<A
           outbox.push(toOutboxJsonRow(outbox.length, { type: 'payment_method.added', merchantId: pm.merchantId, data: pm.toView(), traceContext: req.traceContext }));
           return { paymentMethod: pm.toMessage(), created: true };
         };
-        const outcomes = batch.map((req): AppendOutcome => {
-          try {
-            return { ok: true, value: decide(req) };
-          } catch (e) {
-            if (!(e instanceof DomainError)) throw e;
-            return { ok: false, error: e };
-          }
-        });
+        const outcomes = batch.map((req): AppendOutcome => decideItem(() => decide(req)));
 
         if (inserts.length > 0) {
           // One round trip for the rows and their events, each read from one JSON document.

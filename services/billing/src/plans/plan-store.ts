@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type PlanInterval } from '@billing/contracts';
-import { Batcher, queryPrepared, transactPrepared, typedDatabaseError, type CallScope } from '@billing/service-runtime';
+import { Batcher, decideItem, queryPrepared, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome } from '@billing/service-runtime';
 import { Plan } from './plan.js';
 
 /** A plan to create inside one merchant; `Plan.create` validates the rest. */
@@ -95,21 +95,16 @@ export class PlanStore {
 
   private readonly creates = new Batcher<NewPlan, Outcome>(async (batch) => {
     // Each request is decided before the write: refused (malformed product id, invalid plan) or a plan to insert.
-    const decided = batch.map((input): { plan?: Plan; error?: DomainError } => {
-      if (!isUuidText(input.productId)) return { error: notFound('Product') };
-      try {
-        return { plan: Plan.create({ ...input, productId: input.productId.toLowerCase() }) };
-      } catch (e) {
-        if (!(e instanceof DomainError)) throw e;
-        return { error: e };
-      }
-    });
+    const decided = batch.map(
+      (input): ItemOutcome<Plan> =>
+        isUuidText(input.productId) ? decideItem(() => Plan.create({ ...input, productId: input.productId.toLowerCase() })) : { ok: false, error: notFound('Product') },
+    );
     // The rows ask for their product in scope; an invalid plan's row asks only that (its id is
     // null, so it inserts nothing), since a missing product is its answer before the invalid plan.
     const asks = decided.flatMap((d, seq) => {
       const input = batch[seq]!;
       if (!isUuidText(input.productId)) return [];
-      const p = d.plan;
+      const p = d.ok ? d.value : undefined;
       return [
         p
           ? {
@@ -155,7 +150,7 @@ export class PlanStore {
       );
       found = new Set(res.rows[0]!.found);
     }
-    return decided.map((d, seq): Outcome => (!found.has(seq) ? { ok: false, error: notFound('Product') } : d.plan ? { ok: true, plan: d.plan } : { ok: false, error: d.error! }));
+    return decided.map((d, seq): Outcome => (!found.has(seq) ? { ok: false, error: notFound('Product') } : d.ok ? { ok: true, plan: d.value } : d));
   });
 
   private readonly updates = new Batcher<PlanChange, Outcome>(
@@ -173,11 +168,9 @@ export class PlanStore {
             continue;
           }
           const plan = planOfRow(row);
-          try {
-            plan.update({ name: c.name, isActive: c.isActive });
-          } catch (e) {
-            if (!(e instanceof DomainError)) throw e;
-            outcomes.push({ ok: false, error: e });
+          const updated = decideItem(() => plan.update({ name: c.name, isActive: c.isActive }));
+          if (!updated.ok) {
+            outcomes.push(updated);
             continue;
           }
           // Every column `update` may change, written back (an unchanged one keeps its value under the lock).

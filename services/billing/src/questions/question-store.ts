@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type CreateQuestionRequest } from '@billing/contracts';
-import { Batcher, queryPrepared, transactPrepared, typedDatabaseError, type CallScope } from '@billing/service-runtime';
+import { Batcher, decideItem, queryPrepared, transactPrepared, typedDatabaseError, type CallScope } from '@billing/service-runtime';
 import { compareQuestions, Question, type QuestionOption } from './question.js';
 
 /** A `questions` row as `to_jsonb` gives it (instants in ISO 8601). */
@@ -106,8 +106,8 @@ export class QuestionStore {
             outcomes.push({ ok: false, error: new DomainError('not_found', 'Product not found.') });
             continue;
           }
-          try {
-            const question = Question.create({
+          const decided = decideItem(() =>
+            Question.create({
               merchantId: product.merchant_id,
               productId: product.id,
               text: input.text,
@@ -116,13 +116,14 @@ export class QuestionStore {
               // A defaulted order is set from the insert, which reads the product's last under its lock.
               order: input.order ?? 0,
               optionLabels: (input.options ?? []).map((o) => o.label),
-            });
-            created.push({ question, order: input.order ?? null });
-            outcomes.push({ ok: true, question });
-          } catch (e) {
-            if (!(e instanceof DomainError)) throw e;
-            outcomes.push({ ok: false, error: e });
+            }),
+          );
+          if (!decided.ok) {
+            outcomes.push(decided);
+            continue;
           }
+          created.push({ question: decided.value, order: input.order ?? null });
+          outcomes.push({ ok: true, question: decided.value });
         }
         if (created.length === 0) return outcomes;
         const values = created.map(({ question: q, order }, seq) => ({

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type PlanInterval } from '@billing/contracts';
-import { Batcher, insertOutboxSql, queryPrepared, toOutboxJsonRow, transactPrepared, type CallScope, type PreparedQuery } from '@billing/service-runtime';
+import { Batcher, decideItem, insertOutboxSql, queryPrepared, toOutboxJsonRow, transactPrepared, type CallScope, type PreparedQuery } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { BillingSchedule } from '../plans/billing-interval.js';
 import { Subscription } from './subscription.js';
@@ -209,11 +209,9 @@ export class SubscriptionStore {
       }
       const sub = subscriptionOfRow(row.sub);
       const before = JSON.stringify(transitionColumnsOf(sub));
-      try {
-        t.change(sub, row.plan_interval ? { interval: row.plan_interval, intervalCount: row.plan_interval_count! } : undefined);
-      } catch (e) {
-        if (!(e instanceof DomainError)) throw e;
-        outcomes.push({ ok: false, error: e });
+      const decision = decideItem(() => t.change(sub, row.plan_interval ? { interval: row.plan_interval, intervalCount: row.plan_interval_count! } : undefined));
+      if (!decision.ok) {
+        outcomes.push(decision);
         continue;
       }
       const after = transitionColumnsOf(sub);
@@ -270,17 +268,12 @@ export class SubscriptionStore {
     const outcomes: EnrolmentOutcome[] = [];
     const decided: NewSubscription[] = [];
     batch.forEach((e, i) => {
-      try {
-        const enrolment = e.decide(facts[i]!);
-        if ('repeated' in enrolment) {
-          outcomes.push({ ok: true, outcome: 'repeated', sub: enrolment.repeated });
-          return;
-        }
-        decided.push({ ...enrolment, traceContext: e.traceContext });
-        outcomes.push({ ok: true, outcome: 'inserted', sub: enrolment.sub });
-      } catch (err) {
-        if (!(err instanceof DomainError)) throw err;
-        outcomes.push({ ok: false, error: err });
+      const enrolment = decideItem(() => e.decide(facts[i]!));
+      if (!enrolment.ok) outcomes.push(enrolment);
+      else if ('repeated' in enrolment.value) outcomes.push({ ok: true, outcome: 'repeated', sub: enrolment.value.repeated });
+      else {
+        decided.push({ ...enrolment.value, traceContext: e.traceContext });
+        outcomes.push({ ok: true, outcome: 'inserted', sub: enrolment.value.sub });
       }
     });
     if (decided.length > 0) {

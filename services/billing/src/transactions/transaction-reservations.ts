@@ -1,8 +1,8 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
-import { Batcher, transactPrepared, typedDatabaseError, type CallScope, type PreparedQuery } from '@billing/service-runtime';
+import { Batcher, decideItem, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome, type PreparedQuery } from '@billing/service-runtime';
 import { normalisePercent, platformFee, type FeeTerms } from '../fees/platform-fee.js';
-import type { ProviderEnvironment } from '../merchants/merchant.js';
+import type { Merchant, ProviderEnvironment } from '../merchants/merchant.js';
 import { pickScoped } from '../merchant-scope.js';
 import type { Subscription } from '../subscriptions/subscription.js';
 import { subscriptionOfRow, type SubscriptionRow } from '../subscriptions/subscription-row.js';
@@ -22,10 +22,8 @@ export interface RetryRequest {
   id: string;
 }
 
-/** What a transaction's provider call needs of its merchant. */
-export interface MerchantOfCall {
-  providerEnvironment: ProviderEnvironment;
-}
+/** What a transaction's provider call needs of its merchant (as `Known.merchants` of `callProviderFor` holds it). */
+export type MerchantOfCall = Pick<Merchant, 'providerEnvironment'>;
 
 /** A committed `Processing` transaction and what its provider call needs, read while reserving it. */
 export interface Reservation {
@@ -35,7 +33,7 @@ export interface Reservation {
   original?: { id: string; providerRef: string | null };
 }
 
-type Reserved = { ok: true; value: Reservation } | { ok: false; error: DomainError };
+type Reserved = ItemOutcome<Reservation>;
 
 /** A locked charge row with its merchant's terms. */
 interface LockedRow extends TransactionRow {
@@ -129,7 +127,7 @@ export class TransactionReservations {
     const locked = await this.lockCharges(query, batch);
     const charges = new Map([...locked].map(([id, l]) => [id, l.charge]));
     const refunds: Transaction[] = [];
-    const out = decideEach(batch, (r): Reservation => {
+    const out = batch.map((r): Reserved => decideItem((): Reservation => {
       const charge = pickScoped(charges, r.scope, r.id, 'Transaction');
       const amount = charge.reserveRefund(r.amountMinor);
       const t = Object.assign(new Transaction(), {
@@ -146,7 +144,7 @@ export class TransactionReservations {
       });
       refunds.push(t);
       return { t, merchant: { providerEnvironment: locked.get(charge.id)!.merchant.providerEnvironment }, original: { id: charge.id, providerRef: charge.providerRef } };
-    });
+    }));
     if (refunds.length === 0) return out;
     const reserved = new Map(refunds.map((t) => [t.originalTransactionId!, charges.get(t.originalTransactionId!)!.refundedMinor]));
     await writeReservations(query, 'transaction_reserve_refunds', refunds, { table: 'transactions', column: 'refunded_minor', type: 'bigint', values: reserved });
@@ -172,7 +170,7 @@ export class TransactionReservations {
     const subs = new Map<string, Subscription>((rows[0]?.subs ?? []).map((r) => [r.id, subscriptionOfRow(r)]));
     const retries: Transaction[] = [];
     const claimed = new Map<string, Date>();
-    const out = decideEach(batch, (r): Reservation => {
+    const out = batch.map((r): Reserved => decideItem((): Reservation => {
       const f = pickScoped(failed, r.scope, r.id, 'Transaction');
       f.assertRetryable();
       if (retried.has(f.id)) throw new DomainError('invalid_transition', 'This charge has already been retried; retry the latest attempt.');
@@ -204,23 +202,11 @@ export class TransactionReservations {
       }
       retries.push(t);
       return { t, merchant: { providerEnvironment: merchant.providerEnvironment } };
-    });
+    }));
     if (retries.length === 0) return out;
     await writeReservations(query, 'transaction_reserve_retries', retries, { table: 'subscriptions', column: 'claimed_until', type: 'timestamptz', values: claimed });
     return out;
   }
-}
-
-/** Each request's decision: a DomainError is that request's answer (thrown before it changed anything); any other error fails the batch. */
-function decideEach<R>(batch: readonly R[], decide: (r: R) => Reservation): Reserved[] {
-  return batch.map((r) => {
-    try {
-      return { ok: true, value: decide(r) };
-    } catch (e) {
-      if (!(e instanceof DomainError)) throw e;
-      return { ok: false, error: e };
-    }
-  });
 }
 
 /**
