@@ -287,11 +287,20 @@ describe('transitions racing other writers', () => {
     return { scope, merchantId, ids: subs.map((s) => s.id) };
   }
 
-  /** Resolves once a statement of another connection waits for a row lock, answering its text. */
+  /**
+   * Resolves once a statement of another connection waits for a row lock, answering its text.
+   * pg_stat_activity copies a backend's query text before it reads the backend's wait event, so
+   * one sighting can pair the statement before with the wait of the next one (a CI run saw the
+   * transition's read "waiting"). A backend seen waiting twice over is still in the statement that
+   * waits (nothing releases the lock meanwhile), and the second sighting's text is that statement.
+   */
   async function lockWaiter(): Promise<string> {
+    let seen: number | undefined;
     for (let i = 0; i < 500; i++) {
-      const { rows } = await db.query<{ query: string }>(`select query from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
-      if (rows.length > 0) return rows[0]!.query;
+      const { rows } = await db.query<{ pid: number; query: string }>(`select pid, query from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+      const again = rows.find((r) => r.pid === seen);
+      if (again) return again.query;
+      seen = rows[0]?.pid;
       await new Promise((r) => setTimeout(r, 10));
     }
     throw new Error('no statement waited for a lock');
