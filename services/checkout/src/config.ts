@@ -7,6 +7,8 @@ export const CheckoutConfig = BaseConfig.extend({
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   CHECKOUT_GRPC_ADDRESS: z.string().default('127.0.0.1:50053'),
   DB_SCHEMA: z.string().default('checkout'),
+  /** Connections to Postgres at most. */
+  DB_POOL_MAX: z.coerce.number().int().min(1).default(10),
   IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),
   BILLING_GRPC_URL: z.string().default('127.0.0.1:50052'),
   /** Deadline of each call to identity and billing. */
@@ -31,7 +33,8 @@ export const CheckoutConfig = BaseConfig.extend({
   /**
    * Test only (ignored in production mode): a file naming a completion step
    * (`after-customer`, `after-member`, `after-payment-method`, `after-subscription`); the next
-   * completion deletes it and kills its own process right after that step.
+   * completion deletes it and kills its own process right after that step (`after-customer`:
+   * once the account is there, while the member, asked for at once with it, may be in flight).
    */
   CHECKOUT_FAULT_FILE: z.string().optional(),
 });
