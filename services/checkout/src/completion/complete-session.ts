@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type FieldErrors } from '@billing/contracts';
-import { insertOutboxSql, queryPrepared, scopeOfMerchant, toOutboxJsonRow, type Logger } from '@billing/service-runtime';
+import { Batcher, insertOutboxSql, queryPrepared, scopeOfMerchant, toOutboxJsonRow, type Logger, type OutboxJsonRow } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { CompletionResult__Output as CompletionResult } from '@billing/proto-types/checkout/v1/CompletionResult';
 import type { CheckoutBackends } from '../backends.js';
@@ -43,8 +43,9 @@ const failed = (s: { returnUrl: string }, kind: 'invalid_token' | 'subscription_
  * subscription id chosen at session creation), so an attempt that died half way is finished by
  * the next one, which converges on the same account, member, payment method and subscription.
  * The session becomes Completed and `checkout.completed` is written to the outbox by one
- * statement, once. An attempt costs checkout two statements (take the lease, complete) besides
- * the four calls to identity and billing, the first two of them made at once.
+ * statement, once. An attempt costs checkout two statements (take the lease, complete), each
+ * shared with the attempts that arrive with it, besides the four calls to identity and billing,
+ * the first two of them made at once.
  */
 export class SessionCompletion {
   constructor(
@@ -78,32 +79,43 @@ export class SessionCompletion {
   }
 
   /**
-   * One statement: the session of the merchant, whether `providerToken` was captured for it, and
-   * its lease for this attempt, taken when it is open, complete enough and not held by another
-   * attempt (an atomic UPDATE decides between concurrent attempts: no read-then-write race).
-   * Undefined when the merchant has no such session.
+   * The session of the merchant, whether `providerToken` was captured for it, and its lease for
+   * this attempt, taken when it is open, complete enough and not held by another attempt (an
+   * atomic UPDATE decides between concurrent attempts: no read-then-write race). Undefined when
+   * the merchant has no such session. The takes that arrive together are one statement; two of
+   * one session never share it (the later waits for the next), so each is decided on its own.
    */
-  private async take(merchantId: string, sessionId: string, providerToken: string): Promise<TakenSession | undefined> {
-    const { rows } = await queryPrepared<TakenSession>(
-      this.orm,
-      'checkout_completion_take',
-      `with captured as (select session_id from bank_tokens where token = $3),
-       leased as (
-         update sessions u set completion_lease_until = now() + make_interval(secs => $4), updated_at = now()
-          where u.id = $1 and u.merchant_id = $2 and u.status = 'Open'
-            and (u.completion_lease_until is null or u.completion_lease_until < now())
-            and coalesce(u.email, '') <> '' and coalesce(u.first_name, '') <> '' and coalesce(u.last_name, '') <> ''
-            and u.id in (select session_id from captured)
-         returning u.id)
-       select s.id, s.merchant_id as "merchantId", s.plan_id as "planId", s.subscription_id as "subscriptionId", s.return_url as "returnUrl",
-              s.email, s.first_name as "firstName", s.last_name as "lastName", s.phone, s.status,
-              s.id in (select session_id from captured) as "tokenCaptured",
-              exists (select 1 from leased) as leased
-         from sessions s where s.id = $1 and s.merchant_id = $2`,
-      [sessionId, merchantId, providerToken, this.opts.leaseSeconds],
-    );
-    return rows[0];
+  private take(merchantId: string, sessionId: string, providerToken: string): Promise<TakenSession | undefined> {
+    return this.takes.submit({ sessionId, merchantId, providerToken });
   }
+
+  private readonly takes = new Batcher<{ sessionId: string; merchantId: string; providerToken: string }, TakenSession | undefined>(
+    async (batch) => {
+      const { rows } = await queryPrepared<TakenSession & { i: number }>(
+        this.orm,
+        'checkout_completion_take_batch',
+        `with r as (select * from jsonb_to_recordset($1::jsonb) as r(i int, id uuid, merchant_id uuid, token text)),
+         captured as (select r.i from r join bank_tokens b on b.token = r.token and b.session_id = r.id),
+         leased as (
+           update sessions u set completion_lease_until = now() + make_interval(secs => $2), updated_at = now()
+             from r
+            where u.id = r.id and u.merchant_id = r.merchant_id and u.status = 'Open'
+              and (u.completion_lease_until is null or u.completion_lease_until < now())
+              and coalesce(u.email, '') <> '' and coalesce(u.first_name, '') <> '' and coalesce(u.last_name, '') <> ''
+              and r.i in (select i from captured)
+           returning r.i)
+         select r.i, s.id, s.merchant_id as "merchantId", s.plan_id as "planId", s.subscription_id as "subscriptionId", s.return_url as "returnUrl",
+                s.email, s.first_name as "firstName", s.last_name as "lastName", s.phone, s.status,
+                r.i in (select i from captured) as "tokenCaptured",
+                r.i in (select i from leased) as leased
+           from r join sessions s on s.id = r.id and s.merchant_id = r.merchant_id`,
+        [JSON.stringify(batch.map((t, i) => ({ i, id: t.sessionId, merchant_id: t.merchantId, token: t.providerToken }))), this.opts.leaseSeconds],
+      );
+      const byItem = new Map(rows.map(({ i, ...session }) => [i, session]));
+      return batch.map((_, i) => byItem.get(i));
+    },
+    { keyOf: (t) => t.sessionId },
+  );
 
   private async provision(s: TakenSession, providerToken: string): Promise<CompletionResult> {
     const customer = { email: s.email!, firstName: s.firstName!, lastName: s.lastName!, phone: s.phone ?? undefined };
@@ -136,8 +148,6 @@ export class SessionCompletion {
     }
     this.fault('after-subscription');
 
-    // One statement: the session becomes Completed (its lease cleared) and `checkout.completed`
-    // is inserted only when this statement is the one that completed it, so exactly once.
     const completedAt = new Date();
     const event = toOutboxJsonRow(0, {
       type: 'checkout.completed',
@@ -157,20 +167,44 @@ export class SessionCompletion {
         completedAt: completedAt.toISOString(),
       },
     });
-    await queryPrepared(
-      this.orm,
-      'checkout_completion_finish',
-      `with done as (
-         update sessions set status = 'Completed', completion_lease_until = null, customer_account_id = $2, member_id = $3,
-                payment_method_id = $4, completed_at = $5, updated_at = $5
-          where id = $1 and status = 'Open'
-          returning id)
-       ${insertOutboxSql('$6', { column: 'session_id', written: 'done' })}`,
-      [s.id, account.id, member!.id, paymentMethodId, completedAt, JSON.stringify([{ ...event, session_id: s.id }])],
-    );
+    await this.finishes.submit({
+      sessionId: s.id,
+      customerAccountId: account.id,
+      memberId: member!.id,
+      paymentMethodId,
+      event,
+    });
     // Completed by this statement or, when an attempt whose lease outlived it got there first, before it.
     return completed(s);
   }
+
+  /**
+   * Sessions become Completed (their leases cleared) and `checkout.completed` is inserted only for
+   * a session its statement completed, so exactly once: the finishes that arrive together are
+   * one statement, two of one session never in the same one.
+   */
+  private readonly finishes = new Batcher<{ sessionId: string; customerAccountId: string; memberId: string; paymentMethodId: string; event: OutboxJsonRow }, void>(
+    async (batch) => {
+      await queryPrepared(
+        this.orm,
+        'checkout_completion_finish_batch',
+        `with f as (select * from jsonb_to_recordset($1::jsonb) as f(id uuid, customer_account_id uuid, member_id uuid, payment_method_id uuid, completed_at timestamptz)),
+         done as (
+           update sessions s set status = 'Completed', completion_lease_until = null, customer_account_id = f.customer_account_id, member_id = f.member_id,
+                  payment_method_id = f.payment_method_id, completed_at = f.completed_at, updated_at = f.completed_at
+             from f
+            where s.id = f.id and s.status = 'Open'
+            returning s.id)
+         ${insertOutboxSql('$2', { column: 'session_id', written: 'done' })}`,
+        [
+          JSON.stringify(batch.map((f) => ({ id: f.sessionId, customer_account_id: f.customerAccountId, member_id: f.memberId, payment_method_id: f.paymentMethodId, completed_at: f.event.occurred_at }))),
+          JSON.stringify(batch.map((f, seq) => ({ ...f.event, seq, session_id: f.sessionId }))),
+        ],
+      );
+      return batch.map(() => undefined);
+    },
+    { keyOf: (f) => f.sessionId },
+  );
 
   private async release(sessionId: string): Promise<void> {
     await queryPrepared(this.orm, 'checkout_completion_release', `update sessions set completion_lease_until = null where id = $1 and status = 'Open'`, [sessionId]);
