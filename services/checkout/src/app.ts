@@ -81,7 +81,7 @@ export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp
       logger,
     }),
   );
-  addGrpcService(server, 'checkout.v1.Onboarding', logger, onboardingGrpc({ orm, backends }));
+  addGrpcService(server, 'checkout.v1.Onboarding', logger, onboardingGrpc({ orm, backends, completionLeaseSeconds: config.CHECKOUT_COMPLETION_LEASE_SECONDS }));
   addGrpcService(server, 'checkout.v1.Checkout', logger, checkoutGrpc(links, sessions, completion));
   addGrpcService(server, 'checkout.v1.Pages', logger, pagesGrpc());
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'checkout-outbox' });

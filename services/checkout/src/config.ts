@@ -25,9 +25,10 @@ export const CheckoutConfig = BaseConfig.extend({
    */
   CHECKOUT_MERCHANT_CACHE_MS: z.coerce.number().int().min(0).default(5_000),
   /**
-   * How long one completion attempt holds its session. Other attempts meanwhile answer Pending;
-   * after it (the attempt's process died half way) the next attempt re-runs the steps, which
-   * converge on what the dead one created.
+   * How long one completion attempt holds its checkout session or onboarding wizard. Other
+   * attempts meanwhile answer Pending (a session) or wait for it (a wizard); after it (the
+   * attempt's process died half way) the next attempt re-runs the steps, which converge on what
+   * the dead one created.
    */
   CHECKOUT_COMPLETION_LEASE_SECONDS: z.coerce.number().int().min(1).default(30),
   /**

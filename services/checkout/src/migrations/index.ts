@@ -4,4 +4,8 @@ import type { MigrationSource } from '@billing/service-runtime';
 export const MIGRATIONS: MigrationSource[] = [
   { name: 'Migration20261122190000_invitations', load: async () => (await import('./Migration20261122190000_invitations.js')).Migration20261122190000_invitations },
   { name: 'Migration20261122193000_checkout_sessions', load: async () => (await import('./Migration20261122193000_checkout_sessions.js')).Migration20261122193000_checkout_sessions },
+  {
+    name: 'Migration20261123120000_onboarding_completion_lease',
+    load: async () => (await import('./Migration20261123120000_onboarding_completion_lease.js')).Migration20261123120000_onboarding_completion_lease,
+  },
 ];

@@ -10,11 +10,12 @@ import { MIGRATIONS } from '../migrations/index.js';
 import { completeOnboarding } from './complete-onboarding.js';
 import { readWizard } from './completion-store.js';
 import { Onboarding } from './onboarding.js';
-import { findOwnOnboarding } from './wizard.js';
+import { findOwnOnboarding, updateOnboarding } from './wizard.js';
 
 // Completing wizards against a real Postgres database of its own, with billing and identity faked
 // by an in-memory billing that keeps what each call made: the exactly-once event, convergence
-// after a run that died half way, and concurrent calls answering the first's ids.
+// after a run that died half way, concurrent calls answering the first's ids, and the completion
+// lease (no lock or transaction held through billing).
 
 const { orm, rows } = useMigratedDatabase({
   open: (url) => openDatabase({ url, schema: 'checkout', entities: ENTITIES }),
@@ -37,6 +38,7 @@ function fakeBilling(plan: { id: string; productId: string }, questions: (typeof
   const answers = new Map<string, unknown>();
   const dying = new Set<BillingCall>();
   let beforePlanRead: (() => Promise<void>) | undefined;
+  let beforeMember: (() => Promise<void>) | undefined;
   const made = <T>(call: BillingCall, result: T): T => {
     if (dying.delete(call)) throw new Error(`died after ${call}`);
     return result;
@@ -55,6 +57,9 @@ function fakeBilling(plan: { id: string; productId: string }, questions: (typeof
     customers: { GetCustomerAccount: async () => ({ email: 'from-identity@example.com' }) },
     members: {
       CreateMember: async (req: { email: string }) => {
+        const before = beforeMember;
+        beforeMember = undefined;
+        await before?.();
         const existing = members.get(req.email);
         const id = existing ?? randomUUID();
         members.set(req.email, id);
@@ -95,11 +100,13 @@ function fakeBilling(plan: { id: string; productId: string }, questions: (typeof
     dieAfter: (call: BillingCall) => void dying.add(call),
     /** Runs `fn` when the next GetPlan arrives, before answering it: what happens while a run validates. */
     whileValidating: (fn: () => Promise<void>) => void (beforePlanRead = fn),
+    /** Runs `fn` when the next CreateMember arrives, before making the member: what happens while a run is in billing. */
+    whileInBilling: (fn: () => Promise<void>) => void (beforeMember = fn),
   };
 }
 
 /** An accepted invitation whose wizard is filled in and ready to complete, and a billing to complete it in. */
-async function readyWizard(opts: { email?: string | null; answers?: [] } = {}) {
+async function readyWizard(opts: { email?: string | null; answers?: []; waitMs?: number } = {}) {
   const plan = { id: randomUUID(), productId: randomUUID() };
   const accountId = randomUUID();
   const { invitation } = Invitation.issue({ merchantId: randomUUID(), firstName: 'Ada', lastName: 'Lovelace', email: opts.email === undefined ? 'ada@example.com' : opts.email, phone: null, expiresInDays: 7 });
@@ -116,7 +123,7 @@ async function readyWizard(opts: { email?: string | null; answers?: [] } = {}) {
   // A wizard without answers is for a product that asks nothing.
   const billing = fakeBilling(plan, opts.answers ? [] : [QUESTION]);
   const ref = { accountId, invitationId: invitation.id };
-  return { billing, ref, plan, complete: () => completeOnboarding({ orm: orm(), backends: billing.backends }, ref) };
+  return { billing, ref, plan, complete: () => completeOnboarding({ orm: orm(), backends: billing.backends, completionWaitMs: opts.waitMs }, ref) };
 }
 
 /**
@@ -228,7 +235,7 @@ describe('completeOnboarding', () => {
     expect(await eventsOf(ref.invitationId)).toHaveLength(1);
   });
 
-  it('checks the wizard as locked, not only as first read: answers emptied meanwhile are refused before billing is called', async () => {
+  it('checks the wizard as taken, not only as first read: answers emptied meanwhile are refused before billing is called', async () => {
     const { billing, ref, complete } = await readyWizard();
     // A save of the answers step, committed while the run validates the wizard as it first read it.
     billing.whileValidating(async () => {
@@ -240,5 +247,44 @@ describe('completeOnboarding', () => {
     expect(refused).toMatchObject({ code: 'validation_failed', extensions: { errors: { [`answers.${QUESTION.id}`]: ['This question requires an answer.'] } } });
     expect(billing.members.size).toBe(0);
     expect(await eventsOf(ref.invitationId)).toEqual([]);
+  });
+  it('holds no transaction and no lock while it calls billing, and refuses wizard edits meanwhile', async () => {
+    const { billing, ref, complete } = await readyWizard();
+    let during: { inTransaction: number; unlocked: boolean; edit: unknown } | undefined;
+    billing.whileInBilling(async () => {
+      const [{ n }] = await rows<{ n: number }>(`select count(*)::int as n from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`);
+      const edit = await updateOnboarding({ orm: orm(), backends: billing.backends }, ref, (o) => void (o.planId = null)).catch((e: unknown) => e);
+      during = { inTransaction: n, unlocked: await isUnlocked(ref.invitationId), edit };
+    });
+    const ids = await complete();
+    expect(during).toEqual({ inTransaction: 0, unlocked: true, edit: expect.objectContaining({ code: 'conflict', message: 'This onboarding is being completed.' }) });
+    const [row] = await rows<{ lease: Date | null; plan_id: string | null }>(`select completion_lease_until as lease, plan_id from checkout.onboardings where invitation_id = ?`, [ref.invitationId]);
+    expect(row).toMatchObject({ lease: null });
+    expect(row!.plan_id).not.toBeNull();
+    expect(billing.subscriptions.map((s) => s.id)).toEqual([ids.subscriptionId]);
+  });
+
+  it('waits for a run holding the wizard and answers conflict once it has waited its bound; takes over once that run\'s lease has expired', async () => {
+    const { billing, ref, complete } = await readyWizard({ waitMs: 300 });
+    // A run that took the lease and died (its process killed) before calling billing.
+    await rows(`update checkout.onboardings set completion_lease_until = now() + interval '1 hour', completion_started_at = now() where invitation_id = ?`, [ref.invitationId]);
+    const started = Date.now();
+    await expect(complete()).rejects.toMatchObject({ code: 'conflict', message: 'Another completion of this onboarding is in progress; retry shortly.' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    expect(billing.members.size).toBe(0);
+
+    await rows(`update checkout.onboardings set completion_lease_until = now() - interval '1 second' where invitation_id = ?`, [ref.invitationId]);
+    const ids = await complete();
+    expect(billing.subscriptions.map((s) => s.id)).toEqual([ids.subscriptionId]);
+    expect(await eventsOf(ref.invitationId)).toHaveLength(1);
+  });
+
+  it('gives up its lease when it fails, so the next run need not wait for it', async () => {
+    const { billing, ref, complete } = await readyWizard({ waitMs: 0 });
+    billing.dieAfter('CreateSubscription');
+    await expect(complete()).rejects.toThrow('died after CreateSubscription');
+    expect(await rows(`select completion_lease_until as lease from checkout.onboardings where invitation_id = ?`, [ref.invitationId])).toEqual([{ lease: null }]);
+    const ids = await complete();
+    expect(billing.subscriptions.map((s) => s.id)).toEqual([ids.subscriptionId]);
   });
 });

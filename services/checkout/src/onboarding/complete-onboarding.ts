@@ -1,10 +1,10 @@
 import { DomainError, type FieldErrors, type OnboardingCompletedEvent } from '@billing/contracts';
-import { scopeOfMerchant, transactPrepared } from '@billing/service-runtime';
+import { scopeOfMerchant } from '@billing/service-runtime';
 import type { CheckoutBackends } from '../backends.js';
 import type { Invitation } from '../invitations/invitation.js';
 import { validateAnswers } from './answer-validation.js';
 import type { Onboarding, OnboardingPaymentMethod } from './onboarding.js';
-import { lockWizard, markCompletionStarted, readWizard, recordCompletion } from './completion-store.js';
+import { readWizard, recordCompletion, releaseWizard, takeWizard, type TakenWizard } from './completion-store.js';
 import type { WizardDeps } from './wizard.js';
 
 export interface OnboardingIds {
@@ -13,19 +13,29 @@ export interface OnboardingIds {
   subscriptionId: string;
 }
 
+/** How long a completion holds its wizard when the caller names no lease (CHECKOUT_COMPLETION_LEASE_SECONDS). */
+const DEFAULT_LEASE_SECONDS = 30;
+/** How long a completion waits for another run of the same wizard before answering conflict. */
+const DEFAULT_WAIT_MS = 5_000;
+/** How often a waiting completion looks again. */
+const WAIT_POLL_MS = 25;
+
 /**
  * Finishes a wizard: final validation, then the member, payment method, subscription and answers
  * in billing, then the invitation is completed and `onboarding.completed` recorded in one
- * statement (so exactly once). The billing calls and that statement run in a transaction holding
- * the wizard's row lock, so concurrent calls queue and the later ones answer the ids of the first.
- * Every billing step converges on what an earlier, interrupted run made: the member is unique by
- * email, the payment method is found by its tokenisation result, and a live subscription to the
- * plan created since the completion started is adopted.
+ * statement (so exactly once). A run holds the wizard by its completion lease (a column, taken
+ * by one committed statement) while it calls billing, never by a lock or an open transaction, so
+ * no connection of the service's pool waits on billing. A concurrent run of the same wizard waits
+ * for the one holding it and answers its ids (or takes over once its lease is given up or has
+ * expired: a run that died); after `waitMs` it answers conflict. Wizard edits are refused while
+ * the lease is held. Every billing step converges on what an earlier, interrupted run made: the
+ * member is unique by email, the payment method is found by its tokenisation result, and a live
+ * subscription to the plan created since the completion started is adopted.
  *
- * Validation asks billing for the plan and its questions once, before the lock: under it, the
- * wizard as locked is checked against that answer again (asking anew only if its plan changed
- * meanwhile). Billing can change the plan during the calls either way; CreateSubscription refuses
- * an inactive one.
+ * Validation asks billing for the plan and its questions once, before the lease: the wizard as
+ * taken is checked against that answer again (asking anew only if its plan changed meanwhile).
+ * Billing can change the plan during the calls either way; CreateSubscription refuses an
+ * inactive one.
  */
 export async function completeOnboarding(deps: WizardDeps, ref: { accountId: string; invitationId: string }): Promise<OnboardingIds> {
   const read = await readWizard(deps.orm, ref);
@@ -36,20 +46,39 @@ export async function completeOnboarding(deps: WizardDeps, ref: { accountId: str
   emailLookup.catch(() => undefined);
   const checked = await planCheckOf(deps.backends, read.invitation.merchantId, read.onboarding.planId);
   assertCompletable(read.invitation, read.onboarding, checked);
-  if (!read.onboarding.completionStartedAt) await markCompletionStarted(deps.orm, read.invitation.id, new Date());
 
-  return transactPrepared(deps.orm, async (query) => {
-    const { invitation, onboarding } = await lockWizard(query, ref);
-    const finished = completedIds(onboarding);
-    if (finished) return finished;
+  const taken = await takeOrWait(deps, ref);
+  if ('ids' in taken) return taken.ids;
+  const { invitation, onboarding, leaseUntil } = taken;
+  let recorded = false;
+  try {
     const check = onboarding.planId === checked?.planId ? checked : await planCheckOf(deps.backends, invitation.merchantId, onboarding.planId);
     const plan = assertCompletable(invitation, onboarding, check);
     const email = await emailLookup;
     const ids = await provisionInBilling(deps.backends, invitation, onboarding, email);
     const data: OnboardingCompletedEvent = { invitationId: invitation.id, customerAccountId: onboarding.accountId, ...ids, planId: plan.id, email };
-    await recordCompletion(query, { invitation, data, now: new Date() });
-    return ids;
-  });
+    recorded = await recordCompletion(deps.orm, { invitation, data, now: new Date() });
+    // Else a run that took over once this one's lease expired recorded its completion first.
+    return recorded ? ids : completedIds((await readWizard(deps.orm, ref)).onboarding)!;
+  } finally {
+    if (!recorded) await releaseWizard(deps.orm, invitation.id, leaseUntil!);
+  }
+}
+
+/**
+ * This run's lease of the wizard, or the ids of the run that completed it while this one waited
+ * for its lease; conflict after `waitMs` of another run holding it.
+ */
+async function takeOrWait(deps: WizardDeps, ref: { accountId: string; invitationId: string }): Promise<TakenWizard | { ids: OnboardingIds }> {
+  const until = Date.now() + (deps.completionWaitMs ?? DEFAULT_WAIT_MS);
+  for (;;) {
+    const taken = await takeWizard(deps.orm, ref, deps.completionLeaseSeconds ?? DEFAULT_LEASE_SECONDS);
+    if (taken.leased) return taken;
+    const ids = completedIds(taken.onboarding);
+    if (ids) return { ids };
+    if (Date.now() >= until) throw new DomainError('conflict', 'Another completion of this onboarding is in progress; retry shortly.');
+    await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
+  }
 }
 
 function completedIds(o: Onboarding): OnboardingIds | undefined {

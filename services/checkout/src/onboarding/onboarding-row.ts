@@ -10,6 +10,7 @@ export interface OnboardingRow {
   product_id: string | null;
   answers: OnboardingAnswer[] | null;
   completion_started_at: string | null;
+  completion_lease_until: string | null;
   member_id: string | null;
   payment_method_id: string | null;
   subscription_id: string | null;
@@ -30,6 +31,7 @@ export function onboardingOfRow(r: OnboardingRow): Onboarding {
     productId: r.product_id,
     answers: r.answers,
     completionStartedAt: dateOf(r.completion_started_at),
+    completionLeaseUntil: dateOf(r.completion_lease_until),
     memberId: r.member_id,
     paymentMethodId: r.payment_method_id,
     subscriptionId: r.subscription_id,

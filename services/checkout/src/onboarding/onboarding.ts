@@ -44,6 +44,8 @@ export class Onboarding {
   answers: OnboardingAnswer[] | null = null;
   /** Set (and committed) before the first billing call of completion; a re-run adopts what it made. */
   completionStartedAt: Date | null = null;
+  /** While a completion runs: until when it holds the wizard (edits are refused meanwhile). */
+  completionLeaseUntil: Date | null = null;
   memberId: string | null = null;
   paymentMethodId: string | null = null;
   subscriptionId: string | null = null;
@@ -88,6 +90,7 @@ export const OnboardingSchema = new EntitySchema<Onboarding>({
     productId: { type: 'uuid', nullable: true },
     answers: { type: 'json', nullable: true },
     completionStartedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    completionLeaseUntil: { type: 'Date', columnType: 'timestamptz', nullable: true },
     memberId: { type: 'uuid', nullable: true },
     paymentMethodId: { type: 'uuid', nullable: true },
     subscriptionId: { type: 'uuid', nullable: true },

@@ -9,6 +9,10 @@ import { Onboarding } from './onboarding.js';
 export interface WizardDeps {
   orm: MikroORM;
   backends: CheckoutBackends;
+  /** How long a completion holds its wizard (default 30 s): a run that died half way holds it no longer. */
+  completionLeaseSeconds?: number;
+  /** How long a completion waits for another run of the same wizard before answering conflict (default 5 s). */
+  completionWaitMs?: number;
 }
 
 /** The invitation a link's token names: unknown not_found. */
@@ -45,11 +49,12 @@ export async function findOwnOnboarding(
   return { invitation, onboarding };
 }
 
-/** A write to the wizard: the invitation must still be usable (gone otherwise) and not completed (conflict). */
+/** A write to the wizard: the invitation must still be usable (gone otherwise), and not completed nor being completed (conflict). */
 export async function updateOnboarding(deps: WizardDeps, ref: { accountId: string; invitationId: string }, change: (o: Onboarding, invitation: Invitation) => Promise<void> | void): Promise<void> {
   await deps.orm.em.fork().transactional(async (em) => {
     const { invitation, onboarding } = await findOwnOnboarding(em, ref, { lock: true });
     if (onboarding.completedAt) throw new DomainError('conflict', 'This onboarding is already completed.');
+    if (onboarding.completionLeaseUntil && onboarding.completionLeaseUntil > new Date()) throw new DomainError('conflict', 'This onboarding is being completed.');
     invitation.assertUsable();
     await change(onboarding, invitation);
     onboarding.touch();
