@@ -64,3 +64,12 @@ export class SharedLookups<V> {
     return running;
   }
 }
+
+/**
+ * The value of a settled promise, or its reason thrown: for lookups made at once with
+ * `Promise.allSettled` (so none is left to reject unhandled) and judged one after another.
+ */
+export function settledValue<T>(result: PromiseSettledResult<T>): T {
+  if (result.status === 'rejected') throw result.reason;
+  return result.value;
+}

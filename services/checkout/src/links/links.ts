@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
-import { Batcher, PLATFORM_SCOPE, queryPrepared, scopeOfMerchant, sha256Hex } from '@billing/service-runtime';
+import { Batcher, PLATFORM_SCOPE, queryPrepared, scopeOfMerchant, settledValue, sha256Hex } from '@billing/service-runtime';
 import type { Scope } from '@billing/proto-types/common/v1/Scope';
 import type { CheckoutLink__Output as CheckoutLink } from '@billing/proto-types/checkout/v1/CheckoutLink';
 import type { ResolveLinkReply__Output as ResolveLinkReply } from '@billing/proto-types/checkout/v1/ResolveLinkReply';
@@ -25,12 +25,6 @@ interface SigningKey {
 export interface LinkOptions {
   publicBaseUrl: string;
   production: boolean;
-}
-
-/** The value of a settled promise, or its reason thrown. */
-function settledValue<T>(result: PromiseSettledResult<T>): T {
-  if (result.status === 'rejected') throw result.reason;
-  return result.value;
 }
 
 /** A link as a row of `links` (instants in ISO 8601, which keeps their milliseconds). */

@@ -37,6 +37,7 @@ function fakeBilling(plan: { id: string; productId: string }, questions: (typeof
   const subscriptions: { id: string; memberId: string; planId: string; createdAt: string }[] = [];
   const answers = new Map<string, unknown>();
   const dying = new Set<BillingCall>();
+  const questionsAsked: string[] = [];
   let beforePlanRead: (() => Promise<void>) | undefined;
   let beforeMember: (() => Promise<void>) | undefined;
   const made = <T>(call: BillingCall, result: T): T => {
@@ -53,7 +54,13 @@ function fakeBilling(plan: { id: string; productId: string }, questions: (typeof
         return { id: plan.id, productId: plan.productId, isActive: true };
       },
     },
-    questions: { ListQuestions: async () => ({ items: questions }) },
+    // The product's questions; another product asks nothing.
+    questions: {
+      ListQuestions: async (req: { productId: string }) => {
+        questionsAsked.push(req.productId);
+        return { items: req.productId === plan.productId ? questions : [] };
+      },
+    },
     customers: { GetCustomerAccount: async () => ({ email: 'from-identity@example.com' }) },
     members: {
       CreateMember: async (req: { email: string }) => {
@@ -97,6 +104,7 @@ function fakeBilling(plan: { id: string; productId: string }, questions: (typeof
     methods,
     subscriptions,
     answers,
+    questionsAsked,
     dieAfter: (call: BillingCall) => void dying.add(call),
     /** Runs `fn` when the next GetPlan arrives, before answering it: what happens while a run validates. */
     whileValidating: (fn: () => Promise<void>) => void (beforePlanRead = fn),
@@ -286,5 +294,18 @@ describe('completeOnboarding', () => {
     expect(await rows(`select completion_lease_until as lease from checkout.onboardings where invitation_id = ?`, [ref.invitationId])).toEqual([{ lease: null }]);
     const ids = await complete();
     expect(billing.subscriptions.map((s) => s.id)).toEqual([ids.subscriptionId]);
+  });
+  it('asks for the plan and the questions of the product saved with it at once, and for the plan\'s own product\'s when that differs', async () => {
+    const saved = await readyWizard();
+    await saved.complete();
+    expect(saved.billing.questionsAsked).toEqual([saved.plan.productId]);
+
+    // The wizard saved another product beside the plan: its (absent) questions are not the plan's.
+    const other = await readyWizard();
+    await rows(`update checkout.onboardings set product_id = ?, answers = '[]' where invitation_id = ?`, [randomUUID(), other.ref.invitationId]);
+    const refused = await other.complete().catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'validation_failed', extensions: { errors: { [`answers.${QUESTION.id}`]: ['This question requires an answer.'] } } });
+    expect(other.billing.questionsAsked).toHaveLength(2);
+    expect(other.billing.questionsAsked[1]).toBe(other.plan.productId);
   });
 });

@@ -1,5 +1,5 @@
 import { DomainError, type FieldErrors, type OnboardingCompletedEvent } from '@billing/contracts';
-import { scopeOfMerchant } from '@billing/service-runtime';
+import { scopeOfMerchant, settledValue } from '@billing/service-runtime';
 import type { CheckoutBackends } from '../backends.js';
 import type { Invitation } from '../invitations/invitation.js';
 import { validateAnswers } from './answer-validation.js';
@@ -44,7 +44,7 @@ export async function completeOnboarding(deps: WizardDeps, ref: { accountId: str
   const emailLookup = memberEmail(deps.backends, read.invitation, read.onboarding);
   // Awaited after validation, whose refusal is the answer when both fail.
   emailLookup.catch(() => undefined);
-  const checked = await planCheckOf(deps.backends, read.invitation.merchantId, read.onboarding.planId);
+  const checked = await planCheckOf(deps.backends, read.invitation.merchantId, read.onboarding);
   assertCompletable(read.invitation, read.onboarding, checked);
 
   const taken = await takeOrWait(deps, ref);
@@ -52,7 +52,7 @@ export async function completeOnboarding(deps: WizardDeps, ref: { accountId: str
   const { invitation, onboarding, leaseUntil } = taken;
   let recorded = false;
   try {
-    const check = onboarding.planId === checked?.planId ? checked : await planCheckOf(deps.backends, invitation.merchantId, onboarding.planId);
+    const check = onboarding.planId === checked?.planId ? checked : await planCheckOf(deps.backends, invitation.merchantId, onboarding);
     const plan = assertCompletable(invitation, onboarding, check);
     const email = await emailLookup;
     const ids = await provisionInBilling(deps.backends, invitation, onboarding, email);
@@ -95,14 +95,27 @@ interface PlanCheck {
   questions: Question[];
 }
 
-async function planCheckOf(backends: CheckoutBackends, merchantId: string, planId: string | null): Promise<PlanCheck | undefined> {
+/**
+ * Billing's answer about the wizard's chosen plan. The questions of the product the wizard saved
+ * with the plan are asked for at the same time as the plan (one wait, not two), and asked again
+ * only if the plan turns out to be of another product.
+ */
+async function planCheckOf(backends: CheckoutBackends, merchantId: string, wizard: { planId: string | null; productId: string | null }): Promise<PlanCheck | undefined> {
+  const { planId } = wizard;
   if (!planId) return undefined;
-  const plan = await backends.plans.GetPlan({ scope: scopeOfMerchant(merchantId), id: planId }).catch((e: unknown) => {
-    if (e instanceof DomainError && e.code === 'not_found') return null;
-    throw e;
-  });
-  const questions = plan?.isActive ? (await backends.questions.ListQuestions({ scope: scopeOfMerchant(merchantId), productId: plan.productId })).items : [];
-  return { planId, plan, questions };
+  const scope = scopeOfMerchant(merchantId);
+  const questionsOf = async (productId: string) => (await backends.questions.ListQuestions({ scope, productId })).items;
+  const [planRead, saved] = await Promise.allSettled([
+    backends.plans.GetPlan({ scope, id: planId }).catch((e: unknown) => {
+      if (e instanceof DomainError && e.code === 'not_found') return null;
+      throw e;
+    }),
+    wizard.productId ? questionsOf(wizard.productId) : Promise.resolve(undefined),
+  ]);
+  const plan = settledValue(planRead);
+  if (!plan?.isActive) return { planId, plan, questions: [] };
+  const questions = plan.productId === wizard.productId ? settledValue(saved) : undefined;
+  return { planId, plan, questions: questions ?? (await questionsOf(plan.productId)) };
 }
 
 /** Everything the wizard needs before billing is touched, or validation_failed naming each gap; answers the plan. */
