@@ -308,4 +308,19 @@ describe('completeOnboarding', () => {
     expect(other.billing.questionsAsked).toHaveLength(2);
     expect(other.billing.questionsAsked[1]).toBe(other.plan.productId);
   });
+  it('completes wizards arriving together each on its own, with one event each; another account\'s is not_found alone', async () => {
+    const wizards = await Promise.all(Array.from({ length: 8 }, () => readyWizard()));
+    const stranger = { ...wizards[0]!.ref, accountId: randomUUID() };
+    const [foreign, ...answers] = await Promise.allSettled([completeOnboarding({ orm: orm(), backends: wizards[0]!.billing.backends }, stranger), ...wizards.map((w) => w.complete())]);
+    expect(foreign).toMatchObject({ status: 'rejected', reason: { code: 'not_found' } });
+    for (const [n, w] of wizards.entries()) {
+      const answer = answers[n]!;
+      expect(answer.status).toBe('fulfilled');
+      const ids = (answer as PromiseFulfilledResult<{ subscriptionId: string }>).value;
+      expect(w.billing.subscriptions.map((s) => s.id)).toEqual([ids.subscriptionId]);
+      const events = await eventsOf(w.ref.invitationId);
+      expect(events.map((e) => e.data.subscriptionId)).toEqual([ids.subscriptionId]);
+      expect(await rows(`select completion_lease_until as lease from checkout.onboardings where invitation_id = ?`, [w.ref.invitationId])).toEqual([{ lease: null }]);
+    }
+  });
 });

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { OnboardingCompletedEvent } from '@billing/contracts';
-import { insertOutboxSql, queryPrepared, toOutboxJsonRow } from '@billing/service-runtime';
+import { Batcher, insertOutboxSql, queryPrepared, toOutboxJsonRow } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { Invitation } from '../invitations/invitation.js';
 import { invitationOfRow, type InvitationRow } from '../invitations/invitation-row.js';
@@ -19,25 +19,6 @@ export interface CompletionWizard {
   onboarding: Onboarding;
 }
 
-const READ_SQL = `select to_jsonb(o) as onboarding, to_jsonb(i) as invitation
-  from onboardings o join invitations i on i.id = o.invitation_id
- where o.invitation_id = $1 and o.account_id = $2`;
-
-type WizardRow = { onboarding: OnboardingRow; invitation: InvitationRow };
-
-function wizardOf(rows: WizardRow[], notFound: () => Error): CompletionWizard {
-  const [row] = rows;
-  if (!row) throw notFound();
-  return { invitation: invitationOfRow(row.invitation), onboarding: onboardingOfRow(row.onboarding) };
-}
-
-/** The wizard of `ref`, read without a lock (one statement, outside any transaction); not_found as `findOwnOnboarding`. */
-export async function readWizard(orm: MikroORM, ref: { accountId: string; invitationId: string }): Promise<CompletionWizard> {
-  const { key, notFound } = ownOnboardingKey(ref);
-  const { rows } = await queryPrepared<WizardRow>(orm, 'onboarding_completion_read', READ_SQL, [key.invitationId, key.accountId]);
-  return wizardOf(rows, notFound);
-}
-
 /** A completion's claim on its wizard: the wizard as the claiming statement left it, and whether this run holds it. */
 export interface TakenWizard extends CompletionWizard {
   /** This run holds the completion lease (until it records the completion or releases it). */
@@ -46,32 +27,136 @@ export interface TakenWizard extends CompletionWizard {
   leaseUntil: string | null;
 }
 
+type WizardRow = { i: number; onboarding: OnboardingRow; invitation: InvitationRow };
+type Key = { invitationId: string; accountId: string };
+interface Completion {
+  invitation: Invitation;
+  data: OnboardingCompletedEvent;
+  now: Date;
+}
+
+const wizardOfRow = (row: WizardRow): CompletionWizard => ({ invitation: invitationOfRow(row.invitation), onboarding: onboardingOfRow(row.onboarding) });
+const keysJson = <K extends Key>(keys: readonly K[], extra: (k: K) => object = () => ({})) =>
+  JSON.stringify(keys.map((k, i) => ({ i, invitation_id: k.invitationId, account_id: k.accountId, ...extra(k) })));
+/** Each item's row of a batch statement answering `i`, the item's index (undefined: none). */
+const byItem = <R extends { i: number }>(n: number, rows: readonly R[]): (R | undefined)[] => {
+  const found = new Map(rows.map((r) => [r.i, r]));
+  return Array.from({ length: n }, (_, i) => found.get(i));
+};
+
 /**
- * One statement, committed on its own: the wizard of `ref`, with its completion lease for this
- * run when the wizard is not completed and no other run holds an unexpired lease (an atomic
- * UPDATE decides between concurrent runs), and `completionStartedAt` set unless an earlier run
- * set it, so a re-run after an interruption knows since when what it finds in billing is its
- * own. not_found as `findOwnOnboarding`.
+ * The statements of the completions that arrive together, one per batch each (per ORM): reads,
+ * lease takes and records. Two takes or records of one wizard never share a batch.
  */
-export async function takeWizard(orm: MikroORM, ref: { accountId: string; invitationId: string }, leaseSeconds: number): Promise<TakenWizard> {
-  const { key, notFound } = ownOnboardingKey(ref);
-  const { rows } = await queryPrepared<WizardRow & { leased: boolean }>(
-    orm,
-    'onboarding_completion_take',
-    `with leased as (
-       update onboardings o set completion_lease_until = now() + make_interval(secs => $3), completion_started_at = coalesce(o.completion_started_at, now())
-        where o.invitation_id = $1 and o.account_id = $2 and o.completed_at is null
-          and (o.completion_lease_until is null or o.completion_lease_until < now())
-       returning o.*)
-     select to_jsonb(l) as onboarding, to_jsonb(i) as invitation, true as leased
-       from leased l join invitations i on i.id = l.invitation_id
-     union all
-     select to_jsonb(o) as onboarding, to_jsonb(i) as invitation, false as leased
-       from onboardings o join invitations i on i.id = o.invitation_id
-      where o.invitation_id = $1 and o.account_id = $2 and not exists (select 1 from leased)`,
-    [key.invitationId, key.accountId, leaseSeconds],
+function statementsOf(orm: MikroORM) {
+  const reads = new Batcher<Key, WizardRow | undefined>(async (keys) => {
+    const { rows } = await queryPrepared<WizardRow>(
+      orm,
+      'onboarding_completion_read_batch',
+      `select r.i, to_jsonb(o) as onboarding, to_jsonb(inv) as invitation
+         from jsonb_to_recordset($1::jsonb) as r(i int, invitation_id uuid, account_id uuid)
+         join onboardings o on o.invitation_id = r.invitation_id and o.account_id = r.account_id
+         join invitations inv on inv.id = o.invitation_id`,
+      [keysJson(keys)],
+    );
+    return byItem(keys.length, rows);
+  });
+  const takes = new Batcher<Key & { leaseSeconds: number }, (WizardRow & { leased: boolean }) | undefined>(
+    async (keys) => {
+      const { rows } = await queryPrepared<WizardRow & { leased: boolean }>(
+        orm,
+        'onboarding_completion_take_batch',
+        `with r as (select * from jsonb_to_recordset($1::jsonb) as r(i int, invitation_id uuid, account_id uuid, lease_seconds int)),
+         leased as (
+           update onboardings o set completion_lease_until = now() + make_interval(secs => r.lease_seconds), completion_started_at = coalesce(o.completion_started_at, now())
+             from r
+            where o.invitation_id = r.invitation_id and o.account_id = r.account_id and o.completed_at is null
+              and (o.completion_lease_until is null or o.completion_lease_until < now())
+           returning r.i, o.*)
+         select l.i, to_jsonb(l) - 'i' as onboarding, to_jsonb(inv) as invitation, true as leased
+           from leased l join invitations inv on inv.id = l.invitation_id
+         union all
+         select r.i, to_jsonb(o) as onboarding, to_jsonb(inv) as invitation, false as leased
+           from r join onboardings o on o.invitation_id = r.invitation_id and o.account_id = r.account_id
+           join invitations inv on inv.id = o.invitation_id
+          where r.i not in (select i from leased)`,
+        [keysJson(keys, (k) => ({ lease_seconds: k.leaseSeconds }))],
+      );
+      return byItem(keys.length, rows);
+    },
+    { keyOf: (k) => k.invitationId },
   );
-  return { ...wizardOf(rows, notFound), leased: rows[0]?.leased ?? false, leaseUntil: rows[0]?.onboarding.completion_lease_until ?? null };
+  const records = new Batcher<Completion, boolean>(
+    async (batch) => {
+      const events = batch.map(({ invitation, data, now }, seq) => ({
+        ...toOutboxJsonRow(seq, { type: 'onboarding.completed', merchantId: invitation.merchantId, data, traceContext: injectTraceHeaders(), occurredAt: now }),
+        invitation_id: invitation.id,
+      }));
+      const { rows } = await queryPrepared<{ completed: string[]; invitations: number; events: number }>(
+        orm,
+        'onboarding_completion_write_batch',
+        `with c as (
+           select * from jsonb_to_recordset($1::jsonb) as c(id uuid, member_id uuid, payment_method_id uuid, subscription_id uuid, completed_at timestamptz)),
+         completed as (
+           update onboardings o set member_id = c.member_id, payment_method_id = c.payment_method_id, subscription_id = c.subscription_id,
+                  completed_at = c.completed_at, updated_at = c.completed_at, completion_lease_until = null
+             from c
+            where o.invitation_id = c.id and o.completed_at is null
+           returning o.invitation_id as id),
+         invitation as (
+           update invitations v set member_id = c.member_id, subscription_id = c.subscription_id, completed_at = coalesce(v.completed_at, c.completed_at)
+             from c
+            where v.id = c.id and v.id in (select id from completed)
+           returning 1),
+         events as (
+           ${insertOutboxSql('$2', { column: 'invitation_id', written: 'completed' })}
+           returning 1)
+         select coalesce((select json_agg(id) from completed), '[]') as completed, (select count(*) from invitation)::int as invitations, (select count(*) from events)::int as events`,
+        [
+          JSON.stringify(batch.map(({ invitation, data, now }) => ({ id: invitation.id, member_id: data.memberId, payment_method_id: data.paymentMethodId, subscription_id: data.subscriptionId, completed_at: now.toISOString() }))),
+          JSON.stringify(events),
+        ],
+      );
+      const [row] = rows;
+      const completed = new Set(row!.completed);
+      // Cannot happen (the statement completed those wizards, so their invitations and events go with them).
+      if (row!.invitations !== completed.size || row!.events !== completed.size) {
+        throw new Error(`onboarding completion wrote ${completed.size} wizards, ${row!.invitations} invitations, ${row!.events} events`);
+      }
+      return batch.map((c) => completed.has(c.invitation.id));
+    },
+    { keyOf: (c) => c.invitation.id },
+  );
+  return { reads, takes, records };
+}
+
+const statements = new WeakMap<MikroORM, ReturnType<typeof statementsOf>>();
+function statementsFor(orm: MikroORM): ReturnType<typeof statementsOf> {
+  let found = statements.get(orm);
+  if (!found) statements.set(orm, (found = statementsOf(orm)));
+  return found;
+}
+
+/** The wizard of `ref`, read without a lock (a statement shared with the reads arriving with it); not_found as `findOwnOnboarding`. */
+export async function readWizard(orm: MikroORM, ref: Key): Promise<CompletionWizard> {
+  const { key, notFound } = ownOnboardingKey(ref);
+  const row = await statementsFor(orm).reads.submit(key);
+  if (!row) throw notFound();
+  return wizardOfRow(row);
+}
+
+/**
+ * One statement (shared with the takes arriving with it), committed on its own: the wizard of
+ * `ref`, with its completion lease for this run when the wizard is not completed and no other
+ * run holds an unexpired lease (an atomic UPDATE decides between concurrent runs), and
+ * `completionStartedAt` set unless an earlier run set it, so a re-run after an interruption
+ * knows since when what it finds in billing is its own. not_found as `findOwnOnboarding`.
+ */
+export async function takeWizard(orm: MikroORM, ref: Key, leaseSeconds: number): Promise<TakenWizard> {
+  const { key, notFound } = ownOnboardingKey(ref);
+  const row = await statementsFor(orm).takes.submit({ ...key, leaseSeconds });
+  if (!row) throw notFound();
+  return { ...wizardOfRow(row), leased: row.leased, leaseUntil: row.onboarding.completion_lease_until };
 }
 
 /**
@@ -84,35 +169,13 @@ export async function releaseWizard(orm: MikroORM, invitationId: string, leaseUn
 }
 
 /**
- * Records a completion, as one statement: the wizard's ids and `completedAt` (its lease
- * cleared), the invitation completed (what `Invitation.complete` changes), and
- * `onboarding.completed` in the outbox. All of it only with the wizard's first completion
- * (`completed_at` still null), so the event is never written twice; false when an earlier
- * completion had been recorded (a run whose lease expired while it called billing).
+ * Records a completion, as one statement (shared with the records arriving with it): the
+ * wizard's ids and `completedAt` (its lease cleared), the invitation completed (what
+ * `Invitation.complete` changes), and `onboarding.completed` in the outbox. All of it only with
+ * the wizard's first completion (`completed_at` still null), so the event is never written
+ * twice; false when an earlier completion had been recorded (a run whose lease expired while it
+ * called billing).
  */
-export async function recordCompletion(orm: MikroORM, input: { invitation: Invitation; data: OnboardingCompletedEvent; now: Date }): Promise<boolean> {
-  const { invitation, data, now } = input;
-  const event = { ...toOutboxJsonRow(0, { type: 'onboarding.completed', merchantId: invitation.merchantId, data, traceContext: injectTraceHeaders(), occurredAt: now }), invitation_id: invitation.id };
-  const { rows } = await queryPrepared<{ completed: number; invitations: number; events: number }>(
-    orm,
-    'onboarding_completion_write',
-    `with completed as (
-       update onboardings set member_id = $2, payment_method_id = $3, subscription_id = $4, completed_at = $5, updated_at = $5, completion_lease_until = null
-        where invitation_id = $1 and completed_at is null
-       returning invitation_id as id),
-     invitation as (
-       update invitations set member_id = $2, subscription_id = $4, completed_at = coalesce(completed_at, $5)
-        where id = $1 and id in (select id from completed)
-       returning 1),
-     events as (
-       ${insertOutboxSql('$6', { column: 'invitation_id', written: 'completed' })}
-       returning 1)
-     select (select count(*) from completed)::int as completed, (select count(*) from invitation)::int as invitations, (select count(*) from events)::int as events`,
-    [invitation.id, data.memberId, data.paymentMethodId, data.subscriptionId, now.toISOString(), JSON.stringify([event])],
-  );
-  const [row] = rows;
-  if (row!.completed === 0) return false;
-  // Cannot happen (the statement completed the wizard, so the invitation and event go with it).
-  if (row!.invitations !== 1 || row!.events !== 1) throw new Error(`onboarding completion wrote ${row!.completed} wizards, ${row!.invitations} invitations, ${row!.events} events`);
-  return true;
+export function recordCompletion(orm: MikroORM, completion: Completion): Promise<boolean> {
+  return statementsFor(orm).records.submit(completion);
 }
