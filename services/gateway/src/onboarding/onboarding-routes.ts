@@ -131,7 +131,7 @@ function toOnboardingState(s: OnboardingState__Output): OnboardingState {
 /** Proto has no null: a null optional field is sent as absent. */
 const absentIfNull = <T>(v: T | null | undefined): T | undefined => v ?? undefined;
 
-const WRITE_NOTE = 'Safe to repeat (the wizard re-sends on every Continue). 204 on success; 400 validation; 404 when the invitation was not accepted by this customer; 409 once the onboarding is completed; 410 when the invitation has been revoked or has expired.';
+const WRITE_NOTE = 'Safe to repeat (the wizard re-sends on every Continue). 204 on success; 400 validation; 404 when the invitation was not accepted by this customer; 409 once the onboarding is completed, and while a completion of it is running; 410 when the invitation has been revoked or has expired.';
 
 export function onboardingRoutes(backends: Backends): RouteSpec[] {
   const onboarding = backends.checkout.onboarding;
