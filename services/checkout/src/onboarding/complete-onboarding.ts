@@ -170,9 +170,9 @@ const sameInstrument = (pm: OnboardingPaymentMethod, m: { type: string; brand?: 
 /**
  * The member's method with this tokenisation result, added when it has none. A member that this
  * run's CreateMember created (`newMember`) has no methods to list: every run creates the member
- * before it adds a method, so no earlier run (interrupted, or failed while this one queued for the
- * lock) can have added one. Whether this run is the first is no such proof: a run that failed
- * while this one queued may have added a method and left no trace in the wizard.
+ * before it adds a method, so no earlier run (interrupted, or failed while this one waited for the
+ * lease) can have added one. Whether this run is the first is no such proof: a run that failed
+ * while this one waited may have added a method and left no trace in the wizard.
  */
 async function ensurePaymentMethod(backends: CheckoutBackends, member: { merchantId: string; memberId: string; newMember: boolean }, pm: OnboardingPaymentMethod): Promise<string> {
   const { merchantId, memberId } = member;
