@@ -35,7 +35,8 @@ export async function createTestDatabase(serverUrl = process.env.DATABASE_URL): 
   };
 }
 
-async function onServer<T>(serverUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `fn` on a connection of its own to the server in `serverUrl` (its default database), closed after. */
+export async function onServer<T>(serverUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: serverUrl });
   await client.connect();
   try {

@@ -163,6 +163,27 @@ export function typedDatabaseError(orm: MikroORM, e: unknown): unknown {
 }
 
 /**
+ * Errors that say the database cannot serve now rather than that a request was wrong: SQLSTATE
+ * class 53 (insufficient resources, e.g. 53300 too_many_connections: every connection slot, or
+ * a role's connection limit, is taken), 57P01–57P03 (the server shutting down or starting up),
+ * class 08 but 08P01 (the connection failed), and a connection refused, reset or timed out, or
+ * no pooled connection within the pool's wait. Answering them `service_unavailable` (503 with
+ * `Retry-After`) tells the caller to retry, where a 500 would say something broke.
+ */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03']);
+const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
+
+/** The `service_unavailable` error for a database that cannot serve now (see above), or undefined for any other error. */
+export function databaseUnavailableError(e: unknown): DomainError | undefined {
+  const code = e instanceof DriverException ? e.code : (e as { code?: unknown } | null)?.code;
+  const name = (e as { name?: unknown } | null)?.name;
+  const unavailable =
+    (typeof code === 'string' && (code.startsWith('53') || UNAVAILABLE_SQLSTATES.has(code) || (code.startsWith('08') && code !== '08P01') || UNAVAILABLE_ERRNOS.has(code))) ||
+    name === 'KnexTimeoutError';
+  return unavailable ? new DomainError('service_unavailable', 'The database is unavailable or at its connection limit; retry shortly.', { retryAfterSeconds: 1 }) : undefined;
+}
+
+/**
  * SQLSTATEs of text Postgres cannot store: 22021 character_not_in_repertoire (a NUL or invalid
  * UTF-8 in a bound parameter), 22P05 untranslatable_character (`\u0000` in jsonb), and 08P01
  * protocol_violation, which is what a NUL becomes when MikroORM inlines bound values into the

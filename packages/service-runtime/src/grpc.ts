@@ -8,7 +8,7 @@ import { SERVICE_FILES, type ServiceDefinitions, type ServiceName } from '@billi
 import { context, currentTraceId, incomingContext, injectTraceHeaders, propagatesContextManually, recordRpcCall } from '@billing/telemetry';
 import { callerOf, clientCredentialsFor, serverCredentialsFor, serverNameOptions, type GrpcPeer } from './grpc-transport.js';
 import type { Logger } from './logger.js';
-import { invalidTextError } from './database.js';
+import { databaseUnavailableError, invalidTextError } from './database.js';
 import { SharedLookups } from './shared-lookups.js';
 
 export { grpc };
@@ -209,10 +209,14 @@ function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl, a
           callback(null, res as object);
         },
         (e: unknown) => {
-          // Text the database refused is the caller's 400 (a backstop behind the gateway's input policy), not a 500.
-          const known = e instanceof DomainError ? e : invalidTextError(e);
+          // Text the database refused is the caller's 400 (a backstop behind the gateway's input
+          // policy), and a database that cannot serve now its 503 to retry, not a 500.
+          const unavailable = e instanceof DomainError ? undefined : databaseUnavailableError(e);
+          const known = e instanceof DomainError ? e : (invalidTextError(e) ?? unavailable);
           const error = toGrpcError(known ?? new DomainError('internal'));
           if (!known) logger.error({ err: e, rpc: `${serviceName}/${method}`, traceId: currentTraceId() }, 'unhandled error in gRPC handler');
+          // Its code only: the driver's message can quote the statement and its bound values.
+          if (unavailable) logger.warn({ code: (e as { code?: unknown }).code ?? (e as Error).name, rpc: `${serviceName}/${method}`, traceId: currentTraceId() }, 'database unavailable: answered service_unavailable');
           done(error.code ?? grpc.status.UNKNOWN);
           callback(error);
         },
