@@ -15,8 +15,12 @@ export interface OnboardingIds {
 
 /** How long a completion holds its wizard when the caller names no lease (CHECKOUT_COMPLETION_LEASE_SECONDS). */
 const DEFAULT_LEASE_SECONDS = 30;
-/** How long a completion waits for another run of the same wizard before answering conflict. */
-const DEFAULT_WAIT_MS = 5_000;
+/**
+ * How long a completion waits for another run of the same wizard before answering conflict: well
+ * inside the gateway's deadline for the call (`GRPC_DEADLINE_MS`, 5 s by default), so the caller
+ * gets the conflict and not the gateway's 503 for a call past its deadline.
+ */
+const DEFAULT_WAIT_MS = 3_000;
 /** How often a waiting completion looks again. */
 const WAIT_POLL_MS = 25;
 

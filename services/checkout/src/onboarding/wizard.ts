@@ -11,7 +11,7 @@ export interface WizardDeps {
   backends: CheckoutBackends;
   /** How long a completion holds its wizard (default 30 s): a run that died half way holds it no longer. */
   completionLeaseSeconds?: number;
-  /** How long a completion waits for another run of the same wizard before answering conflict (default 5 s). */
+  /** How long a completion waits for another run of the same wizard before answering conflict (default 3 s). */
   completionWaitMs?: number;
 }
 
