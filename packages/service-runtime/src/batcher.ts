@@ -126,3 +126,12 @@ export function decideItem<T>(decide: () => T): ItemOutcome<T> {
     return { ok: false, error: e };
   }
 }
+
+/**
+ * Each item's row of a batch statement whose rows name their item by `i`, its index in the batch
+ * (undefined for an item the statement answered no row).
+ */
+export function rowsByItem<R extends { i: number }>(items: number, rows: readonly R[]): (R | undefined)[] {
+  const found = new Map(rows.map((r) => [r.i, r]));
+  return Array.from({ length: items }, (_, i) => found.get(i));
+}

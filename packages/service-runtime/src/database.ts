@@ -162,6 +162,11 @@ export function typedDatabaseError(orm: MikroORM, e: unknown): unknown {
   return raised && !(e instanceof DriverException) ? orm.em.getDriver().convertException(e) : e;
 }
 
+/** The SQLSTATE (or the socket's errno code) of a database error, as the ORM or node-postgres raised it. */
+function codeOf(e: unknown): unknown {
+  return e instanceof DriverException ? e.code : (e as { code?: unknown } | null)?.code;
+}
+
 /**
  * Errors that say the database cannot serve now rather than that a request was wrong: SQLSTATE
  * class 53 (insufficient resources, e.g. 53300 too_many_connections: every connection slot, or
@@ -175,7 +180,7 @@ const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '
 
 /** The `service_unavailable` error for a database that cannot serve now (see above), or undefined for any other error. */
 export function databaseUnavailableError(e: unknown): DomainError | undefined {
-  const code = e instanceof DriverException ? e.code : (e as { code?: unknown } | null)?.code;
+  const code = codeOf(e);
   const name = (e as { name?: unknown } | null)?.name;
   const unavailable =
     (typeof code === 'string' && (code.startsWith('53') || UNAVAILABLE_SQLSTATES.has(code) || (code.startsWith('08') && code !== '08P01') || UNAVAILABLE_ERRNOS.has(code))) ||
@@ -199,7 +204,7 @@ const INVALID_TEXT_SQLSTATES = new Set(['22021', '22P05', '08P01']);
  * text quotes the SQL and its bound values, which must never reach a log or a client.
  */
 export function invalidTextError(e: unknown): DomainError | undefined {
-  const code = e instanceof DriverException ? e.code : (e as { code?: unknown } | null)?.code;
+  const code = codeOf(e);
   if (typeof code !== 'string' || !INVALID_TEXT_SQLSTATES.has(code)) return undefined;
   return new DomainError('bad_request', 'The request contains text that cannot be stored (a NUL character or invalid UTF-8).');
 }

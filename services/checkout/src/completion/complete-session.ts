@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type FieldErrors } from '@billing/contracts';
-import { Batcher, insertOutboxSql, queryPrepared, scopeOfMerchant, toOutboxJsonRow, type Logger, type OutboxJsonRow } from '@billing/service-runtime';
+import { Batcher, insertOutboxSql, queryPrepared, rowsByItem, scopeOfMerchant, toOutboxJsonRow, type Logger, type OutboxJsonRow } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { CompletionResult__Output as CompletionResult } from '@billing/proto-types/checkout/v1/CompletionResult';
 import type { CheckoutBackends } from '../backends.js';
@@ -83,7 +83,8 @@ export class SessionCompletion {
    * this attempt, taken when it is open, complete enough and not held by another attempt (an
    * atomic UPDATE decides between concurrent attempts: no read-then-write race). Undefined when
    * the merchant has no such session. The takes that arrive together are one statement; two of
-   * one session never share it (the later waits for the next), so each is decided on its own.
+   * one session never share it (the later goes in the next, which may run at the same time), so
+   * the UPDATE decides each on its own.
    */
   private take(merchantId: string, sessionId: string, providerToken: string): Promise<TakenSession | undefined> {
     return this.takes.submit({ sessionId, merchantId, providerToken });
@@ -111,8 +112,7 @@ export class SessionCompletion {
            from r join sessions s on s.id = r.id and s.merchant_id = r.merchant_id`,
         [JSON.stringify(batch.map((t, i) => ({ i, id: t.sessionId, merchant_id: t.merchantId, token: t.providerToken }))), this.opts.leaseSeconds],
       );
-      const byItem = new Map(rows.map(({ i, ...session }) => [i, session]));
-      return batch.map((_, i) => byItem.get(i));
+      return rowsByItem(batch.length, rows);
     },
     { keyOf: (t) => t.sessionId },
   );

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { OnboardingCompletedEvent } from '@billing/contracts';
-import { Batcher, insertOutboxSql, queryPrepared, toOutboxJsonRow } from '@billing/service-runtime';
+import { Batcher, insertOutboxSql, queryPrepared, rowsByItem, toOutboxJsonRow } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { Invitation } from '../invitations/invitation.js';
 import { invitationOfRow, type InvitationRow } from '../invitations/invitation-row.js';
@@ -38,11 +38,6 @@ interface Completion {
 const wizardOfRow = (row: WizardRow): CompletionWizard => ({ invitation: invitationOfRow(row.invitation), onboarding: onboardingOfRow(row.onboarding) });
 const keysJson = <K extends Key>(keys: readonly K[], extra: (k: K) => object = () => ({})) =>
   JSON.stringify(keys.map((k, i) => ({ i, invitation_id: k.invitationId, account_id: k.accountId, ...extra(k) })));
-/** Each item's row of a batch statement answering `i`, the item's index (undefined: none). */
-const byItem = <R extends { i: number }>(n: number, rows: readonly R[]): (R | undefined)[] => {
-  const found = new Map(rows.map((r) => [r.i, r]));
-  return Array.from({ length: n }, (_, i) => found.get(i));
-};
 
 /**
  * The statements of the completions that arrive together, one per batch each (per ORM): reads,
@@ -59,7 +54,7 @@ function statementsOf(orm: MikroORM) {
          join invitations inv on inv.id = o.invitation_id`,
       [keysJson(keys)],
     );
-    return byItem(keys.length, rows);
+    return rowsByItem(keys.length, rows);
   });
   const takes = new Batcher<Key & { leaseSeconds: number }, (WizardRow & { leased: boolean }) | undefined>(
     async (keys) => {
@@ -82,7 +77,7 @@ function statementsOf(orm: MikroORM) {
           where r.i not in (select i from leased)`,
         [keysJson(keys, (k) => ({ lease_seconds: k.leaseSeconds }))],
       );
-      return byItem(keys.length, rows);
+      return rowsByItem(keys.length, rows);
     },
     { keyOf: (k) => k.invitationId },
   );
