@@ -10,10 +10,11 @@ import { webhookFixtures } from '../support/webhook-fixtures.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 /**
- * Completion is one operation across identity, billing and checkout: the checkout process is
- * killed (SIGKILL) half way through it, after each step in turn, and the customer's retry
- * converges on one account, member, payment method and subscription with exactly one
- * `checkout.completed`. Runs its own platform: it kills and restarts the checkout service.
+ * Completion is one operation across identity, billing and checkout: the checkout process, or
+ * billing's during the enrolment, is killed (SIGKILL) half way through it, after each step in
+ * turn, and the customer's retry converges on one account, member, payment method and
+ * subscription with exactly one `checkout.completed`. Runs its own platform: it kills and
+ * restarts the checkout and billing services.
  */
 const LEASE_SECONDS = 3;
 let platform: TestPlatform;
@@ -23,11 +24,15 @@ let db: pg.Client;
 let m: CheckoutMerchant;
 const faultDir = mkdtempSync(join(tmpdir(), 'bp-checkout-fault-'));
 const faultFile = join(faultDir, 'complete-step');
+const billingFaultFile = join(faultDir, 'enrol-step');
 
 beforeAll(async () => {
   platform = await startTestPlatform({
     services: ['sandbox-provider', 'identity', 'billing', 'checkout', 'webhooks', 'gateway'],
-    serviceEnv: { checkout: { CHECKOUT_FAULT_FILE: faultFile, CHECKOUT_COMPLETION_LEASE_SECONDS: String(LEASE_SECONDS), OUTBOX_POLL_MS: '200' } },
+    serviceEnv: {
+      checkout: { CHECKOUT_FAULT_FILE: faultFile, CHECKOUT_COMPLETION_LEASE_SECONDS: String(LEASE_SECONDS), OUTBOX_POLL_MS: '200' },
+      billing: { BILLING_FAULT_FILE: billingFaultFile },
+    },
   });
   api = apiClient(platform.gatewayUrl!);
   db = new pg.Client({ connectionString: platform.databaseUrl });
@@ -55,25 +60,32 @@ async function waitForExit(name: string): Promise<void> {
 }
 
 describe('checkout completion killed half way', () => {
-  for (const step of ['after-customer', 'after-member', 'after-payment-method', 'after-subscription']) {
-    it(`converges on one subscription and one checkout.completed when the checkout process dies ${step.replace('-', ' ')}`, async () => {
+  const faults = [
+    { service: 'checkout', step: 'after-customer' },
+    { service: 'billing', step: 'enrol-after-member' },
+    { service: 'billing', step: 'enrol-after-payment-method' },
+    { service: 'checkout', step: 'after-enrolment' },
+  ] as const;
+  for (const { service, step } of faults) {
+    it(`converges on one subscription and one checkout.completed when the ${service} process dies ${step.replace(/-/g, ' ')}`, async () => {
       const email = `${unique('killed')}@example.com`;
       const s = await openSession(api, m, { customer: { email, firstName: 'Half', lastName: 'Way' } });
       const token = await captureBank(api, s);
-      writeFileSync(faultFile, step);
+      writeFileSync(service === 'checkout' ? faultFile : billingFaultFile, step);
       const first = await complete(api, s, token);
       expect(first.status).toBeGreaterThanOrEqual(500);
-      await waitForExit('checkout');
-      await platform.processes.checkout!.start();
+      await waitForExit(service);
+      await platform.processes[service]!.start();
 
-      // The retry finishes the dead attempt's work; while its lease lasts the answer is Pending.
+      // The retry finishes the dead attempt's work; while its lease lasts the answer is Pending,
+      // and while the restarted service's callers reconnect to it, 503 (retry shortly).
       const answers: number[] = [];
       let done;
       for (let i = 0; i < 100; i++) {
         done = await complete(api, s, token);
         answers.push(done.status);
-        if (done.status !== 409) break;
-        expect(done.body.status).toBe('Pending');
+        if (done.status !== 409 && done.status !== 503) break;
+        if (done.status === 409) expect(done.body.status).toBe('Pending');
         await new Promise((r) => setTimeout(r, 200));
       }
       expect(done!.status, JSON.stringify(done!.body)).toBe(200);

@@ -16,3 +16,4 @@ export * from './event-stream.js';
 export * from './network-address.js';
 export * from './scope.js';
 export * from './health.js';
+export * from './fault-injection.js';

@@ -25,6 +25,12 @@ export const BillingConfig = BaseConfig.extend({
   BILLING_RUN_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(64),
   /** How long a run's claim on a subscription or an unconfirmed provider call lasts (crash recovery waits this long). */
   BILLING_CLAIM_LEASE_MS: z.coerce.number().int().min(100).default(120_000),
+  /**
+   * Test only (ignored in production mode): a file naming an enrolment step (`enrol-after-member`,
+   * `enrol-after-payment-method`); the next enrolment deletes it and kills its own process right
+   * after that step.
+   */
+  BILLING_FAULT_FILE: z.string().optional(),
 });
 export type BillingConfig = z.infer<typeof BillingConfig>;
 

@@ -25,6 +25,7 @@ export const BILLING_CALLERS: CallerRules = {
   'billing.v1.Subscriptions/CreateSubscription': ['gateway', 'checkout'],
   'billing.v1.Subscriptions/GetSubscription': ['gateway', 'checkout'],
   'billing.v1.Answers': ['gateway', 'checkout'],
+  'billing.v1.Enrolments': ['checkout'],
   'billing.v1.BillingRuns': ['gateway'],
   'billing.v1.Transactions': ['gateway'],
   'billing.v1.FeeStatements': ['gateway'],

@@ -13,6 +13,7 @@ export interface CheckoutBackends {
   paymentMethods: ServiceClient<'billing.v1.PaymentMethods'>;
   subscriptions: ServiceClient<'billing.v1.Subscriptions'>;
   answers: ServiceClient<'billing.v1.Answers'>;
+  enrolments: ServiceClient<'billing.v1.Enrolments'>;
   providerTokens: ServiceClient<'billing.v1.ProviderTokens'>;
   close(): void;
 }
@@ -34,6 +35,7 @@ export function createCheckoutBackends(config: CheckoutConfig): CheckoutBackends
     paymentMethods: createClient('billing.v1.PaymentMethods', b, d),
     subscriptions: createClient('billing.v1.Subscriptions', b, d),
     answers: createClient('billing.v1.Answers', b, d),
+    enrolments: createClient('billing.v1.Enrolments', b, d),
     providerTokens: createClient('billing.v1.ProviderTokens', b, d),
   };
   return {

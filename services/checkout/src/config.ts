@@ -32,10 +32,10 @@ export const CheckoutConfig = BaseConfig.extend({
    */
   CHECKOUT_COMPLETION_LEASE_SECONDS: z.coerce.number().int().min(1).default(30),
   /**
-   * Test only (ignored in production mode): a file naming a completion step
-   * (`after-customer`, `after-member`, `after-payment-method`, `after-subscription`); the next
-   * completion deletes it and kills its own process right after that step (`after-customer`:
-   * once the account is there, while the member, asked for at once with it, may be in flight).
+   * Test only (ignored in production mode): a file naming a completion step (`after-customer`,
+   * `after-enrolment`); the next completion deletes it and kills its own process right after that
+   * step (`after-customer`: once the account is there, while the enrolment in billing, asked for
+   * at once with it, may be in flight). Billing's own steps: BILLING_FAULT_FILE.
    */
   CHECKOUT_FAULT_FILE: z.string().optional(),
 });

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { requireScope, type ServiceImpl } from '@billing/service-runtime';
+import { requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { findMember } from '../members/members-grpc.js';
 import { findProduct } from '../products/products-grpc.js';
 import { compareQuestions, Question } from '../questions/question.js';
@@ -12,25 +12,36 @@ function ordered(answers: MemberAnswer[], questions: Question[]) {
     .map((a) => ({ questionId: a.questionId, textValue: a.textValue ?? undefined, optionIds: a.optionIds }));
 }
 
+/** One answer as SaveMemberAnswers receives it. */
+export interface AnswerInput {
+  questionId: string;
+  textValue?: string | null;
+  optionIds: string[];
+}
+
+/**
+ * Replaces the member's answers to the product's questions (see SaveMemberAnswersRequest), in a
+ * transaction holding the member's row lock, which serialises concurrent replacements.
+ */
+export async function saveMemberAnswers(orm: MikroORM, scope: CallScope, req: { memberId: string; productId: string; answers: AnswerInput[] }) {
+  return orm.em.fork().transactional(async (em) => {
+    const member = await findMember(em, scope, req.memberId, { lock: true });
+    const product = await findProduct(em, { kind: 'merchant', merchantId: member.merchantId }, req.productId);
+    const questions = await em.find(Question, { productId: product.id });
+    const rows = toMemberAnswers(
+      { merchantId: member.merchantId, memberId: member.id, productId: product.id },
+      questions,
+      req.answers.map((a) => ({ questionId: a.questionId, textValue: a.textValue ?? null, optionIds: a.optionIds })),
+    );
+    await em.nativeDelete(MemberAnswer, { memberId: member.id, productId: product.id });
+    em.persist(rows);
+    return { items: ordered(rows, questions) };
+  });
+}
+
 export function answersGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Answers'> {
   return {
-    SaveMemberAnswers: async (req) => {
-      const scope = requireScope(req.scope);
-      return orm.em.fork().transactional(async (em) => {
-        // The member row lock serialises concurrent replacements of one member's answers.
-        const member = await findMember(em, scope, req.memberId, { lock: true });
-        const product = await findProduct(em, { kind: 'merchant', merchantId: member.merchantId }, req.productId);
-        const questions = await em.find(Question, { productId: product.id });
-        const rows = toMemberAnswers(
-          { merchantId: member.merchantId, memberId: member.id, productId: product.id },
-          questions,
-          req.answers.map((a) => ({ questionId: a.questionId, textValue: a.textValue ?? null, optionIds: a.optionIds })),
-        );
-        await em.nativeDelete(MemberAnswer, { memberId: member.id, productId: product.id });
-        em.persist(rows);
-        return { items: ordered(rows, questions) };
-      });
-    },
+    SaveMemberAnswers: async (req) => saveMemberAnswers(orm, requireScope(req.scope), req),
 
     ListMemberAnswers: async (req) => {
       const scope = requireScope(req.scope);

@@ -10,7 +10,29 @@ import { methodAppender } from './append-method.js';
 import { PaymentMethod, type InstrumentDetails } from './payment-method.js';
 import { byRank, rerank } from './ranking.js';
 
-async function methodsOf(em: EntityManager, member: Member, lock = false): Promise<PaymentMethod[]> {
+/** An instrument's details as a client-side tokenisation gives them, checked (validation_failed naming each bad field). */
+export function instrumentDetailsOf(req: { type: string; brand?: string; last4: string; expiryMonth?: number; expiryYear?: number; accountName?: string; bsb?: string }): InstrumentDetails {
+  const input = parseOrThrow(AddPaymentMethodRequest, {
+    type: req.type,
+    brand: req.brand,
+    last4: req.last4,
+    expiryMonth: req.expiryMonth,
+    expiryYear: req.expiryYear,
+    accountName: req.accountName,
+    bsb: req.bsb,
+  });
+  return {
+    type: input.type,
+    brand: input.brand ?? null,
+    last4: input.last4,
+    expiryMonth: input.expiryMonth ?? null,
+    expiryYear: input.expiryYear ?? null,
+    accountName: input.accountName ?? null,
+    bsb: input.bsb ?? null,
+  };
+}
+
+export async function methodsOf(em: EntityManager, member: Member, lock = false): Promise<PaymentMethod[]> {
   return em.find(PaymentMethod, { memberId: member.id }, { orderBy: { rank: 'asc' }, ...(lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) });
 }
 
@@ -18,28 +40,7 @@ export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders): 
   const append = methodAppender(orm);
   const addFromToken = methodFromTokenAdder(orm, providers, append);
   return {
-    AddPaymentMethod: async (req) => {
-      const scope = requireScope(req.scope);
-      const input = parseOrThrow(AddPaymentMethodRequest, {
-        type: req.type,
-        brand: req.brand,
-        last4: req.last4,
-        expiryMonth: req.expiryMonth,
-        expiryYear: req.expiryYear,
-        accountName: req.accountName,
-        bsb: req.bsb,
-      });
-      const details: InstrumentDetails = {
-        type: input.type,
-        brand: input.brand ?? null,
-        last4: input.last4,
-        expiryMonth: input.expiryMonth ?? null,
-        expiryYear: input.expiryYear ?? null,
-        accountName: input.accountName ?? null,
-        bsb: input.bsb ?? null,
-      };
-      return append({ scope, memberId: req.memberId, details, providerToken: null });
-    },
+    AddPaymentMethod: async (req) => append({ scope: requireScope(req.scope), memberId: req.memberId, details: instrumentDetailsOf(req), providerToken: null }),
 
     /** Validates the token with the merchant's payment provider, then stores what it stands for. */
     AddPaymentMethodFromToken: async (req) => addFromToken({ scope: requireScope(req.scope), memberId: req.memberId, providerToken: req.providerToken ?? '' }),

@@ -42,46 +42,62 @@ function repeatedCreate(existing: Subscription, req: { merchantId: string; membe
   return existing;
 }
 
+/** A create inside one merchant, as CreateSubscription receives it (ids not yet checked). */
+export interface NewSubscription {
+  merchantId: string;
+  memberId: string;
+  planId: string;
+  paymentMethodId?: string;
+  /** The caller-chosen id: a repeat of the create answers the subscription it made. */
+  id?: string;
+  startDate?: string;
+}
+
+/**
+ * Creates a subscription and records its events. At most one live subscription per member and
+ * plan, enforced by the partial unique index `subscriptions_live_unique`: of concurrent creates
+ * exactly one inserts, and the others answer `subscription_exists` naming the winner.
+ */
+export function subscriptionCreation(orm: MikroORM, store: SubscriptionStore): (req: NewSubscription) => Promise<Subscription> {
+  return async (req) => {
+    const { merchantId } = req;
+    const startDate = parseInstant('startDate', req.startDate);
+    if (req.id !== undefined && !isUuidText(req.id)) throw DomainError.field('id', 'Must be a uuid.');
+    for (const [field, id] of [['memberId', req.memberId], ['planId', req.planId], ['paymentMethodId', req.paymentMethodId]] as const) {
+      if (id !== undefined && !isUuidText(id)) throw new DomainError('not_found', `${field === 'memberId' ? 'Member' : field === 'planId' ? 'Plan' : 'Payment method'} not found.`);
+    }
+    const request = { merchantId, memberId: req.memberId, planId: req.planId, paymentMethodId: req.paymentMethodId, id: req.id };
+    const { outcome, sub } = await store.enrol(request, ({ member, plan, paymentMethod, existing }) => {
+      if (existing) return { repeated: repeatedCreate(existing, request) };
+      if (!member) throw new DomainError('not_found', 'Member not found.');
+      if (!plan) throw new DomainError('not_found', 'Plan not found.');
+      if (req.paymentMethodId) {
+        if (!paymentMethod) throw new DomainError('not_found', 'Payment method not found.');
+        if (paymentMethod.memberId !== member.id) throw DomainError.field('paymentMethodId', 'Must be a payment method of the member.');
+      }
+      if (!plan.isActive) throw new DomainError('unprocessable', 'The plan is not active; members cannot be enrolled in it.');
+      const started = Subscription.start({ merchantId: member.merchantId, memberId: member.id, planId: plan.id, paymentMethodId: paymentMethod?.id ?? null, startDate, plan });
+      if (req.id) started.id = req.id.toLowerCase();
+      return { sub: started, events: started.pullEvents().map((type) => ({ type, data: started.toView() })) };
+    });
+    if (outcome === 'inserted' || outcome === 'repeated') return sub;
+    if (outcome === 'mismatch') throw new DomainError('internal', 'outbox insert mismatch');
+    const winner = await liveSubscriptionOf(orm.em.fork(), sub.memberId, sub.planId);
+    if (!winner) throw new DomainError('conflict', 'The subscription could not be created; retry.');
+    // A concurrent create with the same caller-chosen id won: this one repeats it.
+    if (request.id !== undefined && winner.id === request.id.toLowerCase()) return repeatedCreate(winner, request);
+    throw alreadyExists(winner);
+  };
+}
+
 export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscriptions'> {
   const store = new SubscriptionStore(orm);
+  const createSubscription = subscriptionCreation(orm, store);
   const transition = async (req: { scope?: Parameters<typeof requireScope>[0]; id: string }, change: TransitionRequest['change']) =>
     (await store.transition({ scope: requireScope(req.scope), id: req.id, change })).toMessage();
 
   return {
-    /**
-     * At most one live subscription per member and plan, enforced by the partial unique index
-     * `subscriptions_live_unique`: of concurrent creates exactly one inserts, and the others
-     * answer `subscription_exists` naming the winner.
-     */
-    CreateSubscription: async (req) => {
-      const merchantId = requireMerchantScope(req.scope);
-      const startDate = parseInstant('startDate', req.startDate);
-      if (req.id !== undefined && !isUuidText(req.id)) throw DomainError.field('id', 'Must be a uuid.');
-      for (const [field, id] of [['memberId', req.memberId], ['planId', req.planId], ['paymentMethodId', req.paymentMethodId]] as const) {
-        if (id !== undefined && !isUuidText(id)) throw new DomainError('not_found', `${field === 'memberId' ? 'Member' : field === 'planId' ? 'Plan' : 'Payment method'} not found.`);
-      }
-      const request = { merchantId, memberId: req.memberId, planId: req.planId, paymentMethodId: req.paymentMethodId, id: req.id };
-      const { outcome, sub } = await store.enrol(request, ({ member, plan, paymentMethod, existing }) => {
-        if (existing) return { repeated: repeatedCreate(existing, request) };
-        if (!member) throw new DomainError('not_found', 'Member not found.');
-        if (!plan) throw new DomainError('not_found', 'Plan not found.');
-        if (req.paymentMethodId) {
-          if (!paymentMethod) throw new DomainError('not_found', 'Payment method not found.');
-          if (paymentMethod.memberId !== member.id) throw DomainError.field('paymentMethodId', 'Must be a payment method of the member.');
-        }
-        if (!plan.isActive) throw new DomainError('unprocessable', 'The plan is not active; members cannot be enrolled in it.');
-        const started = Subscription.start({ merchantId: member.merchantId, memberId: member.id, planId: plan.id, paymentMethodId: paymentMethod?.id ?? null, startDate, plan });
-        if (req.id) started.id = req.id.toLowerCase();
-        return { sub: started, events: started.pullEvents().map((type) => ({ type, data: started.toView() })) };
-      });
-      if (outcome === 'inserted' || outcome === 'repeated') return sub.toMessage();
-      if (outcome === 'mismatch') throw new DomainError('internal', 'outbox insert mismatch');
-      const winner = await liveSubscriptionOf(orm.em.fork(), sub.memberId, sub.planId);
-      if (!winner) throw new DomainError('conflict', 'The subscription could not be created; retry.');
-      // A concurrent create with the same caller-chosen id won: this one repeats it.
-      if (request.id !== undefined && winner.id === request.id.toLowerCase()) return repeatedCreate(winner, request).toMessage();
-      throw alreadyExists(winner);
-    },
+    CreateSubscription: async (req) => (await createSubscription({ ...req, merchantId: requireMerchantScope(req.scope) })).toMessage(),
 
     GetSubscription: async (req) => (await findSubscription(orm.em.fork(), requireScope(req.scope), req.id)).toMessage(),
 

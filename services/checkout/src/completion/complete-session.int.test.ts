@@ -17,22 +17,15 @@ const { orm, rows } = useMigratedDatabase({
   migrations: MIGRATIONS,
 });
 
-function backends(opts: { holdSubscriptions?: Promise<void> } = {}) {
-  const calls = { members: 0, subscriptions: 0 };
+function backends(opts: { holdEnrolments?: Promise<void> } = {}) {
+  const calls = { enrolments: 0 };
   const fake = {
     customers: { EnsureCustomerAccount: async () => ({ id: randomUUID() }) },
-    members: {
-      CreateMember: async () => {
-        calls.members++;
-        return { member: { id: randomUUID() }, created: true };
-      },
-    },
-    paymentMethods: { AddPaymentMethodFromToken: async () => ({ paymentMethod: { id: randomUUID() } }) },
-    subscriptions: {
-      CreateSubscription: async (req: { id: string }) => {
-        calls.subscriptions++;
-        await opts.holdSubscriptions;
-        return { id: req.id };
+    enrolments: {
+      Enrol: async (req: { subscriptionId: string }) => {
+        calls.enrolments++;
+        await opts.holdEnrolments;
+        return { member: { id: randomUUID() }, paymentMethod: { id: randomUUID() }, subscription: { id: req.subscriptionId } };
       },
     },
   };
@@ -80,7 +73,7 @@ describe('SessionCompletion', () => {
       'not_found',
       expect.objectContaining({ status: 'Failed', failureKind: 'invalid_token' }),
     ]);
-    expect(calls.members).toBe(12);
+    expect(calls.enrolments).toBe(12);
     for (const s of sessions) {
       const [session] = await rows<{ status: string; completion_lease_until: Date | null; subscription_id: string; member_id: string | null }>(
         `select status, completion_lease_until, subscription_id, member_id from checkout.sessions where id = ?`,
@@ -98,7 +91,7 @@ describe('SessionCompletion', () => {
   it('gives one session\'s lease to one of the attempts arriving together; the other answers Pending, and a repeat afterwards Completed', async () => {
     const merchantId = randomUUID();
     let release!: () => void;
-    const { backends: b, calls } = backends({ holdSubscriptions: new Promise<void>((r) => (release = r)) });
+    const { backends: b, calls } = backends({ holdEnrolments: new Promise<void>((r) => (release = r)) });
     const completion = completionWith(b);
     const s = await openSession(merchantId);
     // Two takes of one session never share a batch, but two batches may run at once: either
@@ -109,7 +102,7 @@ describe('SessionCompletion', () => {
     release();
     expect(await attempts[1 - loser]!).toMatchObject({ status: 'Completed' });
     expect(await completion.complete(merchantId, s.id, s.token)).toMatchObject({ status: 'Completed' });
-    expect(calls.subscriptions).toBe(1);
+    expect(calls.enrolments).toBe(1);
     expect(await eventsOf(s.id)).toHaveLength(1);
   });
 });

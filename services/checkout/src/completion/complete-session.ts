@@ -1,13 +1,12 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type FieldErrors } from '@billing/contracts';
-import { Batcher, insertOutboxSql, queryPrepared, rowsByItem, scopeOfMerchant, toOutboxJsonRow, type Logger, type OutboxJsonRow } from '@billing/service-runtime';
+import { Batcher, faultInjector, insertOutboxSql, queryPrepared, rowsByItem, scopeOfMerchant, toOutboxJsonRow, type Logger, type OutboxJsonRow } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { CompletionResult__Output as CompletionResult } from '@billing/proto-types/checkout/v1/CompletionResult';
 import type { CheckoutBackends } from '../backends.js';
 import { CheckoutSession, type SessionStatus } from '../sessions/session.js';
 
-export type CompletionStep = 'after-customer' | 'after-member' | 'after-payment-method' | 'after-subscription';
+export type CompletionStep = 'after-customer' | 'after-enrolment';
 
 export interface CompletionOptions {
   leaseSeconds: number;
@@ -44,15 +43,19 @@ const failed = (s: { returnUrl: string }, kind: 'invalid_token' | 'subscription_
  * the next one, which converges on the same account, member, payment method and subscription.
  * The session becomes Completed and `checkout.completed` is written to the outbox by one
  * statement, once. An attempt costs checkout two statements (take the lease, complete), each
- * shared with the attempts that arrive with it, besides the four calls to identity and billing,
- * the first two of them made at once.
+ * shared with the attempts that arrive with it, besides one call to identity (the account) and
+ * one to billing (the enrolment: member, payment method and subscription), made at once.
  */
 export class SessionCompletion {
+  private readonly fault: (step: CompletionStep) => void;
+
   constructor(
     private readonly orm: MikroORM,
     private readonly backends: CheckoutBackends,
     private readonly opts: CompletionOptions,
-  ) {}
+  ) {
+    this.fault = faultInjector(opts.faultFile, opts.logger, 'a checkout completion');
+  }
 
   async complete(merchantId: string, sessionId: string, providerToken: string): Promise<CompletionResult> {
     const session = isUuidText(sessionId) ? await this.take(merchantId, sessionId.toLowerCase(), providerToken) : undefined;
@@ -119,35 +122,18 @@ export class SessionCompletion {
 
   private async provision(s: TakenSession, providerToken: string): Promise<CompletionResult> {
     const customer = { email: s.email!, firstName: s.firstName!, lastName: s.lastName!, phone: s.phone ?? undefined };
-    // The account (identity) and the member (billing) depend on nothing but the customer: asked
-    // for at once, they cost the completion one wait instead of two.
-    const [account, { member }] = await Promise.all([
+    // The account (identity) and the enrolment (billing) depend on nothing but the session:
+    // asked for at once, they cost the completion one wait instead of two.
+    const [account, enrolled] = await Promise.all([
       this.backends.customers.EnsureCustomerAccount(customer).then((a) => {
         this.fault('after-customer');
         return a;
       }),
-      this.backends.members.CreateMember({ scope: scopeOfMerchant(s.merchantId), ...customer }),
+      this.enrol(s, customer, providerToken),
     ]);
-    this.fault('after-member');
-    let paymentMethodId: string;
-    try {
-      const added = await this.backends.paymentMethods.AddPaymentMethodFromToken({ scope: scopeOfMerchant(s.merchantId), memberId: member!.id, providerToken });
-      paymentMethodId = added.paymentMethod!.id;
-    } catch (e) {
-      if (e instanceof DomainError && e.code === 'validation_failed') return failed(s, 'invalid_token', 'The payment provider does not accept this token for this customer.');
-      throw e;
-    }
-    this.fault('after-payment-method');
-    let subscriptionId: string;
-    try {
-      const sub = await this.backends.subscriptions.CreateSubscription({ scope: scopeOfMerchant(s.merchantId), memberId: member!.id, planId: s.planId, paymentMethodId, id: s.subscriptionId });
-      subscriptionId = sub.id;
-    } catch (e) {
-      if (e instanceof DomainError && e.code === 'subscription_exists') return failed(s, 'subscription_exists', 'The customer already has a live subscription to this plan.');
-      throw e;
-    }
-    this.fault('after-subscription');
-
+    if ('status' in enrolled) return enrolled;
+    this.fault('after-enrolment');
+    const { memberId, paymentMethodId, subscriptionId } = enrolled;
     const completedAt = new Date();
     const event = toOutboxJsonRow(0, {
       type: 'checkout.completed',
@@ -156,7 +142,7 @@ export class SessionCompletion {
       traceContext: injectTraceHeaders(),
       data: {
         sessionId: s.id,
-        memberId: member!.id,
+        memberId,
         paymentMethodId,
         subscriptionId,
         planId: s.planId,
@@ -170,12 +156,30 @@ export class SessionCompletion {
     await this.finishes.submit({
       sessionId: s.id,
       customerAccountId: account.id,
-      memberId: member!.id,
+      memberId,
       paymentMethodId,
       event,
     });
     // Completed by this statement or, when an attempt whose lease outlived it got there first, before it.
     return completed(s);
+  }
+
+  /**
+   * The member, its payment method from the session's token and the subscription with the id
+   * the session fixed, in one call to billing; or the session's failure when billing refuses the
+   * token or the customer already has a live subscription to the plan.
+   */
+  private async enrol(s: TakenSession, customer: { email: string; firstName: string; lastName: string; phone?: string }, providerToken: string) {
+    try {
+      const { member, paymentMethod, subscription } = await this.backends.enrolments.Enrol({ scope: scopeOfMerchant(s.merchantId), ...customer, providerToken, planId: s.planId, subscriptionId: s.subscriptionId });
+      return { memberId: member!.id, paymentMethodId: paymentMethod!.id, subscriptionId: subscription!.id };
+    } catch (e) {
+      if (e instanceof DomainError && e.code === 'validation_failed' && e.extensions.errors?.providerToken) {
+        return failed(s, 'invalid_token', 'The payment provider does not accept this token for this customer.');
+      }
+      if (e instanceof DomainError && e.code === 'subscription_exists') return failed(s, 'subscription_exists', 'The customer already has a live subscription to this plan.');
+      throw e;
+    }
   }
 
   /**
@@ -210,11 +214,4 @@ export class SessionCompletion {
     await queryPrepared(this.orm, 'checkout_completion_release', `update sessions set completion_lease_until = null where id = $1 and status = 'Open'`, [sessionId]);
   }
 
-  private fault(step: CompletionStep): void {
-    const file = this.opts.faultFile;
-    if (!file || !existsSync(file) || readFileSync(file, 'utf8').trim() !== step) return;
-    rmSync(file, { force: true });
-    this.opts.logger.warn({ step }, 'injected fault: killing the checkout process half way through a completion');
-    process.kill(process.pid, 'SIGKILL');
-  }
 }

@@ -13,7 +13,8 @@ import { Onboarding } from './onboarding.js';
 import { findOwnOnboarding, updateOnboarding } from './wizard.js';
 
 // Completing wizards against a real Postgres database of its own, with billing and identity faked
-// by an in-memory billing that keeps what each call made: the exactly-once event, convergence
+// by an in-memory billing that keeps what each step of an enrolment made (billing's own enrolment
+// is tested against real Postgres in services/billing/src/enrolments): the exactly-once event, convergence
 // after a run that died half way, concurrent calls answering the first's ids, and the completion
 // lease (no lock or transaction held through billing).
 
@@ -98,6 +99,25 @@ function fakeBilling(plan: { id: string; productId: string }, questions: (typeof
       },
     },
   } as unknown as CheckoutBackends;
+  // The enrolment as billing's Enrol makes it (see enrolments.proto), from the steps above, so
+  // that each step can die on its own.
+  const enrol = async (req: { email: string; instrument: { type: string; last4: string; brand?: string; expiryMonth?: number; expiryYear?: number }; planId: string; adoptSince: string; productId: string; answers: unknown[] }) => {
+    const { member, created } = await backends.members.CreateMember(req as never);
+    const memberId = member!.id;
+    const same = created ? undefined : (await backends.paymentMethods.ListPaymentMethods({ memberId } as never)).items.find((m) => m.type === req.instrument.type && m.last4 === req.instrument.last4);
+    const paymentMethod = same ?? (await backends.paymentMethods.AddPaymentMethod({ memberId, ...req.instrument } as never)).paymentMethod!;
+    let subscriptionId: string;
+    try {
+      subscriptionId = (await backends.subscriptions.CreateSubscription({ memberId, planId: req.planId } as never)).id;
+    } catch (e) {
+      const existing = e instanceof DomainError ? subscriptions.find((x) => x.id === e.extensions.existingSubscriptionId) : undefined;
+      if (!existing || new Date(existing.createdAt) < new Date(req.adoptSince)) throw e;
+      subscriptionId = existing.id;
+    }
+    if (req.answers.length > 0 || !created) await backends.answers.SaveMemberAnswers({ memberId, productId: req.productId, answers: req.answers } as never);
+    return { member, paymentMethod, subscription: { id: subscriptionId } };
+  };
+  Object.assign(backends, { enrolments: { Enrol: enrol } });
   return {
     backends,
     members,

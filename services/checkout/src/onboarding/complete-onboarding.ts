@@ -3,7 +3,7 @@ import { scopeOfMerchant, settledValue } from '@billing/service-runtime';
 import type { CheckoutBackends } from '../backends.js';
 import type { Invitation } from '../invitations/invitation.js';
 import { validateAnswers } from './answer-validation.js';
-import type { Onboarding, OnboardingPaymentMethod } from './onboarding.js';
+import type { Onboarding } from './onboarding.js';
 import { readWizard, recordCompletion, releaseWizard, takeWizard, type TakenWizard } from './completion-store.js';
 import type { WizardDeps } from './wizard.js';
 
@@ -26,15 +26,15 @@ const WAIT_POLL_MS = 25;
 
 /**
  * Finishes a wizard: final validation, then the member, payment method, subscription and answers
- * in billing, then the invitation is completed and `onboarding.completed` recorded in one
+ * in billing (one enrolment call), then the invitation is completed and `onboarding.completed` recorded in one
  * statement (so exactly once). A run holds the wizard by its completion lease (a column, taken
  * by one committed statement) while it calls billing, never by a lock or an open transaction, so
  * no connection of the service's pool waits on billing. A concurrent run of the same wizard waits
  * for the one holding it and answers its ids (or takes over once its lease is given up or has
  * expired: a run that died); after `waitMs` it answers conflict. Wizard edits are refused while
- * the lease is held. Every billing step converges on what an earlier, interrupted run made: the
- * member is unique by email, the payment method is found by its tokenisation result, and a live
- * subscription to the plan created since the completion started is adopted.
+ * the lease is held. Every step of the enrolment converges on what an earlier, interrupted run
+ * made: the member is unique by email, the payment method is found by its tokenisation result,
+ * and a live subscription to the plan created since the completion started is adopted.
  *
  * Validation asks billing for the plan and its questions once, before the lease: the wizard as
  * taken is checked against that answer again (asking anew only if its plan changed meanwhile).
@@ -142,77 +142,43 @@ async function memberEmail(backends: CheckoutBackends, invitation: Invitation, o
   return (await backends.customers.GetCustomerAccount({ id: onboarding.accountId })).email;
 }
 
+/**
+ * The member, its payment method, its subscription and its answers, in one call to billing. A
+ * live subscription to the plan created since the completion started is this onboarding's own
+ * (an interrupted earlier run) and is adopted; an older one means the customer was already
+ * subscribed: conflict.
+ */
 async function provisionInBilling(backends: CheckoutBackends, invitation: Invitation, onboarding: Onboarding, email: string): Promise<OnboardingIds> {
-  const merchantId = invitation.merchantId;
   const details = onboarding.details!;
-  const { member, created } = await backends.members.CreateMember({
-    scope: scopeOfMerchant(merchantId),
-    email,
-    firstName: details.firstName,
-    lastName: details.lastName,
-    phone: details.phone ?? undefined,
-  });
-  const memberId = member!.id;
-  const paymentMethodId = await ensurePaymentMethod(backends, { merchantId, memberId, newMember: created }, onboarding.paymentMethod!);
-  const subscriptionId = await ensureSubscription(backends, { merchantId, memberId, planId: onboarding.planId!, paymentMethodId, since: onboarding.completionStartedAt! });
-  const answers = (onboarding.answers ?? []).map((a) => ({ questionId: a.questionId, textValue: a.textValue ?? undefined, optionIds: a.optionIds }));
-  // Saving no answers replaces a member's answers with none: nothing to do for a member this run
-  // created (it has none yet), the usual case for a product that asks nothing.
-  if (answers.length > 0 || !created) await backends.answers.SaveMemberAnswers({ scope: scopeOfMerchant(merchantId), memberId, productId: onboarding.productId!, answers });
-  return { memberId, paymentMethodId, subscriptionId };
-}
-
-const sameInstrument = (pm: OnboardingPaymentMethod, m: { type: string; brand?: string; last4: string; expiryMonth?: number; expiryYear?: number; accountName?: string; bsb?: string }) =>
-  m.type === pm.type &&
-  m.last4 === pm.last4 &&
-  (m.brand ?? null) === pm.brand &&
-  (m.expiryMonth ?? null) === pm.expiryMonth &&
-  (m.expiryYear ?? null) === pm.expiryYear &&
-  (m.accountName ?? null) === pm.accountName &&
-  (m.bsb ?? null) === pm.bsb;
-
-/**
- * The member's method with this tokenisation result, added when it has none. A member that this
- * run's CreateMember created (`newMember`) has no methods to list: every run creates the member
- * before it adds a method, so no earlier run (interrupted, or failed while this one waited for the
- * lease) can have added one. Whether this run is the first is no such proof: a run that failed
- * while this one waited may have added a method and left no trace in the wizard.
- */
-async function ensurePaymentMethod(backends: CheckoutBackends, member: { merchantId: string; memberId: string; newMember: boolean }, pm: OnboardingPaymentMethod): Promise<string> {
-  const { merchantId, memberId } = member;
-  if (!member.newMember) {
-    const existing = (await backends.paymentMethods.ListPaymentMethods({ scope: scopeOfMerchant(merchantId), memberId })).items.find((m) => sameInstrument(pm, m));
-    if (existing) return existing.id;
-  }
-  const added = await backends.paymentMethods.AddPaymentMethod({
-    scope: scopeOfMerchant(merchantId),
-    memberId,
-    type: pm.type,
-    brand: pm.brand ?? undefined,
-    last4: pm.last4,
-    expiryMonth: pm.expiryMonth ?? undefined,
-    expiryYear: pm.expiryYear ?? undefined,
-    accountName: pm.accountName ?? undefined,
-    bsb: pm.bsb ?? undefined,
-  });
-  return added.paymentMethod!.id;
-}
-
-/**
- * Subscribes the member to the plan. A live subscription to it that already exists is this
- * onboarding's own when it was created since the completion started (an interrupted earlier
- * run); an older one means the member was already subscribed: conflict.
- */
-async function ensureSubscription(backends: CheckoutBackends, input: { merchantId: string; memberId: string; planId: string; paymentMethodId: string; since: Date }): Promise<string> {
+  const pm = onboarding.paymentMethod!;
   try {
-    const sub = await backends.subscriptions.CreateSubscription({ scope: scopeOfMerchant(input.merchantId), memberId: input.memberId, planId: input.planId, paymentMethodId: input.paymentMethodId });
-    return sub.id;
+    const { member, paymentMethod, subscription } = await backends.enrolments.Enrol({
+      scope: scopeOfMerchant(invitation.merchantId),
+      email,
+      firstName: details.firstName,
+      lastName: details.lastName,
+      phone: details.phone ?? undefined,
+      instrument: {
+        type: pm.type,
+        brand: pm.brand ?? undefined,
+        last4: pm.last4,
+        expiryMonth: pm.expiryMonth ?? undefined,
+        expiryYear: pm.expiryYear ?? undefined,
+        accountName: pm.accountName ?? undefined,
+        bsb: pm.bsb ?? undefined,
+      },
+      planId: onboarding.planId!,
+      adoptSince: onboarding.completionStartedAt!.toISOString(),
+      productId: onboarding.productId!,
+      answers: (onboarding.answers ?? []).map((a) => ({ questionId: a.questionId, textValue: a.textValue ?? undefined, optionIds: a.optionIds })),
+    });
+    return { memberId: member!.id, paymentMethodId: paymentMethod!.id, subscriptionId: subscription!.id };
   } catch (e) {
     if (e instanceof DomainError && e.code === 'unprocessable') throw DomainError.field('planId', 'The chosen plan is no longer offered; choose another.');
-    if (!(e instanceof DomainError && e.code === 'subscription_exists')) throw e;
-    const existingId = String(e.extensions.existingSubscriptionId ?? '');
-    const existing = existingId ? await backends.subscriptions.GetSubscription({ scope: scopeOfMerchant(input.merchantId), id: existingId }) : undefined;
-    if (existing && new Date(existing.createdAt).getTime() >= input.since.getTime()) return existing.id;
-    throw new DomainError('conflict', 'You already have a live subscription to this plan.', existing ? { existingSubscriptionId: existing.id } : {});
+    if (e instanceof DomainError && e.code === 'subscription_exists') {
+      const existingSubscriptionId = e.extensions.existingSubscriptionId;
+      throw new DomainError('conflict', 'You already have a live subscription to this plan.', existingSubscriptionId ? { existingSubscriptionId } : {});
+    }
+    throw e;
   }
 }

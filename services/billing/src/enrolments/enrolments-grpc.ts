@@ -1,0 +1,92 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { CreateMemberRequest, DomainError, parseOrThrow } from '@billing/contracts';
+import { faultInjector, requireMerchantScope, type CallScope, type Logger, type ServiceImpl } from '@billing/service-runtime';
+import { saveMemberAnswers } from '../answers/answers-grpc.js';
+import { memberCreation } from '../members/create-member.js';
+import type { PaymentProviders } from '../payment-provider/payment-providers.js';
+import { methodFromTokenAdder } from '../payment-methods/add-from-token.js';
+import { methodAppender, type Appended } from '../payment-methods/append-method.js';
+import { PaymentMethod, type InstrumentDetails } from '../payment-methods/payment-method.js';
+import { instrumentDetailsOf } from '../payment-methods/payment-methods-grpc.js';
+import { Subscription } from '../subscriptions/subscription.js';
+import { SubscriptionStore } from '../subscriptions/subscription-store.js';
+import { subscriptionCreation, type NewSubscription } from '../subscriptions/subscriptions-grpc.js';
+
+/** Where a test may crash billing half way through an enrolment (BILLING_FAULT_FILE). */
+export type EnrolmentStep = 'enrol-after-member' | 'enrol-after-payment-method';
+
+export interface EnrolmentOptions {
+  /** Test-only (never in production): crash after the step the file names. */
+  faultFile?: string;
+  logger: Logger;
+}
+
+const sameInstrument = (a: InstrumentDetails, b: InstrumentDetails) =>
+  a.type === b.type && a.last4 === b.last4 && a.brand === b.brand && a.expiryMonth === b.expiryMonth && a.expiryYear === b.expiryYear && a.accountName === b.accountName && a.bsb === b.bsb;
+
+/**
+ * A customer enrolled in one call (see EnrolRequest): the member, its payment method, its
+ * subscription and its answers, each step as its own RPC does it, in process, so the hosted
+ * checkout and onboarding completions make one call to billing where they made four. Each step
+ * commits on its own and is repeatable, so an enrolment that died half way is finished by the
+ * next one, which converges on what it made.
+ */
+export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, opts: EnrolmentOptions): ServiceImpl<'billing.v1.Enrolments'> {
+  const createMember = memberCreation(orm);
+  const append = methodAppender(orm);
+  const addFromToken = methodFromTokenAdder(orm, providers, append);
+  const createSubscription = subscriptionCreation(orm, new SubscriptionStore(orm));
+  const fault = faultInjector(opts.faultFile, opts.logger, 'an enrolment');
+
+  /**
+   * The member's method with these details, added when it has none. A member this enrolment
+   * created has no methods to look through: every enrolment creates the member before it adds
+   * a method.
+   */
+  const ensureMethod = async (scope: CallScope, member: { id: string; created: boolean }, details: InstrumentDetails): Promise<Appended['paymentMethod']> => {
+    if (!member.created) {
+      const methods = await orm.em.fork().find(PaymentMethod, { memberId: member.id }, { orderBy: { rank: 'asc' } });
+      const same = methods.find((m) => sameInstrument(m, details));
+      if (same) return same.toMessage();
+    }
+    return (await append({ scope, memberId: member.id, details, providerToken: null })).paymentMethod;
+  };
+
+  /** The subscription, or the live one an interrupted earlier enrolment made since `adoptSince`. */
+  const subscribe = async (req: NewSubscription, adoptSince: Date | undefined): Promise<Subscription> => {
+    try {
+      return await createSubscription(req);
+    } catch (e) {
+      if (!(adoptSince && e instanceof DomainError && e.code === 'subscription_exists')) throw e;
+      const existing = await orm.em.fork().findOne(Subscription, { id: String(e.extensions.existingSubscriptionId ?? '') });
+      if (existing && existing.createdAt.getTime() >= adoptSince.getTime()) return existing;
+      throw e;
+    }
+  };
+
+  return {
+    Enrol: async (req) => {
+      const merchantId = requireMerchantScope(req.scope);
+      const scope: CallScope = { kind: 'merchant', merchantId };
+      // Everything the request alone can refuse is refused before anything is written.
+      const customer = parseOrThrow(CreateMemberRequest, { merchantId, email: req.email, firstName: req.firstName, lastName: req.lastName, phone: req.phone ?? null });
+      const token = req.providerToken;
+      if ((token === undefined) === !req.instrument) throw DomainError.field('paymentMethod', 'Give exactly one of a provider token and an instrument.');
+      const details = req.instrument ? instrumentDetailsOf(req.instrument) : undefined;
+      const adoptSince = req.adoptSince ? new Date(req.adoptSince) : undefined;
+      if (adoptSince && Number.isNaN(adoptSince.getTime())) throw DomainError.field('adoptSince', 'Must be an ISO 8601 date-time.');
+
+      const { member, created } = await createMember({ ...customer, merchantId });
+      fault('enrol-after-member');
+      const paymentMethod = details ? await ensureMethod(scope, { id: member.id, created }, details) : (await addFromToken({ scope, memberId: member.id, providerToken: token! })).paymentMethod;
+      fault('enrol-after-payment-method');
+      const subscription = await subscribe({ merchantId, memberId: member.id, planId: req.planId, paymentMethodId: paymentMethod.id, id: req.subscriptionId }, adoptSince);
+      // Saving no answers replaces a member's answers with none: nothing to do for a member this
+      // enrolment created (it has none yet), the usual case for a product that asks nothing.
+      if (req.productId && (req.answers.length > 0 || !created)) {
+        await saveMemberAnswers(orm, scope, { memberId: member.id, productId: req.productId, answers: req.answers.map((a) => ({ questionId: a.questionId, textValue: a.textValue, optionIds: a.optionIds })) });
+      }
+      return { member, memberCreated: created, paymentMethod, subscription: subscription.toMessage() };
+    },
+  };
+}
