@@ -80,7 +80,10 @@ describe('billing refuses internal calls that name no scope', () => {
 
   it("refuses checkout's certificate without a scope too", async () => {
     refused(await call('billing', 'billing.v1.Plans', 'GetPlan', { id: a.planId }, 'checkout'));
-    refused(await call('billing', 'billing.v1.Members', 'CreateMember', { email: `${randomUUID()}@example.com`, firstName: 'No', lastName: 'Scope' }, 'checkout'));
+    const customer = { email: `${randomUUID()}@example.com`, firstName: 'No', lastName: 'Scope' };
+    refused(await call('billing', 'billing.v1.Enrolments', 'Enrol', { ...customer, providerToken: 'tok', planId: a.planId }, 'checkout'));
+    // Checkout enrols customers through Enrol alone: the single writes are the gateway's.
+    expect((await call('billing', 'billing.v1.Members', 'CreateMember', { ...merchantScope(a), ...customer }, 'checkout')).code).toBe(grpc.status.PERMISSION_DENIED);
   });
 
   it("a merchant scope does not reach another merchant's resources", async () => {

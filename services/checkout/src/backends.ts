@@ -9,10 +9,6 @@ export interface CheckoutBackends {
   merchants: ServiceClient<'billing.v1.Merchants'>;
   plans: ServiceClient<'billing.v1.Plans'>;
   questions: ServiceClient<'billing.v1.Questions'>;
-  members: ServiceClient<'billing.v1.Members'>;
-  paymentMethods: ServiceClient<'billing.v1.PaymentMethods'>;
-  subscriptions: ServiceClient<'billing.v1.Subscriptions'>;
-  answers: ServiceClient<'billing.v1.Answers'>;
   enrolments: ServiceClient<'billing.v1.Enrolments'>;
   providerTokens: ServiceClient<'billing.v1.ProviderTokens'>;
   close(): void;
@@ -31,10 +27,6 @@ export function createCheckoutBackends(config: CheckoutConfig): CheckoutBackends
     merchants: withSharedReads(createClient('billing.v1.Merchants', b, d), ['GetMerchant']),
     plans: withSharedReads(createClient('billing.v1.Plans', b, d), ['GetPlan']),
     questions: withSharedReads(createClient('billing.v1.Questions', b, d), ['ListQuestions']),
-    members: createClient('billing.v1.Members', b, d),
-    paymentMethods: createClient('billing.v1.PaymentMethods', b, d),
-    subscriptions: createClient('billing.v1.Subscriptions', b, d),
-    answers: createClient('billing.v1.Answers', b, d),
     enrolments: createClient('billing.v1.Enrolments', b, d),
     providerTokens: createClient('billing.v1.ProviderTokens', b, d),
   };

@@ -45,7 +45,7 @@ function fakeBilling(plan: { id: string; productId: string }, questions: (typeof
     if (dying.delete(call)) throw new Error(`died after ${call}`);
     return result;
   };
-  const backends = {
+  const steps = {
     plans: {
       GetPlan: async (req: { id: string }) => {
         const before = beforePlanRead;
@@ -90,7 +90,6 @@ function fakeBilling(plan: { id: string; productId: string }, questions: (typeof
         subscriptions.push(sub);
         return made('CreateSubscription', { id: sub.id });
       },
-      GetSubscription: async (req: { id: string }) => subscriptions.find((s) => s.id === req.id)!,
     },
     answers: {
       SaveMemberAnswers: async (req: { memberId: string; answers: unknown }) => {
@@ -98,26 +97,26 @@ function fakeBilling(plan: { id: string; productId: string }, questions: (typeof
         return made('SaveMemberAnswers', {});
       },
     },
-  } as unknown as CheckoutBackends;
+  };
   // The enrolment as billing's Enrol makes it (see enrolments.proto), from the steps above, so
   // that each step can die on its own.
   const enrol = async (req: { email: string; instrument: { type: string; last4: string; brand?: string; expiryMonth?: number; expiryYear?: number }; planId: string; adoptSince: string; productId: string; answers: unknown[] }) => {
-    const { member, created } = await backends.members.CreateMember(req as never);
-    const memberId = member!.id;
-    const same = created ? undefined : (await backends.paymentMethods.ListPaymentMethods({ memberId } as never)).items.find((m) => m.type === req.instrument.type && m.last4 === req.instrument.last4);
-    const paymentMethod = same ?? (await backends.paymentMethods.AddPaymentMethod({ memberId, ...req.instrument } as never)).paymentMethod!;
+    const { member, created } = await steps.members.CreateMember(req);
+    const memberId = member.id;
+    const same = created ? undefined : (await steps.paymentMethods.ListPaymentMethods({ memberId })).items.find((m) => m.type === req.instrument.type && m.last4 === req.instrument.last4);
+    const paymentMethod = same ?? (await steps.paymentMethods.AddPaymentMethod({ memberId, ...req.instrument })).paymentMethod;
     let subscriptionId: string;
     try {
-      subscriptionId = (await backends.subscriptions.CreateSubscription({ memberId, planId: req.planId } as never)).id;
+      subscriptionId = (await steps.subscriptions.CreateSubscription({ memberId, planId: req.planId })).id;
     } catch (e) {
       const existing = e instanceof DomainError ? subscriptions.find((x) => x.id === e.extensions.existingSubscriptionId) : undefined;
       if (!existing || new Date(existing.createdAt) < new Date(req.adoptSince)) throw e;
       subscriptionId = existing.id;
     }
-    if (req.answers.length > 0 || !created) await backends.answers.SaveMemberAnswers({ memberId, productId: req.productId, answers: req.answers } as never);
+    if (req.answers.length > 0 || !created) await steps.answers.SaveMemberAnswers({ memberId, answers: req.answers });
     return { member, paymentMethod, subscription: { id: subscriptionId } };
   };
-  Object.assign(backends, { enrolments: { Enrol: enrol } });
+  const backends = { ...steps, enrolments: { Enrol: enrol } } as unknown as CheckoutBackends;
   return {
     backends,
     members,
