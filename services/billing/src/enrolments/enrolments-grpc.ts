@@ -4,7 +4,7 @@ import { faultInjector, requireMerchantScope, type CallScope, type Logger, type 
 import { saveMemberAnswers } from '../answers/answers-grpc.js';
 import { memberCreation } from '../members/create-member.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
-import { methodFromTokenAdder } from '../payment-methods/add-from-token.js';
+import { appendTokenised, tokenLookup, type TokenLookup } from '../payment-methods/add-from-token.js';
 import { methodAppender, type Appended } from '../payment-methods/append-method.js';
 import { PaymentMethod, type InstrumentDetails } from '../payment-methods/payment-method.js';
 import { instrumentDetailsOf } from '../payment-methods/payment-methods-grpc.js';
@@ -34,7 +34,7 @@ const sameInstrument = (a: InstrumentDetails, b: InstrumentDetails) =>
 export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, opts: EnrolmentOptions): ServiceImpl<'billing.v1.Enrolments'> {
   const createMember = memberCreation(orm);
   const append = methodAppender(orm);
-  const addFromToken = methodFromTokenAdder(orm, providers, append);
+  const lookupToken = tokenLookup(orm, providers);
   const createSubscription = subscriptionCreation(orm, new SubscriptionStore(orm));
   const fault = faultInjector(opts.faultFile, opts.logger, 'an enrolment');
 
@@ -51,6 +51,9 @@ export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, opts:
     }
     return (await append({ scope, memberId: member.id, details, providerToken: null })).paymentMethod;
   };
+
+  const appendLooked = async (scope: CallScope, memberId: string, looked: TokenLookup) =>
+    (await appendTokenised(append, { scope, memberId, details: looked.details, providerToken: looked.token })).paymentMethod;
 
   /** The subscription, or the live one an interrupted earlier enrolment made since `adoptSince`. */
   const subscribe = async (req: NewSubscription, adoptSince: Date | undefined): Promise<Subscription> => {
@@ -76,9 +79,14 @@ export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, opts:
       const adoptSince = req.adoptSince ? new Date(req.adoptSince) : undefined;
       if (adoptSince && Number.isNaN(adoptSince.getTime())) throw DomainError.field('adoptSince', 'Must be an ISO 8601 date-time.');
 
+      // What the token stands for depends on the merchant alone: asked of the provider while the
+      // member is made, one wait instead of two. Its refusal is answered once the member is there,
+      // as an add to that member would be.
+      const looked = token === undefined ? undefined : lookupToken(merchantId, token);
+      looked?.catch(() => undefined);
       const { member, created } = await createMember({ ...customer, merchantId });
       fault('enrol-after-member');
-      const paymentMethod = details ? await ensureMethod(scope, { id: member.id, created }, details) : (await addFromToken({ scope, memberId: member.id, providerToken: token! })).paymentMethod;
+      const paymentMethod = looked ? await appendLooked(scope, member.id, await looked) : await ensureMethod(scope, { id: member.id, created }, details!);
       fault('enrol-after-payment-method');
       const subscription = await subscribe({ merchantId, memberId: member.id, planId: req.planId, paymentMethodId: paymentMethod.id, id: req.subscriptionId }, adoptSince);
       // Saving no answers replaces a member's answers with none: nothing to do for a member this

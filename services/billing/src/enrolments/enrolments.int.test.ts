@@ -9,7 +9,8 @@ import { membersGrpc } from '../members/members-grpc.js';
 import { Merchant } from '../merchants/merchant.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { paymentMethodsGrpc } from '../payment-methods/payment-methods-grpc.js';
-import type { PaymentProviders } from '../payment-provider/payment-providers.js';
+import type { PaymentProvider } from '../payment-provider/payment-provider.js';
+import { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { plansGrpc } from '../plans/plans-grpc.js';
 import { productsGrpc } from '../products/products-grpc.js';
 import { questionsGrpc } from '../questions/questions-grpc.js';
@@ -19,7 +20,8 @@ import { enrolmentsGrpc } from './enrolments-grpc.js';
 // Enrol against a real Postgres: what one call makes, and that a repeat after an enrolment that
 // stopped half way (its process killed after a step) converges on what that one made. The
 // provider-token path is the hosted checkout's and is exercised end to end with the sandbox
-// provider (tests/e2e/checkout*.test.ts); here the instrument path (onboarding's).
+// provider (tests/e2e/checkout*.test.ts); here mostly the instrument path (onboarding's), and
+// the token path's answers with a provider that knows one token.
 
 const { orm, rows } = useMigratedDatabase({
   open: (url) => openBillingDatabase(BillingConfig.parse({ DATABASE_URL: url, DB_POOL_MAX: '10' })),
@@ -30,6 +32,12 @@ const { orm, rows } = useMigratedDatabase({
 /** The gRPC call object, which these handlers never read. */
 const NO_CALL = undefined as never;
 const CARD = { type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2040 };
+
+/** A provider that knows one card token, `tok_known`, for every merchant. */
+const ONE_TOKEN_PROVIDER = {
+  lookupToken: async (_account: string, token: string) =>
+    token === 'tok_known' ? { token, type: 'Card' as const, brand: 'Visa', last4: '1111', expiryMonth: 1, expiryYear: 2041, accountName: null, bsb: null } : null,
+} as unknown as PaymentProvider;
 
 /** A merchant with a product asking one required text question, and an active plan of it. */
 async function merchantWithPlan() {
@@ -42,7 +50,7 @@ async function merchantWithPlan() {
     { scope, productId: product.id, name: 'Monthly', amountMinor: '1995', currency: 'AUD', interval: 'Month', intervalCount: 1, trialDays: 0, isActive: true },
     NO_CALL,
   );
-  const enrolments = enrolmentsGrpc(orm(), {} as PaymentProviders, { logger: createLogger('billing-test', 'silent') });
+  const enrolments = enrolmentsGrpc(orm(), new PaymentProviders(ONE_TOKEN_PROVIDER), { logger: createLogger('billing-test', 'silent') });
   const request = (email: string, extra: Record<string, unknown> = {}) => ({
     scope,
     email,
@@ -135,6 +143,19 @@ describe('Enrol', () => {
       expect(e.extensions.existingSubscriptionId).toBe(first.subscription!.id);
     }
     expect((await madeFor(m.merchantId, 'joan@example.com')).subscriptions).toEqual([first.subscription!.id]);
+  });
+
+  it('adds the method a provider token stands for, once; an unknown token is validation_failed naming providerToken', async () => {
+    const m = await merchantWithPlan();
+    const tokenRequest = (email: string, token: string) => m.request(email, { instrument: undefined, providerToken: token, productId: undefined, answers: [] });
+    const first = await m.enrol(tokenRequest('tok@example.com', 'tok_known'));
+    expect(first.paymentMethod).toMatchObject({ last4: '1111', hasProviderToken: true });
+    const again = await m.enrol({ ...tokenRequest('tok@example.com', 'tok_known'), subscriptionId: first.subscription!.id });
+    expect([again.paymentMethod!.id, again.subscription!.id]).toEqual([first.paymentMethod!.id, first.subscription!.id]);
+    const e = await refusal(m.enrol(tokenRequest('unknown@example.com', 'tok_unknown')));
+    expect(e.code).toBe('validation_failed');
+    expect(Object.keys(e.extensions.errors ?? {})).toEqual(['providerToken']);
+    expect(await madeFor(m.merchantId, 'unknown@example.com')).toMatchObject({ methods: [], subscriptions: [] });
   });
 
   it('refuses what the request alone can refuse before it writes anything', async () => {
