@@ -36,7 +36,7 @@ export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, opts:
   const append = methodAppender(orm);
   const lookupToken = tokenLookup(orm, providers);
   const createSubscription = subscriptionCreation(orm, new SubscriptionStore(orm));
-  const fault = faultInjector(opts.faultFile, opts.logger, 'an enrolment');
+  const fault: (step: EnrolmentStep) => void = faultInjector(opts.faultFile, opts.logger, 'an enrolment');
 
   /**
    * The member's method with these details, added when it has none. A member this enrolment

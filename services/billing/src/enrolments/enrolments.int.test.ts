@@ -14,7 +14,6 @@ import { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { plansGrpc } from '../plans/plans-grpc.js';
 import { productsGrpc } from '../products/products-grpc.js';
 import { questionsGrpc } from '../questions/questions-grpc.js';
-import { subscriptionsGrpc } from '../subscriptions/subscriptions-grpc.js';
 import { enrolmentsGrpc } from './enrolments-grpc.js';
 
 // Enrol against a real Postgres: what one call makes, and that a repeat after an enrolment that

@@ -213,5 +213,4 @@ export class SessionCompletion {
   private async release(sessionId: string): Promise<void> {
     await queryPrepared(this.orm, 'checkout_completion_release', `update sessions set completion_lease_until = null where id = $1 and status = 'Open'`, [sessionId]);
   }
-
 }

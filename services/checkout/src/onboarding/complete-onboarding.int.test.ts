@@ -13,10 +13,10 @@ import { Onboarding } from './onboarding.js';
 import { findOwnOnboarding, updateOnboarding } from './wizard.js';
 
 // Completing wizards against a real Postgres database of its own, with billing and identity faked
-// by an in-memory billing that keeps what each step of an enrolment made (billing's own enrolment
-// is tested against real Postgres in services/billing/src/enrolments): the exactly-once event, convergence
-// after a run that died half way, concurrent calls answering the first's ids, and the completion
-// lease (no lock or transaction held through billing).
+// by an in-memory billing that keeps what each step of an enrolment made (billing's own Enrol is
+// tested against real Postgres in services/billing/src/enrolments): the exactly-once event,
+// convergence after a run that died half way, concurrent calls answering the first's ids, and the
+// completion lease (no lock or transaction held through billing).
 
 const { orm, rows } = useMigratedDatabase({
   open: (url) => openDatabase({ url, schema: 'checkout', entities: ENTITIES }),
