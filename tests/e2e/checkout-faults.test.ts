@@ -5,6 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureBank, complete, openSession, setUpCheckoutMerchant, type CheckoutMerchant } from '../support/checkout-fixtures.js';
 import { apiClient, unique, type ApiClient } from '../support/fixtures.js';
+import { emailedToken, fillWizard, invite, setUpOnboardingMerchant, signUpCustomer } from '../support/onboarding-fixtures.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { webhookFixtures } from '../support/webhook-fixtures.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -13,8 +14,9 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
  * Completion is one operation across identity, billing and checkout: the checkout process, or
  * billing's during the enrolment, is killed (SIGKILL) half way through it, after each step in
  * turn, and the customer's retry converges on one account, member, payment method and
- * subscription with exactly one `checkout.completed`. Runs its own platform: it kills and
- * restarts the checkout and billing services.
+ * subscription with exactly one `checkout.completed`; likewise an onboarding completion whose
+ * enrolment billing dies in. Runs its own platform: it kills and restarts the checkout and
+ * billing services.
  */
 const LEASE_SECONDS = 3;
 let platform: TestPlatform;
@@ -52,6 +54,16 @@ afterAll(async () => {
   await platform?.stop();
   rmSync(faultDir, { recursive: true, force: true });
 });
+
+/** Asks `send` again while the answer is 409 (another run holds the lease) or 503 (a restarted service's callers reconnecting). */
+async function retried(send: () => Promise<{ status: number; body: any }>) {
+  let res = await send();
+  for (let i = 0; i < 100 && (res.status === 409 || res.status === 503); i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    res = await send();
+  }
+  return res;
+}
 
 async function waitForExit(name: string): Promise<void> {
   const svc = platform.processes[name]!;
@@ -111,6 +123,40 @@ describe('checkout completion killed half way', () => {
       expect(hooks).toHaveLength(1);
       expect(hooks[0]!.verified).toBe(true);
       expect(hooks[0]!.payload.data.subscriptionId).toBe(subs.body.items[0].id);
+    });
+  }
+});
+
+describe('onboarding completion with billing killed half way through its enrolment', () => {
+  for (const step of ['enrol-after-member', 'enrol-after-payment-method'] as const) {
+    it(`converges on one member, payment method and subscription, answers saved and one onboarding.completed, when billing dies ${step.replace(/-/g, ' ')}`, async () => {
+      const om = await setUpOnboardingMerchant(api, platform.adminToken);
+      const inv = await invite(api, om);
+      const customer = await signUpCustomer(api, inv.email);
+      const accepted = await api.post('/api/onboard/accept', { token: await emailedToken(platform.dataDir, inv.email) }, { token: customer.token });
+      expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
+      await fillWizard(api, customer.token, inv.invitationId, om);
+      const complete = () => api.post('/api/onboard/complete', { invitationId: inv.invitationId }, { token: customer.token });
+
+      writeFileSync(billingFaultFile, step);
+      const first = await complete();
+      expect(first.status).toBeGreaterThanOrEqual(500);
+      await waitForExit('billing');
+      await platform.processes.billing!.start();
+
+      const done = await retried(complete);
+      expect(done.status, JSON.stringify(done.body)).toBe(200);
+      expect((await complete()).body).toEqual(done.body);
+      const members = await api.get(`/api/Members?merchantId=${om.id}&email=${encodeURIComponent(inv.email)}`, { token: om.key });
+      expect(members.body.items.map((x: { id: string }) => x.id)).toEqual([done.body.memberId]);
+      const methods = await api.get(`/api/members/${done.body.memberId}/payment-methods`, { token: om.key });
+      expect(methods.body.map((x: { id: string }) => x.id)).toEqual([done.body.paymentMethodId]);
+      const subs = await api.get(`/api/Subscriptions?merchantId=${om.id}&memberId=${done.body.memberId}`, { token: om.key });
+      expect(subs.body.items.map((x: { id: string }) => x.id)).toEqual([done.body.subscriptionId]);
+      const answers = await db.query('select count(*)::int as n from billing.member_answers where member_id = $1', [done.body.memberId]);
+      expect(answers.rows[0].n).toBe(3);
+      const events = await db.query(`select data from checkout.outbox where type = 'onboarding.completed' and data->>'invitationId' = $1`, [inv.invitationId]);
+      expect(events.rows.map((r) => r.data.subscriptionId)).toEqual([done.body.subscriptionId]);
     });
   }
 });
