@@ -17,6 +17,12 @@ export const BaseConfig = z.object({
 });
 
 /**
+ * `DB_POOL_MAX` of a service with a database: its pooled connections to Postgres at most (the
+ * sum over every process is bounded by the server's `max_connections`).
+ */
+export const DbPoolMax = z.coerce.number().int().min(1).default(10);
+
+/**
  * Parses the environment once at start-up. On failure prints every problem and exits, so a
  * misconfigured process never half-starts.
  */

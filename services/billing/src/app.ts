@@ -27,7 +27,7 @@ import { FeeStatementSchema } from './fee-statements/fee-statement.js';
 import { feeStatementsGrpc } from './fee-statements/fee-statements-grpc.js';
 import { TransactionSchema } from './transactions/transaction.js';
 import { transactionsGrpc } from './transactions/transactions-grpc.js';
-import { enrolmentsGrpc } from './enrolments/enrolments-grpc.js';
+import { enrolmentsGrpc, enrolmentWriters } from './enrolments/enrolments-grpc.js';
 import { subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
 
 export const ENTITIES = [OutboxMessageSchema, MerchantSchema, ProductSchema, QuestionSchema, PlanSchema, MemberSchema, PaymentMethodSchema, SubscriptionSchema, MemberAnswerSchema, TransactionSchema, FeeStatementSchema];
@@ -57,11 +57,13 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   addGrpcService(server, 'billing.v1.Products', logger, productsGrpc(orm));
   addGrpcService(server, 'billing.v1.Questions', logger, questionsGrpc(orm));
   addGrpcService(server, 'billing.v1.Plans', logger, plansGrpc(orm));
-  addGrpcService(server, 'billing.v1.Members', logger, membersGrpc(orm));
-  addGrpcService(server, 'billing.v1.PaymentMethods', logger, paymentMethodsGrpc(orm, providers));
+  const writers = enrolmentWriters(orm);
+  addGrpcService(server, 'billing.v1.Members', logger, membersGrpc(orm, writers.createMember));
+  addGrpcService(server, 'billing.v1.PaymentMethods', logger, paymentMethodsGrpc(orm, providers, writers.append));
   addGrpcService(server, 'billing.v1.ProviderTokens', logger, providerTokensGrpc(orm, providers));
-  addGrpcService(server, 'billing.v1.Subscriptions', logger, subscriptionsGrpc(orm));
-  addGrpcService(server, 'billing.v1.Enrolments', logger, enrolmentsGrpc(orm, providers, { faultFile: config.PLATFORM_MODE === 'production' ? undefined : config.BILLING_FAULT_FILE, logger }));
+  addGrpcService(server, 'billing.v1.Subscriptions', logger, subscriptionsGrpc(orm, writers.subscriptions));
+  const faultFile = config.PLATFORM_MODE === 'production' ? undefined : config.BILLING_FAULT_FILE;
+  addGrpcService(server, 'billing.v1.Enrolments', logger, enrolmentsGrpc(orm, providers, writers, { faultFile, logger }));
   const runner = new BillingRunner(
     orm,
     providers,

@@ -1,14 +1,13 @@
 import { z } from 'zod';
 import { DEFAULT_INVITATION_EXPIRY_DAYS } from '@billing/contracts';
-import { BaseConfig, MessagingConfig, parseConfig } from '@billing/service-runtime';
+import { BaseConfig, DbPoolMax, MessagingConfig, parseConfig } from '@billing/service-runtime';
 
 export const CheckoutConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   CHECKOUT_GRPC_ADDRESS: z.string().default('127.0.0.1:50053'),
   DB_SCHEMA: z.string().default('checkout'),
-  /** Connections to Postgres at most. */
-  DB_POOL_MAX: z.coerce.number().int().min(1).default(10),
+  DB_POOL_MAX: DbPoolMax,
   IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),
   BILLING_GRPC_URL: z.string().default('127.0.0.1:50052'),
   /** Deadline of each call to identity and billing. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { BaseConfig, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DbPoolMax, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const GatewayConfig = BaseConfig.extend({
   HOST: z.string().default('0.0.0.0'),
@@ -13,7 +13,7 @@ export const GatewayConfig = BaseConfig.extend({
   WEBHOOKS_GRPC_URL: z.string().default('127.0.0.1:50054'),
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
   DB_SCHEMA: z.string().default('gateway'),
-  DB_POOL_MAX: z.coerce.number().int().min(1).default(10),
+  DB_POOL_MAX: DbPoolMax,
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   /** Deadline of every forwarded gRPC call. */
   GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(5000),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, DEV_ENCRYPTION_KEY, refuseWeakSecretsInProduction, MessagingConfig, parseConfig } from '@billing/service-runtime';
+import { BaseConfig, DbPoolMax, DEV_ENCRYPTION_KEY, MessagingConfig, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const IdentityConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
@@ -8,8 +8,7 @@ export const IdentityConfig = BaseConfig.extend({
   /** Key of the secrets identity keeps encrypted; its own, never another service's. Development default outside production. */
   IDENTITY_ENCRYPTION_KEY: z.string().min(32).default(DEV_ENCRYPTION_KEY),
   DB_SCHEMA: z.string().default('identity'),
-  /** Connections to Postgres at most. */
-  DB_POOL_MAX: z.coerce.number().int().min(1).default(10),
+  DB_POOL_MAX: DbPoolMax,
   /** Email (`<DATA_DIR>/mail/`) and SMS (`SMS_PROVIDER`) delivery channels. */
   ...MessagingConfig.shape,
   /** Base URL of the links in customer emails (password reset, email verification). */

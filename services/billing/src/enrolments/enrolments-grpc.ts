@@ -10,7 +10,7 @@ import { PaymentMethod, type InstrumentDetails } from '../payment-methods/paymen
 import { instrumentDetailsOf } from '../payment-methods/payment-methods-grpc.js';
 import { Subscription } from '../subscriptions/subscription.js';
 import { SubscriptionStore } from '../subscriptions/subscription-store.js';
-import { subscriptionCreation, type NewSubscription } from '../subscriptions/subscriptions-grpc.js';
+import { subscriptionCreation, type SubscriptionCreateRequest } from '../subscriptions/subscriptions-grpc.js';
 
 /** Where a test may crash billing half way through an enrolment (BILLING_FAULT_FILE). */
 export type EnrolmentStep = 'enrol-after-member' | 'enrol-after-payment-method';
@@ -19,6 +19,21 @@ export interface EnrolmentOptions {
   /** Test-only (never in production): crash after the step the file names. */
   faultFile?: string;
   logger: Logger;
+}
+
+/**
+ * The writers an enrolment shares with the RPCs that make each of its steps alone
+ * (CreateMember, the payment-method adds, CreateSubscription): one batcher each, so an
+ * enrolment's writes and theirs share statements.
+ */
+export interface EnrolmentWriters {
+  createMember: ReturnType<typeof memberCreation>;
+  append: ReturnType<typeof methodAppender>;
+  subscriptions: SubscriptionStore;
+}
+
+export function enrolmentWriters(orm: MikroORM): EnrolmentWriters {
+  return { createMember: memberCreation(orm), append: methodAppender(orm), subscriptions: new SubscriptionStore(orm) };
 }
 
 const sameInstrument = (a: InstrumentDetails, b: InstrumentDetails) =>
@@ -31,11 +46,10 @@ const sameInstrument = (a: InstrumentDetails, b: InstrumentDetails) =>
  * commits on its own and is repeatable, so an enrolment that died half way is finished by the
  * next one, which converges on what it made.
  */
-export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, opts: EnrolmentOptions): ServiceImpl<'billing.v1.Enrolments'> {
-  const createMember = memberCreation(orm);
-  const append = methodAppender(orm);
+export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, writers: EnrolmentWriters, opts: EnrolmentOptions): ServiceImpl<'billing.v1.Enrolments'> {
+  const { createMember, append } = writers;
   const lookupToken = tokenLookup(orm, providers);
-  const createSubscription = subscriptionCreation(orm, new SubscriptionStore(orm));
+  const createSubscription = subscriptionCreation(orm, writers.subscriptions);
   const fault: (step: EnrolmentStep) => void = faultInjector(opts.faultFile, opts.logger, 'an enrolment');
 
   /**
@@ -56,7 +70,7 @@ export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, opts:
     (await appendTokenised(append, { scope, memberId, details: looked.details, providerToken: looked.token })).paymentMethod;
 
   /** The subscription, or the live one an interrupted earlier enrolment made since `adoptSince`. */
-  const subscribe = async (req: NewSubscription, adoptSince: Date | undefined): Promise<Subscription> => {
+  const subscribe = async (req: SubscriptionCreateRequest, adoptSince: Date | undefined): Promise<Subscription> => {
     try {
       return await createSubscription(req);
     } catch (e) {

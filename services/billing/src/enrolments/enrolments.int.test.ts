@@ -14,7 +14,7 @@ import { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { plansGrpc } from '../plans/plans-grpc.js';
 import { productsGrpc } from '../products/products-grpc.js';
 import { questionsGrpc } from '../questions/questions-grpc.js';
-import { enrolmentsGrpc } from './enrolments-grpc.js';
+import { enrolmentsGrpc, enrolmentWriters } from './enrolments-grpc.js';
 
 // Enrol against a real Postgres: what one call makes, and that a repeat after an enrolment that
 // stopped half way (its process killed after a step) converges on what that one made. The
@@ -49,7 +49,7 @@ async function merchantWithPlan() {
     { scope, productId: product.id, name: 'Monthly', amountMinor: '1995', currency: 'AUD', interval: 'Month', intervalCount: 1, trialDays: 0, isActive: true },
     NO_CALL,
   );
-  const enrolments = enrolmentsGrpc(orm(), new PaymentProviders(ONE_TOKEN_PROVIDER), { logger: createLogger('billing-test', 'silent') });
+  const enrolments = enrolmentsGrpc(orm(), new PaymentProviders(ONE_TOKEN_PROVIDER), enrolmentWriters(orm()), { logger: createLogger('billing-test', 'silent') });
   const request = (email: string, extra: Record<string, unknown> = {}) => ({
     scope,
     email,

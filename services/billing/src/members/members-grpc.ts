@@ -10,8 +10,8 @@ export function findMember(em: EntityManager, scope: CallScope, id: string, opts
   return findScoped(em, Member, scope, id, 'Member', opts);
 }
 
-export function membersGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Members'> {
-  const createMember = memberCreation(orm);
+/** `createMember`: the member writer, shared with the enrolments when the app passes it (one batcher for both). */
+export function membersGrpc(orm: MikroORM, createMember = memberCreation(orm)): ServiceImpl<'billing.v1.Members'> {
   return {
     /**
      * Returns the existing member of that email unchanged, or creates one and records

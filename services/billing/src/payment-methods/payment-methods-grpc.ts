@@ -36,8 +36,8 @@ export async function methodsOf(em: EntityManager, member: Member, lock = false)
   return em.find(PaymentMethod, { memberId: member.id }, { orderBy: { rank: 'asc' }, ...(lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) });
 }
 
-export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders): ServiceImpl<'billing.v1.PaymentMethods'> {
-  const append = methodAppender(orm);
+/** `append`: the method writer, shared with the enrolments when the app passes it (one batcher for both). */
+export function paymentMethodsGrpc(orm: MikroORM, providers: PaymentProviders, append = methodAppender(orm)): ServiceImpl<'billing.v1.PaymentMethods'> {
   const addFromToken = methodFromTokenAdder(orm, providers, append);
   return {
     AddPaymentMethod: async (req) => append({ scope: requireScope(req.scope), memberId: req.memberId, details: instrumentDetailsOf(req), providerToken: null }),

@@ -43,7 +43,7 @@ function repeatedCreate(existing: Subscription, req: { merchantId: string; membe
 }
 
 /** A create inside one merchant, as CreateSubscription receives it (ids not yet checked). */
-export interface NewSubscription {
+export interface SubscriptionCreateRequest {
   merchantId: string;
   memberId: string;
   planId: string;
@@ -58,7 +58,7 @@ export interface NewSubscription {
  * plan, enforced by the partial unique index `subscriptions_live_unique`: of concurrent creates
  * exactly one inserts, and the others answer `subscription_exists` naming the winner.
  */
-export function subscriptionCreation(orm: MikroORM, store: SubscriptionStore): (req: NewSubscription) => Promise<Subscription> {
+export function subscriptionCreation(orm: MikroORM, store: SubscriptionStore): (req: SubscriptionCreateRequest) => Promise<Subscription> {
   return async (req) => {
     const { merchantId } = req;
     const startDate = parseInstant('startDate', req.startDate);
@@ -90,8 +90,8 @@ export function subscriptionCreation(orm: MikroORM, store: SubscriptionStore): (
   };
 }
 
-export function subscriptionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Subscriptions'> {
-  const store = new SubscriptionStore(orm);
+/** `store`: the subscriptions' writers, shared with the enrolments when the app passes it (one set of batchers for both). */
+export function subscriptionsGrpc(orm: MikroORM, store = new SubscriptionStore(orm)): ServiceImpl<'billing.v1.Subscriptions'> {
   const createSubscription = subscriptionCreation(orm, store);
   const transition = async (req: { scope?: Parameters<typeof requireScope>[0]; id: string }, change: TransitionRequest['change']) =>
     (await store.transition({ scope: requireScope(req.scope), id: req.id, change })).toMessage();

@@ -26,8 +26,8 @@ const WAIT_POLL_MS = 25;
 
 /**
  * Finishes a wizard: final validation, then the member, payment method, subscription and answers
- * in billing (one enrolment call), then the invitation is completed and `onboarding.completed` recorded in one
- * statement (so exactly once). A run holds the wizard by its completion lease (a column, taken
+ * in billing (one enrolment call), then the invitation is completed and `onboarding.completed`
+ * recorded in one statement (so exactly once). A run holds the wizard by its completion lease (a column, taken
  * by one committed statement) while it calls billing, never by a lock or an open transaction, so
  * no connection of the service's pool waits on billing. A concurrent run of the same wizard waits
  * for the one holding it and answers its ids (or takes over once its lease is given up or has
@@ -38,7 +38,7 @@ const WAIT_POLL_MS = 25;
  *
  * Validation asks billing for the plan and its questions once, before the lease: the wizard as
  * taken is checked against that answer again (asking anew only if its plan changed meanwhile).
- * Billing can change the plan during the calls either way; CreateSubscription refuses an
+ * Billing can change the plan during the enrolment either way; the enrolment refuses an
  * inactive one.
  */
 export async function completeOnboarding(deps: WizardDeps, ref: { accountId: string; invitationId: string }): Promise<OnboardingIds> {
