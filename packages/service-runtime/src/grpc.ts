@@ -194,12 +194,11 @@ function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl, a
     out[method] = (call: grpc.ServerUnaryCall<any, any>, callback: grpc.sendUnaryData<any>) => {
       const started = performance.now();
       const done = (status: grpc.status) => recordRpcCall(serviceName, method, grpc.status[status] ?? String(status), (performance.now() - started) / 1000);
-      const caller = callerOf(call);
-      if (!caller || !allowed.has(caller)) {
-        logger.warn({ rpc: `${serviceName}/${method}`, caller: caller ?? null }, 'refused gRPC call from a caller without the right to it');
-        const refusal = toGrpcError(caller ? new DomainError('forbidden', `${caller} may not call ${serviceName}/${method}.`) : new DomainError('unauthenticated', 'A client certificate of this installation is required.'));
-        done(refusal.code ?? grpc.status.PERMISSION_DENIED);
-        return callback(refusal);
+      const refusal = callerRefusal(callerOf(call), allowed, serviceName, method, logger);
+      if (refusal) {
+        const error = toGrpcError(refusal);
+        done(error.code ?? grpc.status.PERMISSION_DENIED);
+        return callback(error);
       }
       // The caller's trace context, when no instrumentation restores it (spans not recorded).
       const handled = propagatesContextManually() ? context.with(incomingContext(call.metadata.getMap()), () => fn(call.request, call)) : fn(call.request, call);
@@ -209,14 +208,7 @@ function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl, a
           callback(null, res as object);
         },
         (e: unknown) => {
-          // Text the database refused is the caller's 400 (a backstop behind the gateway's input
-          // policy), and a database that cannot serve now its 503 to retry, not a 500.
-          const unavailable = e instanceof DomainError ? undefined : databaseUnavailableError(e);
-          const known = e instanceof DomainError ? e : (invalidTextError(e) ?? unavailable);
-          const error = toGrpcError(known ?? new DomainError('internal'));
-          if (!known) logger.error({ err: e, rpc: `${serviceName}/${method}`, traceId: currentTraceId() }, 'unhandled error in gRPC handler');
-          // Its code only: the driver's message can quote the statement and its bound values.
-          if (unavailable) logger.warn({ code: (e as { code?: unknown }).code ?? (e as Error).name, rpc: `${serviceName}/${method}`, traceId: currentTraceId() }, 'database unavailable: answered service_unavailable');
+          const error = toGrpcError(handlerError(e, serviceName, method, logger));
           done(error.code ?? grpc.status.UNKNOWN);
           callback(error);
         },
@@ -224,6 +216,98 @@ function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl, a
     };
   }
   return out;
+}
+
+/** Why `caller` may not call the method: unauthenticated without a verified certificate, forbidden unless listed; undefined when it may. */
+function callerRefusal(caller: string | undefined, allowed: ReadonlySet<string>, serviceName: string, method: string, logger: Logger): DomainError | undefined {
+  if (caller && allowed.has(caller)) return undefined;
+  logger.warn({ rpc: `${serviceName}/${method}`, caller: caller ?? null }, 'refused gRPC call from a caller without the right to it');
+  return caller ? new DomainError('forbidden', `${caller} may not call ${serviceName}/${method}.`) : new DomainError('unauthenticated', 'A client certificate of this installation is required.');
+}
+
+/**
+ * The DomainError a handler's failure answers. Text the database refused is the caller's 400 (a
+ * backstop behind the gateway's input policy), and a database that cannot serve now its 503 to
+ * retry, not a 500; anything else is logged with the trace id and answered `internal` without
+ * internals.
+ */
+function handlerError(e: unknown, serviceName: string, method: string, logger: Logger): DomainError {
+  if (e instanceof DomainError) return e;
+  const unavailable = databaseUnavailableError(e);
+  const known = invalidTextError(e) ?? unavailable;
+  if (!known) logger.error({ err: e, rpc: `${serviceName}/${method}`, traceId: currentTraceId() }, 'unhandled error in gRPC handler');
+  // Its code only: the driver's message can quote the statement and its bound values.
+  if (unavailable) logger.warn({ code: (e as { code?: unknown }).code ?? (e as Error).name, rpc: `${serviceName}/${method}`, traceId: currentTraceId() }, 'database unavailable: answered service_unavailable');
+  return known ?? new DomainError('internal');
+}
+
+/** A registered method as a gathered call reaches it (see common.v1.Gathered). */
+interface GatheredMethod {
+  serviceName: string;
+  method: string;
+  fn: UntypedImpl[string];
+  decode: (bytes: Buffer) => unknown;
+  encode: (reply: any) => Buffer;
+  allowed: ReadonlySet<string>;
+  logger: Logger;
+}
+
+const gatheredMethods = new WeakMap<grpc.Server, Map<string, GatheredMethod>>();
+
+type Refusal = { code: string; message: string; extensionsJson: string };
+const refusalOf = (e: DomainError): Refusal => ({ code: e.code, message: e.message, extensionsJson: JSON.stringify(e.extensions) });
+
+/**
+ * Serves common.v1.Gathered/Call: each call of the batch exactly as its unary method would be
+ * served (the caller's rights to that method, its trace context, its error mapping, its metrics),
+ * all at once, each outcome written as soon as it is decided.
+ */
+function serveGathered(methods: Map<string, GatheredMethod>, call: grpc.ServerWritableStream<any, any>): void {
+  const calls = (call.request?.calls ?? []) as { method: string; request: Buffer; trace: Record<string, string> }[];
+  let open = calls.length;
+  if (open === 0) return void call.end();
+  const caller = callerOf(call as unknown as grpc.ServerUnaryCall<unknown, unknown>);
+  const answer = (index: number, outcome: { reply: Buffer } | { refused: Refusal }) => {
+    if (!call.cancelled) call.write({ index, ...outcome });
+    if (--open === 0) call.end();
+  };
+  calls.forEach((c, index) => {
+    const m = methods.get(c.method);
+    if (!m) return answer(index, { refused: refusalOf(new DomainError('bad_request', `No method ${c.method} here.`)) });
+    const started = performance.now();
+    const done = (status: grpc.status) => recordRpcCall(m.serviceName, m.method, grpc.status[status] ?? String(status), (performance.now() - started) / 1000);
+    const refusal = callerRefusal(caller, m.allowed, m.serviceName, m.method, m.logger);
+    if (refusal) {
+      done(toGrpcError(refusal).code ?? grpc.status.PERMISSION_DENIED);
+      return answer(index, { refused: refusalOf(refusal) });
+    }
+    let handled: Promise<unknown>;
+    try {
+      const request = m.decode(c.request);
+      handled = context.with(incomingContext(c.trace ?? {}), () => m.fn(request, undefined as never));
+    } catch (e) {
+      handled = Promise.reject(e instanceof DomainError ? e : new DomainError('bad_request', `The request is not a ${c.method} request.`));
+    }
+    handled.then(
+      (reply) => {
+        let bytes: Buffer;
+        try {
+          bytes = m.encode(reply);
+        } catch (e) {
+          const error = handlerError(e, m.serviceName, m.method, m.logger);
+          done(grpc.status.INTERNAL);
+          return answer(index, { refused: refusalOf(error) });
+        }
+        done(grpc.status.OK);
+        answer(index, { reply: bytes });
+      },
+      (e: unknown) => {
+        const error = handlerError(e, m.serviceName, m.method, m.logger);
+        done(toGrpcError(error).code ?? grpc.status.UNKNOWN);
+        answer(index, { refused: refusalOf(error) });
+      },
+    );
+  });
 }
 
 /**
@@ -241,6 +325,11 @@ export function addGrpcService<N extends ServiceName>(server: grpc.Server, name:
     return new Set<string>(listed);
   };
   server.addService(definition.service, unaryHandlers(name, logger, impl as unknown as UntypedImpl, allowedCallers));
+  const gathered = gatheredMethods.get(server)!;
+  for (const [method, fn] of Object.entries(impl as unknown as UntypedImpl)) {
+    const def = definition.service[method]!;
+    gathered.set(`${name}/${method}`, { serviceName: name, method, fn, decode: def.requestDeserialize, encode: def.responseSerialize, allowed: allowedCallers(method), logger });
+  }
 }
 
 /**
@@ -250,6 +339,12 @@ export function addGrpcService<N extends ServiceName>(server: grpc.Server, name:
 export function createGrpcServer(callers: CallerRules): { server: grpc.Server; setServing: (serving: boolean) => void } {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024, ...NO_CHANNELZ });
   callerRules.set(server, callers);
+  const gathered = new Map<string, GatheredMethod>();
+  gatheredMethods.set(server, gathered);
+  // Open to every peer the transport admits: each gathered call is checked against its own method's rule.
+  server.addService(serviceDefinition(SERVICE_FILES['common.v1.Gathered'], 'common.v1.Gathered').service, {
+    Call: (call: grpc.ServerWritableStream<any, any>) => serveGathered(gathered, call),
+  });
   let serving = true;
   const Health = serviceDefinition('grpc/health/v1/health.proto', 'grpc.health.v1.Health');
   server.addService(Health.service, {
@@ -301,20 +396,22 @@ export function createClient<N extends ServiceName>(
   name: N,
   address: string,
   defaultDeadlineMs = 5000,
-  options: { serverName?: string } = {},
+  options: { serverName?: string; gather?: boolean } = {},
 ): ServiceClient<N> {
   const Ctor = serviceDefinition(SERVICE_FILES[name], name);
-  const client = new Ctor(address, clientCredentialsFor(address), {
-    'grpc.keepalive_time_ms': 30_000,
-    'grpc.enable_retries': 0,
-    ...NO_CHANNELZ,
-    // The certificate to expect: the service named by the package (`billing.v1.…` → billing),
-    // or, for services every server offers (grpc.health), the one the caller names.
-    ...serverNameOptions(options.serverName ?? name.split('.')[0]!),
-  }) as grpc.Client & Record<string, Function>;
-  const api: Record<string, unknown> = { close: () => client.close(), raw: client };
+  const serverName = options.serverName ?? name.split('.')[0]!;
+  const client = new Ctor(address, clientCredentialsFor(address), channelOptions(serverName)) as grpc.Client & Record<string, Function>;
+  const gatherer = options.gather ? gathererFor(address, serverName) : undefined;
+  const api: Record<string, unknown> = {
+    close: () => {
+      client.close();
+      gatherer?.release();
+    },
+    raw: client,
+  };
   for (const method of Object.keys(Ctor.service)) {
-    api[method] = (req: unknown, opts: CallOptions = {}) =>
+    const def = Ctor.service[method]!;
+    const alone = (req: unknown, opts: CallOptions = {}) =>
       new Promise((res, rej) => {
         // The trace context: added here when spans are not recorded, else by OpenTelemetry's
         // grpc-js instrumentation (with the client span as parent).
@@ -332,8 +429,141 @@ export function createClient<N extends ServiceName>(
           Error.stackTraceLimit = stackTraceLimit;
         }
       });
+    // Gathered only while spans are not recorded (a recorded call keeps its own client and
+    // server spans) and without metadata of its own.
+    api[method] = gatherer
+      ? (req: unknown, opts: CallOptions = {}) =>
+          opts.metadata || !propagatesContextManually()
+            ? alone(req, opts)
+            : gatherer.call({ method: `${name}/${method}`, encode: () => def.requestSerialize(req), decode: def.responseDeserialize, deadlineMs: opts.deadlineMs ?? defaultDeadlineMs, alone: () => alone(req, opts) })
+      : alone;
   }
   return api as ServiceClient<N>;
+}
+
+function channelOptions(serverName: string): grpc.ChannelOptions {
+  return {
+    'grpc.keepalive_time_ms': 30_000,
+    'grpc.enable_retries': 0,
+    ...NO_CHANNELZ,
+    // The certificate to expect: the service named by the package (`billing.v1.…` → billing),
+    // or, for services every server offers (grpc.health), the one the caller names.
+    ...serverNameOptions(serverName),
+  };
+}
+
+interface GatheredItem {
+  method: string;
+  encode: () => Buffer;
+  decode: (bytes: Buffer) => unknown;
+  deadlineMs: number;
+  /** The same call made on its own (when it is the only one gathered). */
+  alone: () => Promise<unknown>;
+}
+
+interface Waiting extends GatheredItem {
+  trace: Record<string, string>;
+  resolve: (value: unknown) => void;
+  reject: (reason: unknown) => void;
+}
+
+/**
+ * Gathers the calls made to one server in one event-loop turn into one common.v1.Gathered call
+ * (see gathered.proto); a call made alone in its turn goes out as its own unary call. Each
+ * caller is answered by its own outcome as soon as the server streams it. A gathered call that
+ * fails as a whole fails each call still unanswered with the same error a unary call would
+ * have (a write it carried may have run: none is retried).
+ */
+class Gatherer {
+  private queue: Waiting[] = [];
+  private scheduled = false;
+  users = 0;
+
+  constructor(
+    private readonly client: grpc.Client & Record<string, Function>,
+    private readonly onIdle: () => void,
+  ) {}
+
+  call(item: GatheredItem): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ ...item, trace: injectTraceHeaders(), resolve, reject });
+      if (this.scheduled) return;
+      this.scheduled = true;
+      // setImmediate: calls made by requests whose bytes arrived in the same turn join in.
+      setImmediate(() => {
+        this.scheduled = false;
+        const batch = this.queue;
+        this.queue = [];
+        if (batch.length === 1) return void batch[0]!.alone().then(batch[0]!.resolve, batch[0]!.reject);
+        this.send(batch);
+      });
+    });
+  }
+
+  private send(batch: Waiting[]): void {
+    const open = new Set(batch.map((_, i) => i));
+    let calls: { method: string; request: Buffer; trace: Record<string, string> }[];
+    try {
+      calls = batch.map((w) => ({ method: w.method, request: w.encode(), trace: w.trace }));
+    } catch (e) {
+      return batch.forEach((w) => w.reject(e));
+    }
+    const deadline = new Date(Date.now() + Math.max(...batch.map((w) => w.deadlineMs)));
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    let stream: grpc.ClientReadableStream<{ index: number; reply?: Buffer | null; refused?: Refusal | null }>;
+    try {
+      stream = this.client.Call!({ calls }, new grpc.Metadata(), { deadline });
+    } finally {
+      Error.stackTraceLimit = stackTraceLimit;
+    }
+    stream.on('data', (o: { index: number; reply?: Buffer | null; refused?: Refusal | null }) => {
+      const w = batch[o.index];
+      if (!w || !open.delete(o.index)) return;
+      if (o.reply) {
+        try {
+          w.resolve(w.decode(o.reply));
+        } catch (e) {
+          w.reject(e);
+        }
+      } else w.reject(domainErrorOf(o.refused));
+    });
+    const failRest = (e: DomainError) => {
+      for (const i of open) batch[i]!.reject(e);
+      open.clear();
+    };
+    stream.on('error', (err: grpc.ServiceError) => failRest(fromGrpcError(err)));
+    stream.on('end', () => failRest(new DomainError('internal', 'The server ended a gathered call without answering every call in it.')));
+  }
+
+  release(): void {
+    if (--this.users === 0) this.onIdle();
+  }
+}
+
+/** The error a refused gathered call carried, as the unary call would have thrown it. */
+function domainErrorOf(r: Refusal | null | undefined): DomainError {
+  if (!r || !(r.code in ERROR_CODES)) return new DomainError('internal', 'An unexpected error occurred.');
+  return new DomainError(r.code as ErrorCode, r.message, r.extensionsJson ? JSON.parse(r.extensionsJson) : {});
+}
+
+/** One gatherer per server (address and expected certificate), shared by every client of it that gathers. */
+const gatherers = new Map<string, Gatherer>();
+
+function gathererFor(address: string, serverName: string): Gatherer {
+  const key = `${serverName}@${address}`;
+  let g = gatherers.get(key);
+  if (!g) {
+    const Ctor = serviceDefinition(SERVICE_FILES['common.v1.Gathered'], 'common.v1.Gathered');
+    const client = new Ctor(address, clientCredentialsFor(address), channelOptions(serverName)) as grpc.Client & Record<string, Function>;
+    g = new Gatherer(client, () => {
+      client.close();
+      gatherers.delete(key);
+    });
+    gatherers.set(key, g);
+  }
+  g.users++;
+  return g;
 }
 
 /**

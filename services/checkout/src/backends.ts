@@ -1,4 +1,4 @@
-import { createClient, withSharedReads, type ServiceClient } from '@billing/service-runtime';
+import { createClient as createServiceClient, withSharedReads, type ServiceClient } from '@billing/service-runtime';
 import type { CheckoutConfig } from './config.js';
 
 /** gRPC clients of the services checkout's flows drive: identity (customer accounts, link keys, session tokens) and billing. */
@@ -18,6 +18,9 @@ export function createCheckoutBackends(config: CheckoutConfig): CheckoutBackends
   const d = config.GRPC_DEADLINE_MS;
   const i = config.IDENTITY_GRPC_URL;
   const b = config.BILLING_GRPC_URL;
+  // The calls of concurrent flows to one service go out gathered (see createClient): every
+  // invitation, completion and preview ensures an account, every completion enrols.
+  const createClient = <N extends Parameters<typeof createServiceClient>[0]>(name: N, address: string, deadlineMs: number) => createServiceClient(name, address, deadlineMs, { gather: true });
   const clients = {
     customers: createClient('identity.v1.Customers', i, d),
     // The reads every link, session and onboarding makes alike (one merchant's key, plans and

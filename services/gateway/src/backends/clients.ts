@@ -1,4 +1,4 @@
-import { createClient, type ServiceClient } from '@billing/service-runtime';
+import { createClient as createServiceClient, type ServiceClient } from '@billing/service-runtime';
 import type { ServiceName } from '@billing/proto-types';
 import type { GatewayConfig } from '../config.js';
 
@@ -45,6 +45,8 @@ export interface Backends {
 /** gRPC clients of every backing service; each call carries the configured deadline. */
 export function createBackends(config: GatewayConfig): Backends {
   const d = config.GRPC_DEADLINE_MS;
+  // The calls of concurrent requests to one service go out gathered (see createClient).
+  const createClient = <N extends ServiceName>(name: N, address: string, deadlineMs: number) => createServiceClient(name, address, deadlineMs, { gather: true });
   const identity: IdentityClients = {
     merchantUsers: createClient('identity.v1.MerchantUsers', config.IDENTITY_GRPC_URL, d),
     apiKeys: createClient('identity.v1.ApiKeys', config.IDENTITY_GRPC_URL, d),
