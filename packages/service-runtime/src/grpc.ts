@@ -547,20 +547,27 @@ function domainErrorOf(r: Refusal | null | undefined): DomainError {
   return new DomainError(r.code as ErrorCode, r.message, r.extensionsJson ? JSON.parse(r.extensionsJson) : {});
 }
 
-/** One gatherer per server (address and expected certificate), shared by every client of it that gathers. */
-const gatherers = new Map<string, Gatherer>();
+/**
+ * One gatherer per server (address and expected certificate) and credentials of ours, shared by
+ * every client of that server that gathers.
+ */
+const gatherers = new WeakMap<grpc.ChannelCredentials, Map<string, Gatherer>>();
 
 function gathererFor(address: string, serverName: string): Gatherer {
+  const credentials = clientCredentialsFor(address);
+  let ours = gatherers.get(credentials);
+  if (!ours) gatherers.set(credentials, (ours = new Map()));
   const key = `${serverName}@${address}`;
-  let g = gatherers.get(key);
+  let g = ours.get(key);
   if (!g) {
     const Ctor = serviceDefinition(SERVICE_FILES['common.v1.Gathered'], 'common.v1.Gathered');
-    const client = new Ctor(address, clientCredentialsFor(address), channelOptions(serverName)) as grpc.Client & Record<string, Function>;
+    const client = new Ctor(address, credentials, channelOptions(serverName)) as grpc.Client & Record<string, Function>;
+    const byKey = ours;
     g = new Gatherer(client, () => {
       client.close();
-      gatherers.delete(key);
+      byKey.delete(key);
     });
-    gatherers.set(key, g);
+    ours.set(key, g);
   }
   g.users++;
   return g;
