@@ -23,6 +23,12 @@ export const BaseConfig = z.object({
 export const DbPoolMax = z.coerce.number().int().min(1).default(10);
 
 /**
+ * `GRPC_GATHER` of a service whose clients gather their calls (see `createClient`): `1` (the
+ * default) gathers the calls made to one server in one event-loop turn, `0` sends each alone.
+ */
+export const GrpcGather = z.enum(['0', '1']).default('1').transform((v) => v === '1');
+
+/**
  * Parses the environment once at start-up. On failure prints every problem and exits, so a
  * misconfigured process never half-starts.
  */

@@ -12,6 +12,7 @@ import { PROTO_ROOT } from './grpc.js';
 const SCOPE_FREE: Record<string, string> = {
   'grpc.health.v1.Health/Check': "the service's own health",
   'grpc.health.v1.Health/Watch': "the service's own health",
+  'common.v1.Gathered/Call': "an envelope: each call in it carries its own method's request, scope included, and is checked as that method",
   'checkout.v1.Checkout/ResolveLink': 'anonymous: the signed link is the credential and names its merchant',
   'checkout.v1.Pages/GetPageAsset': 'public page assets',
   'checkout.v1.Onboarding/PreviewInvitation': 'anonymous: the invitation token is the credential',

@@ -20,7 +20,7 @@ export function createCheckoutBackends(config: CheckoutConfig): CheckoutBackends
   const b = config.BILLING_GRPC_URL;
   // The calls of concurrent flows to one service go out gathered (see createClient): every
   // invitation, completion and preview ensures an account, every completion enrols.
-  const createClient = <N extends Parameters<typeof createServiceClient>[0]>(name: N, address: string, deadlineMs: number) => createServiceClient(name, address, deadlineMs, { gather: true });
+  const createClient = <N extends Parameters<typeof createServiceClient>[0]>(name: N, address: string, deadlineMs: number) => createServiceClient(name, address, deadlineMs, { gather: config.GRPC_GATHER });
   const clients = {
     customers: createClient('identity.v1.Customers', i, d),
     // The reads every link, session and onboarding makes alike (one merchant's key, plans and

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_INVITATION_EXPIRY_DAYS } from '@billing/contracts';
-import { BaseConfig, DbPoolMax, MessagingConfig, parseConfig } from '@billing/service-runtime';
+import { BaseConfig, DbPoolMax, GrpcGather, MessagingConfig, parseConfig } from '@billing/service-runtime';
 
 export const CheckoutConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
@@ -12,6 +12,7 @@ export const CheckoutConfig = BaseConfig.extend({
   BILLING_GRPC_URL: z.string().default('127.0.0.1:50052'),
   /** Deadline of each call to identity and billing. */
   GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(10_000),
+  GRPC_GATHER: GrpcGather,
   /** Email (`<DATA_DIR>/mail/`) and SMS (`SMS_PROVIDER`) channels invitations are delivered through. */
   ...MessagingConfig.shape,
   /** Base URL of the browser pages (the gateway's public address): invitation links `<base>/onboard?token=...`, checkout links `<base>/checkout?d=&s=`. */

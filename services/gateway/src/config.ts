@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { BaseConfig, DbPoolMax, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DbPoolMax, GrpcGather, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const GatewayConfig = BaseConfig.extend({
   HOST: z.string().default('0.0.0.0'),
@@ -17,6 +17,7 @@ export const GatewayConfig = BaseConfig.extend({
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   /** Deadline of every forwarded gRPC call. */
   GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(5000),
+  GRPC_GATHER: GrpcGather,
   /** Deadline of POST /api/admin/billing-runs (one run charges everything due). */
   BILLING_RUN_DEADLINE_MS: z.coerce.number().int().min(1000).default(600_000),
   /** How often the gateway polls identity's credential-change feed (revocations reach every replica within this). */

@@ -46,7 +46,7 @@ export interface Backends {
 export function createBackends(config: GatewayConfig): Backends {
   const d = config.GRPC_DEADLINE_MS;
   // The calls of concurrent requests to one service go out gathered (see createClient).
-  const createClient = <N extends ServiceName>(name: N, address: string, deadlineMs: number) => createServiceClient(name, address, deadlineMs, { gather: true });
+  const createClient = <N extends ServiceName>(name: N, address: string, deadlineMs: number) => createServiceClient(name, address, deadlineMs, { gather: config.GRPC_GATHER });
   const identity: IdentityClients = {
     merchantUsers: createClient('identity.v1.MerchantUsers', config.IDENTITY_GRPC_URL, d),
     apiKeys: createClient('identity.v1.ApiKeys', config.IDENTITY_GRPC_URL, d),
