@@ -467,6 +467,9 @@ interface Waiting extends GatheredItem {
   reject: (reason: unknown) => void;
 }
 
+/** Calls per gathered call at most (a turn with more sends several). */
+const GATHER_MAX = 256;
+
 /**
  * Gathers the calls made to one server in one event-loop turn into one common.v1.Gathered call
  * (see gathered.proto); a call made alone in its turn goes out as its own unary call. Each
@@ -492,10 +495,10 @@ class Gatherer {
       // setImmediate: calls made by requests whose bytes arrived in the same turn join in.
       setImmediate(() => {
         this.scheduled = false;
-        const batch = this.queue;
+        const queued = this.queue;
         this.queue = [];
-        if (batch.length === 1) return void batch[0]!.alone().then(batch[0]!.resolve, batch[0]!.reject);
-        this.send(batch);
+        if (queued.length === 1) return void queued[0]!.alone().then(queued[0]!.resolve, queued[0]!.reject);
+        for (let i = 0; i < queued.length; i += GATHER_MAX) this.send(queued.slice(i, i + GATHER_MAX));
       });
     });
   }
