@@ -59,6 +59,8 @@ afterAll(async () => {
 });
 
 const get = (client: ServiceClient<'identity.v1.Customers'>, id: string) => client.GetCustomerAccount({ id });
+/** Asserts the handler ran each of `ids` as part of a gathered call (not as a unary call). */
+const expectGathered = (ids: string[]) => expect(ids.map((id) => seen.find((s) => s.id === id)?.gathered)).toEqual(ids.map(() => true));
 
 describe('gathered gRPC calls', () => {
   it('sends the calls of one turn together, answering each its own reply', async () => {
@@ -75,25 +77,31 @@ describe('gathered gRPC calls', () => {
   });
 
   it("refuses one call with its own error, its neighbours answered, and hides a handler's bug as internal", async () => {
+    seen.length = 0;
     const [ok, missing, broken] = await Promise.allSettled([get(gateway, 'ok'), get(gateway, 'missing'), get(gateway, 'broken')]);
     expect(ok).toMatchObject({ status: 'fulfilled', value: { id: 'ok' } });
     expect((missing as PromiseRejectedResult).reason).toBeInstanceOf(DomainError);
     expect((missing as PromiseRejectedResult).reason).toMatchObject({ code: 'not_found', message: 'Customer account not found.', extensions: { outcome: 'Missing' } });
     expect((broken as PromiseRejectedResult).reason).toMatchObject({ code: 'internal' });
     expect(String((broken as PromiseRejectedResult).reason.message)).not.toContain('a bug');
+    expectGathered(['ok', 'missing', 'broken']);
   });
 
   it('answers a fast call without waiting for a slow one gathered with it', async () => {
+    seen.length = 0;
     const order: string[] = [];
     await Promise.all(['slow-1', 'fast'].map((id) => get(gateway, id).then(() => order.push(id))));
     expect(order).toEqual(['fast', 'slow-1']);
+    expectGathered(['slow-1', 'fast']);
   });
 
   it("checks each call against its own method's callers", async () => {
     // Checkout may read an account but not ensure one; both in one gathered call.
+    seen.length = 0;
     const [read, ensure] = await Promise.allSettled([get(checkout, 'mine'), checkout.EnsureCustomerAccount({ email: 'e@x.io', firstName: 'A', lastName: 'B' })]);
     expect(read).toMatchObject({ status: 'fulfilled', value: { id: 'mine' } });
     expect((ensure as PromiseRejectedResult).reason).toMatchObject({ code: 'forbidden' });
+    expectGathered(['mine']);
     expect(await gateway.EnsureCustomerAccount({ email: 'e@x.io', firstName: 'A', lastName: 'B' })).toEqual({ id: 'e@x.io', created: true, claimed: false });
   });
 

@@ -152,7 +152,8 @@ type Reply<Out, In> = Out extends Buffer
 export type ServiceImpl<N extends ServiceName> = {
   [K in keyof ServiceDefinitions[N]]: (
     request: MethodTypes<ServiceDefinitions[N][K]>['reqOut'],
-    call: grpc.ServerUnaryCall<MethodTypes<ServiceDefinitions[N][K]>['reqOut'], MethodTypes<ServiceDefinitions[N][K]>['res']>,
+    /** The unary call; absent when the call came gathered (common.v1.Gathered). */
+    call?: grpc.ServerUnaryCall<MethodTypes<ServiceDefinitions[N][K]>['reqOut'], MethodTypes<ServiceDefinitions[N][K]>['res']>,
   ) => Promise<Reply<MethodTypes<ServiceDefinitions[N][K]>['resOut'], MethodTypes<ServiceDefinitions[N][K]>['res']>>;
 };
 
@@ -164,7 +165,7 @@ export type ServiceClient<N extends ServiceName> = {
   ) => Promise<MethodTypes<ServiceDefinitions[N][K]>['resOut']>;
 } & { close(): void; raw: grpc.Client };
 
-type UntypedImpl = Record<string, (request: any, call: grpc.ServerUnaryCall<any, any>) => Promise<unknown>>;
+type UntypedImpl = Record<string, (request: any, call?: grpc.ServerUnaryCall<any, any>) => Promise<unknown>>;
 
 /** `<service>/<Method>` of every generated service, e.g. `identity.v1.ApiKeys/CreateApiKey`. */
 export type MethodName = { [N in ServiceName]: `${N}/${keyof ServiceDefinitions[N] & string}` }[ServiceName];
@@ -284,7 +285,7 @@ function serveGathered(methods: Map<string, GatheredMethod>, call: grpc.ServerWr
     let handled: Promise<unknown>;
     try {
       const request = m.decode(c.request);
-      handled = context.with(incomingContext(c.trace ?? {}), () => m.fn(request, undefined as never));
+      handled = context.with(incomingContext(c.trace ?? {}), () => m.fn(request));
     } catch (e) {
       handled = Promise.reject(e instanceof DomainError ? e : new DomainError('bad_request', `The request is not a ${c.method} request.`));
     }
