@@ -391,7 +391,9 @@ export interface CallOptions {
 /**
  * A promise-returning client for the service `name` (e.g. `billing.v1.Members`), typed from
  * its proto. Every call carries a deadline and the current trace context; errors come back
- * as DomainError. It uses the process's transport (see `configureGrpcTransport`).
+ * as DomainError. It uses the process's transport (see `configureGrpcTransport`). With
+ * `gather`, the calls made to the same server in one event-loop turn, by this client and every
+ * other gathering client of that server, go out as one common.v1.Gathered call (see `Gatherer`).
  */
 export function createClient<N extends ServiceName>(
   name: N,
