@@ -31,6 +31,11 @@ const impl = {
     return { id: req.id, email: `${req.id}@x.io`, firstName: 'A', lastName: 'B', fullName: 'A B', emailVerified: false, createdAt: '2026-01-01T00:00:00.000Z', claimed: true, suspended: false };
   },
   EnsureCustomerAccount: async (req: { email: string }) => ({ id: req.email, created: true, claimed: false }),
+  // An empty reply message (zero bytes on the wire).
+  VerifyEmail: async (req: { token: string }, call: unknown) => {
+    seen.push({ id: `verify-${req.token}`, gathered: call === undefined, traceId: currentTraceId() });
+    return {};
+  },
 } as unknown as ServiceImpl<'identity.v1.Customers'>;
 
 let server: Awaited<ReturnType<typeof createGrpcServer>>['server'];
@@ -103,6 +108,12 @@ describe('gathered gRPC calls', () => {
     expect((ensure as PromiseRejectedResult).reason).toMatchObject({ code: 'forbidden' });
     expectGathered(['mine']);
     expect(await gateway.EnsureCustomerAccount({ email: 'e@x.io', firstName: 'A', lastName: 'B' })).toEqual({ id: 'e@x.io', created: true, claimed: false });
+  });
+
+  it('answers an empty reply message (zero bytes) as the reply, not as a refusal', async () => {
+    seen.length = 0;
+    expect(await Promise.all([gateway.VerifyEmail({ token: 'a' }), gateway.VerifyEmail({ token: 'b' })])).toEqual([{}, {}]);
+    expectGathered(['verify-a', 'verify-b']);
   });
 
   it("runs each call in its caller's trace", async () => {
