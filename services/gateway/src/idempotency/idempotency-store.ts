@@ -81,7 +81,11 @@ export class IdempotencyStore {
    * `INSERT ... ON CONFLICT` (a round trip per request was the gateway's main cost). Each row is
    * decided exactly as a single-row statement would decide it; a caller learns its answer only
    * after the statement committed. Rows are sorted so that concurrent batches take row locks in
-   * one order (no deadlocks), and one key appears at most once per statement.
+   * one order (no deadlocks), and one key appears at most once per statement. One batch runs at
+   * a time (here and for the outcomes), so the requests that arrive meanwhile share the next
+   * statement: with the gateway's calls gathered, requests come back from the services sooner,
+   * and two batches in flight halved the outcomes' batch size (pg_stat_statements: 0.05 → 0.09
+   * outcome updates per request, 128 → 175 µs of Postgres per subscription create).
    */
   private readonly claims = new Batcher<Claim, boolean>(
     async (batch) => {
@@ -109,7 +113,7 @@ export class IdempotencyStore {
       const won = new Set(res.rows.map((r) => r.claim_token));
       return batch.map((c) => won.has(c.claimToken));
     },
-    { keyOf: (c) => `${c.scope}\u0000${c.key}` },
+    { keyOf: (c) => `${c.scope}\u0000${c.key}`, maxInFlight: 1 },
   );
 
   /**
@@ -143,6 +147,7 @@ export class IdempotencyStore {
       const held = new Set(res.rows.map((r) => r.claim_token));
       return batch.map((o) => held.has(o.claimToken));
     },
+    { maxInFlight: 1 },
   );
 
   /** Deletes up to `batch` expired records; returns how many. */
