@@ -105,16 +105,19 @@ export function toGrpcError(e: DomainError): Partial<grpc.StatusObject> {
  * another service) sees the same code. Transport failures become `service_unavailable`.
  */
 export function fromGrpcError(err: grpc.ServiceError): DomainError {
-  const code = err.metadata?.get(ERROR_CODE_KEY)[0]?.toString();
-  if (code && code in ERROR_CODES) {
-    const raw = err.metadata.get(ERROR_EXTENSIONS_KEY)[0];
-    const ext = raw ? JSON.parse(Buffer.isBuffer(raw) ? raw.toString() : raw) : {};
-    return new DomainError(code as ErrorCode, err.details, ext);
-  }
+  const raw = err.metadata?.get(ERROR_EXTENSIONS_KEY)[0];
+  const known = rebuiltError(err.metadata?.get(ERROR_CODE_KEY)[0]?.toString(), err.details, raw === undefined ? undefined : raw.toString());
+  if (known) return known;
   if (err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED) {
     return new DomainError('service_unavailable', 'A backing service is unavailable; retry shortly.', { retryAfterSeconds: 1 });
   }
   return new DomainError('internal', 'An unexpected error occurred.');
+}
+
+/** The DomainError a service threw, from its code, message and extension members (JSON); undefined for a code this platform does not know. */
+function rebuiltError(code: string | undefined, message: string, extensionsJson: string | undefined): DomainError | undefined {
+  if (!code || !(code in ERROR_CODES)) return undefined;
+  return new DomainError(code as ErrorCode, message, extensionsJson ? JSON.parse(extensionsJson) : {});
 }
 
 /** Request and reply types of one method of a generated service definition. */
@@ -279,7 +282,7 @@ function serveGathered(methods: Map<string, GatheredMethod>, call: grpc.ServerWr
     const done = (status: grpc.status) => recordRpcCall(m.serviceName, m.method, grpc.status[status] ?? String(status), (performance.now() - started) / 1000);
     const refusal = callerRefusal(caller, m.allowed, m.serviceName, m.method, m.logger);
     if (refusal) {
-      done(toGrpcError(refusal).code ?? grpc.status.PERMISSION_DENIED);
+      done(GRPC_STATUS[refusal.code]);
       return answer(index, { refused: refusalOf(refusal) });
     }
     let handled: Promise<unknown>;
@@ -304,7 +307,7 @@ function serveGathered(methods: Map<string, GatheredMethod>, call: grpc.ServerWr
       },
       (e: unknown) => {
         const error = handlerError(e, m.serviceName, m.method, m.logger);
-        done(toGrpcError(error).code ?? grpc.status.UNKNOWN);
+        done(GRPC_STATUS[error.code]);
         answer(index, { refused: refusalOf(error) });
       },
     );
@@ -464,6 +467,9 @@ interface GatheredItem {
   alone: () => Promise<unknown>;
 }
 
+/** One streamed common.v1.GatheredOutcome as decoded. */
+type Outcome = { index: number; reply?: Buffer | null; refused?: Refusal | null };
+
 interface Waiting extends GatheredItem {
   trace: Record<string, string>;
   resolve: (value: unknown) => void;
@@ -483,7 +489,7 @@ const GATHER_MAX = 256;
 class Gatherer {
   private queue: Waiting[] = [];
   private scheduled = false;
-  users = 0;
+  private users = 0;
 
   constructor(
     private readonly client: grpc.Client & Record<string, Function>,
@@ -517,13 +523,13 @@ class Gatherer {
     const deadline = new Date(Date.now() + Math.max(...batch.map((w) => w.deadlineMs)));
     const stackTraceLimit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
-    let stream: grpc.ClientReadableStream<{ index: number; reply?: Buffer | null; refused?: Refusal | null }>;
+    let stream: grpc.ClientReadableStream<Outcome>;
     try {
       stream = this.client.Call!({ calls }, new grpc.Metadata(), { deadline });
     } finally {
       Error.stackTraceLimit = stackTraceLimit;
     }
-    stream.on('data', (o: { index: number; reply?: Buffer | null; refused?: Refusal | null }) => {
+    stream.on('data', (o: Outcome) => {
       const w = batch[o.index];
       if (!w || !open.delete(o.index)) return;
       if (o.reply) {
@@ -532,7 +538,7 @@ class Gatherer {
         } catch (e) {
           w.reject(e);
         }
-      } else w.reject(domainErrorOf(o.refused));
+      } else w.reject((o.refused && rebuiltError(o.refused.code, o.refused.message, o.refused.extensionsJson)) ?? new DomainError('internal', 'An unexpected error occurred.'));
     });
     const failRest = (e: DomainError) => {
       for (const i of open) batch[i]!.reject(e);
@@ -542,15 +548,15 @@ class Gatherer {
     stream.on('end', () => failRest(new DomainError('internal', 'The server ended a gathered call without answering every call in it.')));
   }
 
+  /** One more client uses this gatherer; `release` when it closes. */
+  acquire(): this {
+    this.users++;
+    return this;
+  }
+
   release(): void {
     if (--this.users === 0) this.onIdle();
   }
-}
-
-/** The error a refused gathered call carried, as the unary call would have thrown it. */
-function domainErrorOf(r: Refusal | null | undefined): DomainError {
-  if (!r || !(r.code in ERROR_CODES)) return new DomainError('internal', 'An unexpected error occurred.');
-  return new DomainError(r.code as ErrorCode, r.message, r.extensionsJson ? JSON.parse(r.extensionsJson) : {});
 }
 
 /**
@@ -575,8 +581,7 @@ function gathererFor(address: string, serverName: string): Gatherer {
     });
     ours.set(key, g);
   }
-  g.users++;
-  return g;
+  return g.acquire();
 }
 
 /**
