@@ -99,27 +99,32 @@ export async function queryRows<T = Record<string, any>>(em: EntityManager, sql:
 
 /** The part of a node-postgres client `queryPrepared` uses. */
 interface PgClient {
-  query(config: { name: string; text: string; values: readonly unknown[] }): Promise<{ rowCount: number | null; rows: unknown[] }>;
+  query(config: { name?: string; text: string; values: readonly unknown[] }): Promise<{ rowCount: number | null; rows: unknown[] }>;
 }
 
 /**
- * Runs one statement as a named prepared statement (parsed and planned once per connection)
- * with `$n` parameters bound by the driver, on a connection of the ORM's pool, outside any
- * transaction. For hot single-statement paths; arrays are sent as Postgres arrays (for `unnest`).
+ * Runs one statement as a named prepared statement (parsed and planned once per connection; with
+ * no name, unnamed, as `PreparedQuery` says) with `$n` parameters bound by the driver, on a
+ * connection of the ORM's pool, outside any transaction. For hot single-statement paths; arrays are sent as Postgres arrays (for `unnest`).
  */
-export async function queryPrepared<T = Record<string, any>>(orm: MikroORM, name: string, text: string, values: readonly unknown[]): Promise<{ rows: T[]; rowCount: number }> {
+export async function queryPrepared<T = Record<string, any>>(orm: MikroORM, name: string | undefined, text: string, values: readonly unknown[]): Promise<{ rows: T[]; rowCount: number }> {
   const client = orm.em.getConnection().getKnex().client as { acquireConnection(): Promise<PgClient>; releaseConnection(c: PgClient): Promise<void> };
   const conn = await client.acquireConnection();
   try {
-    const res = await conn.query({ name, text, values });
+    const res = await conn.query(name === undefined ? { text, values } : { name, text, values });
     return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
   } finally {
     await client.releaseConnection(conn);
   }
 }
 
-/** Runs one named prepared statement (see `queryPrepared`) on the connection it is given to. */
-export type PreparedQuery = <T = Record<string, any>>(name: string, text: string, values: readonly unknown[]) => Promise<{ rows: T[]; rowCount: number }>;
+/**
+ * Runs one statement on the connection it is given to: a named prepared statement (see
+ * `queryPrepared`), or, with no name, an unnamed one, parsed and planned for each call with the
+ * tables' sizes of the moment (for statements whose best plan changes as a table grows from
+ * empty: a connection keeps a named statement's generic plan until the table is next analyzed).
+ */
+export type PreparedQuery = <T = Record<string, any>>(name: string | undefined, text: string, values: readonly unknown[]) => Promise<{ rows: T[]; rowCount: number }>;
 
 /**
  * Runs `work` in one transaction on one connection of the ORM's pool, its statements prepared
@@ -135,7 +140,7 @@ export async function transactPrepared<R>(orm: MikroORM, work: (query: PreparedQ
     let result: R;
     try {
       result = await work(async (name, text, values) => {
-        const res = await conn.query({ name, text, values });
+        const res = await conn.query(name === undefined ? { text, values } : { name, text, values });
         return { rows: res.rows as never[], rowCount: res.rowCount ?? 0 };
       });
     } catch (e) {

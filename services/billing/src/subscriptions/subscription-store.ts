@@ -175,7 +175,7 @@ export class SubscriptionStore {
     (batch) =>
       batch.some((t) => t.lock)
         ? transactPrepared(this.orm, (query) => this.attemptTransitions(query, batch, { lock: true }))
-        : this.attemptTransitions(<T,>(name: string, text: string, values: readonly unknown[]) => queryPrepared<T>(this.orm, name, text, values), batch, { lock: false }),
+        : this.attemptTransitions(<T,>(name: string | undefined, text: string, values: readonly unknown[]) => queryPrepared<T>(this.orm, name, text, values), batch, { lock: false }),
     { keyOf: (t) => t.id.toLowerCase() },
   );
 

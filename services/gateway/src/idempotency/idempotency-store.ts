@@ -28,7 +28,7 @@ interface Outcome {
 
 /** The part of a node-postgres client the store uses. */
 interface PgClient {
-  query(config: { name?: string; text: string; values: unknown[] }): Promise<{ rowCount: number | null; rows: unknown[] }>;
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rowCount: number | null; rows: unknown[] }>;
 }
 
 /**
@@ -43,13 +43,12 @@ interface PgClient {
 export class IdempotencyStore {
   constructor(private readonly orm: MikroORM) {}
 
-  /** Runs one statement on a pooled connection: prepared under `name`, or unnamed (parsed and planned each time) when it has none. */
-  private async run(name: string | undefined, text: string, values: unknown[]): Promise<{ rowCount: number; rows: unknown[] }> {
+  private async run(name: string, text: string, values: unknown[]): Promise<{ rowCount: number }> {
     const client = this.orm.em.getKnex().client as { acquireConnection(): Promise<PgClient>; releaseConnection(c: PgClient): Promise<void> };
     const conn = await client.acquireConnection();
     try {
       const res = await conn.query({ name, text, values });
-      return { rowCount: res.rowCount ?? 0, rows: res.rows };
+      return { rowCount: res.rowCount ?? 0 };
     } finally {
       await client.releaseConnection(conn);
     }
@@ -140,7 +139,8 @@ export class IdempotencyStore {
         body: o.response?.body ?? null,
         completed_at: o.now,
       }));
-      const res = await this.run(
+      const res = await queryPrepared<{ claim_token: string }>(
+        this.orm,
         // Unnamed: planned for each batch, with the table's size and the batch's keys as they are.
         undefined,
         `update idempotency_records r
@@ -151,7 +151,7 @@ export class IdempotencyStore {
           returning r.claim_token`,
         [JSON.stringify(rows), [...new Set(batch.map((o) => o.scope))], batch.map((o) => o.key)],
       );
-      const held = new Set((res.rows as { claim_token: string }[]).map((r) => r.claim_token));
+      const held = new Set(res.rows.map((r) => r.claim_token));
       return batch.map((o) => held.has(o.claimToken));
     },
     { maxInFlight: 1 },
