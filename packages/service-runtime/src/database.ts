@@ -87,14 +87,45 @@ export async function migrate(orm: MikroORM, schema: string, migrations: readonl
 }
 
 /**
- * Runs SQL with `?` parameters bound by the Postgres driver (sent apart from the statement, not
- * escaped into it as `em.execute` does), in `em`'s transaction when there is one. For hot paths
- * that pass large parameters, e.g. a batch as one JSON document. Returns the rows.
+ * Where `queryRows` runs its SQL: an EntityManager (in its transaction when it has one), or the
+ * connection of a `transactPrepared` transaction (its `PreparedQuery`).
  */
-export async function queryRows<T = Record<string, any>>(em: EntityManager, sql: string, params: readonly unknown[] = []): Promise<T[]> {
-  const runner = (em.getTransactionContext() as Knex.Transaction | undefined) ?? em.getConnection().getKnex();
+export type SqlContext = EntityManager | PreparedQuery;
+
+/**
+ * Runs SQL with `?` parameters bound by the Postgres driver (sent apart from the statement, not
+ * escaped into it as `em.execute` does), in `db`'s transaction when there is one. For hot paths
+ * that pass large parameters, e.g. a batch as one JSON document. Returns the rows. Given a
+ * `transactPrepared` connection, the statement goes unnamed, its `?` numbered as `$n`.
+ */
+export async function queryRows<T = Record<string, any>>(db: SqlContext, sql: string, params: readonly unknown[] = []): Promise<T[]> {
+  if (typeof db === 'function') return (await db<T>(undefined, numberedParameters(sql, params.length), params)).rows;
+  const runner = (db.getTransactionContext() as Knex.Transaction | undefined) ?? db.getConnection().getKnex();
   const res = (await runner.raw(sql, params as Knex.ValueDict[])) as { rows: T[] };
   return res.rows;
+}
+
+/**
+ * `sql` with its `?` parameters numbered `$1`, `$2`, … (outside quoted strings and identifiers);
+ * throws unless there are exactly `count`. The SQL given to `queryRows` uses no `?` operator.
+ */
+export function numberedParameters(sql: string, count: number): string {
+  let n = 0;
+  let quote: string | null = null;
+  let out = '';
+  for (const ch of sql) {
+    if (quote) {
+      if (ch === quote) quote = null;
+    } else if (ch === "'" || ch === '"') {
+      quote = ch;
+    } else if (ch === '?') {
+      out += `$${++n}`;
+      continue;
+    }
+    out += ch;
+  }
+  if (n !== count) throw new Error(`SQL has ${n} parameters, given ${count}`);
+  return out;
 }
 
 /** The part of a node-postgres client `queryPrepared` uses. */

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { queryRows } from '@billing/service-runtime';
+import { queryRows, type SqlContext } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { PaymentMethod } from '../payment-methods/payment-method.js';
 import type { Subscription } from '../subscriptions/subscription.js';
@@ -21,7 +20,7 @@ const iso = (d: Date | null | undefined) => d?.toISOString() ?? null;
  * Subscriptions by id, as detached aggregates (outside the unit of work: `saveBillingStates`
  * writes them), in id order; `lock` takes their row locks for this transaction, in that order.
  */
-export async function loadSubscriptions(em: EntityManager, ids: string[], opts: { lock?: boolean } = {}): Promise<Subscription[]> {
+export async function loadSubscriptions(em: SqlContext, ids: string[], opts: { lock?: boolean } = {}): Promise<Subscription[]> {
   if (ids.length === 0) return [];
   // Hand-mapped: hydrating a chunk's entities through the ORM cost more than the run's SQL.
   const rows = await queryRows<SubscriptionRow>(em, `select ${SUBSCRIPTION_COLUMNS} from subscriptions where id = any(?::uuid[]) order by id${opts.lock ? ' for update' : ''}`, [ids]);
@@ -32,7 +31,7 @@ export async function loadSubscriptions(em: EntityManager, ids: string[], opts: 
 export type ChargeableMethod = Pick<PaymentMethod, 'id' | 'memberId' | 'type' | 'last4' | 'providerToken' | 'rank'>;
 
 /** The payment methods of members (`byMember`: theirs, in rank order) or with ids (`byId`). */
-export async function loadPaymentMethods(em: EntityManager, by: { memberIds: string[] } | { ids: string[] }): Promise<ChargeableMethod[]> {
+export async function loadPaymentMethods(em: SqlContext, by: { memberIds: string[] } | { ids: string[] }): Promise<ChargeableMethod[]> {
   const ids = 'ids' in by ? by.ids : by.memberIds;
   if (ids.length === 0) return [];
   const rows = await queryRows<{ id: string; member_id: string; type: PaymentMethod['type']; last4: string; provider_token: string | null; rank: number }>(
@@ -53,7 +52,7 @@ export interface PendingEvent {
 }
 
 /** Inserts new `Processing` transactions (a chunk's charges). */
-export async function insertTransactions(em: EntityManager, txns: Transaction[]): Promise<void> {
+export async function insertTransactions(em: SqlContext, txns: Transaction[]): Promise<void> {
   if (txns.length === 0) return;
   // One statement for the chunk (jsonb_to_recordset): see the module comment.
   await queryRows(
@@ -69,7 +68,7 @@ export async function insertTransactions(em: EntityManager, txns: Transaction[])
  * dunning, pause and cancel instants, claim). The caller holds their row locks since it read
  * them in this transaction, so nothing it writes over is newer than what it read.
  */
-export async function saveBillingStates(em: EntityManager, subs: Subscription[]): Promise<void> {
+export async function saveBillingStates(em: SqlContext, subs: Subscription[]): Promise<void> {
   if (subs.length === 0) return;
   const rows = subs.map((s) => ({
     id: s.id,
@@ -102,7 +101,7 @@ export async function saveBillingStates(em: EntityManager, subs: Subscription[])
 }
 
 /** Sets (or, with null, releases) the claim of a billing run on subscriptions whose rows the caller has locked. */
-export async function setClaims(em: EntityManager, ids: string[], until: Date | null): Promise<void> {
+export async function setClaims(em: SqlContext, ids: string[], until: Date | null): Promise<void> {
   if (ids.length === 0) return;
   await queryRows(em, `update subscriptions set claimed_until = ?::timestamptz where id = any(?::uuid[])`, [iso(until), ids]);
 }
@@ -121,7 +120,7 @@ export interface RecordedOutcome {
  * returns the ids it recorded: a transaction another run or request confirmed meanwhile is
  * left as it is (its outcome, events and period advance are already that one's).
  */
-export async function recordOutcomes(em: EntityManager, outcomes: RecordedOutcome[], at: Date): Promise<Set<string>> {
+export async function recordOutcomes(em: SqlContext, outcomes: RecordedOutcome[], at: Date): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
   const rows = outcomes.map((o) => ({ id: o.id, status: o.status, provider_ref: o.providerRef, failure_reason: o.failureReason, settled_at: iso(o.settledAt) }));
   // One guarded statement for the chunk: the `status`/`provider_ref` condition is what makes a second recording a no-op.
@@ -138,13 +137,13 @@ export async function recordOutcomes(em: EntityManager, outcomes: RecordedOutcom
 }
 
 /** Releases the claim on unconfirmed transactions whose provider call got no answer: the next run repeats the call. */
-export async function releaseUnconfirmed(em: EntityManager, ids: string[]): Promise<void> {
+export async function releaseUnconfirmed(em: SqlContext, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
   await queryRows(em, `update transactions set claimed_until = null where id = any(?::uuid[]) and status = 'Processing' and provider_ref is null`, [ids]);
 }
 
 /** Gives the reservations of refunds the provider refused back to their charges (`Transaction.releaseRefund`, summed per charge). */
-export async function releaseRefunds(em: EntityManager, refunds: { chargeId: string; amountMinor: number }[]): Promise<void> {
+export async function releaseRefunds(em: SqlContext, refunds: { chargeId: string; amountMinor: number }[]): Promise<void> {
   if (refunds.length === 0) return;
   const rows = refunds.map((r) => ({ id: r.chargeId, amount_minor: r.amountMinor }));
   await queryRows(
@@ -160,7 +159,7 @@ export async function releaseRefunds(em: EntityManager, refunds: { chargeId: str
  * Writes integration events to the outbox in one statement, in array order, each with its own
  * trace context or else the caller's (what `recordEvent` does one entity at a time).
  */
-export async function insertEvents(em: EntityManager, events: PendingEvent[], occurredAt = new Date()): Promise<void> {
+export async function insertEvents(em: SqlContext, events: PendingEvent[], occurredAt = new Date()): Promise<void> {
   if (events.length === 0) return;
   const traceContext = injectTraceHeaders();
   const at = occurredAt.toISOString();

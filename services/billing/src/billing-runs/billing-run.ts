@@ -1,13 +1,14 @@
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
 import { toMajorUnits } from '@billing/money';
-import { queryRows, recordEvent, type Logger } from '@billing/service-runtime';
+import { queryRows, recordEvent, transactPrepared, type Logger } from '@billing/service-runtime';
 import { withoutCallSpans } from '@billing/telemetry';
 import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
 import { PROVIDER_REJECTED, ProviderRejected, type ChargeStatus, type PaymentProvider } from '../payment-provider/payment-provider.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { Plan } from '../plans/plan.js';
+import type { BillingSchedule } from '../plans/billing-interval.js';
 import { recordSubscriptionEvents } from '../subscriptions/subscriptions-grpc.js';
 import { parseRetryOffsets, Subscription, type DunningPolicy } from '../subscriptions/subscription.js';
 import { Transaction, transactionEventData } from '../transactions/transaction.js';
@@ -478,13 +479,21 @@ export async function applyCallOutcomes(
   traceContexts?: Record<string, string>[],
 ): Promise<{ succeeded: number; recorded: Set<string> }> {
   let succeeded = 0;
-  const recordedIds = await orm.em.fork().transactional(async (em) => {
+  // On a pooled connection outside the ORM (`transactPrepared`): every refund and retry batch
+  // records here, and the ORM's transaction (knex's transactor, built per transaction) cost more
+  // CPU than the few statements it carries.
+  const recordedIds = await transactPrepared(orm, async (em) => {
     // Subscriptions first and in id order (the lock order of every writer of a chunk), locked
     // for the read-modify-write of their billing state below.
     const subIds = [...new Set(txns.filter((t) => t.kind === 'Charge' && t.subscriptionId).map((t) => t.subscriptionId!))];
     const subs = new Map((await loadSubscriptions(em, subIds, { lock: true })).map((s) => [s.id, s]));
     const planIds = [...new Set([...subs.values()].map((s) => s.planId))];
-    const plans = new Map((planIds.length ? await em.find(Plan, { id: { $in: planIds } }, { disableIdentityMap: true }) : []).map((p) => [p.id, p]));
+    const plans = new Map(
+      (planIds.length
+        ? await queryRows<{ id: string; billing_interval: BillingSchedule['interval']; interval_count: number }>(em, `select id, billing_interval, interval_count from plans where id = any(?::uuid[])`, [planIds])
+        : []
+      ).map((p): [string, BillingSchedule] => [p.id, { interval: p.billing_interval, intervalCount: p.interval_count }]),
+    );
 
     const answered: RecordedOutcome[] = [];
     const unanswered: string[] = [];
