@@ -136,7 +136,8 @@ interface PgClient {
 /**
  * Runs one statement as a named prepared statement (parsed and planned once per connection; with
  * no name, unnamed, as `PreparedQuery` says) with `$n` parameters bound by the driver, on a
- * connection of the ORM's pool, outside any transaction. For hot single-statement paths; arrays are sent as Postgres arrays (for `unnest`).
+ * connection of the ORM's pool, outside any transaction. For hot single-statement paths; arrays
+ * are sent as Postgres arrays (for `unnest`).
  */
 export async function queryPrepared<T = Record<string, any>>(orm: MikroORM, name: string | undefined, text: string, values: readonly unknown[]): Promise<{ rows: T[]; rowCount: number }> {
   const client = orm.em.getConnection().getKnex().client as { acquireConnection(): Promise<PgClient>; releaseConnection(c: PgClient): Promise<void> };

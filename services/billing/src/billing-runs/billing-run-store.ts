@@ -20,10 +20,10 @@ const iso = (d: Date | null | undefined) => d?.toISOString() ?? null;
  * Subscriptions by id, as detached aggregates (outside the unit of work: `saveBillingStates`
  * writes them), in id order; `lock` takes their row locks for this transaction, in that order.
  */
-export async function loadSubscriptions(em: SqlContext, ids: string[], opts: { lock?: boolean } = {}): Promise<Subscription[]> {
+export async function loadSubscriptions(db: SqlContext, ids: string[], opts: { lock?: boolean } = {}): Promise<Subscription[]> {
   if (ids.length === 0) return [];
   // Hand-mapped: hydrating a chunk's entities through the ORM cost more than the run's SQL.
-  const rows = await queryRows<SubscriptionRow>(em, `select ${SUBSCRIPTION_COLUMNS} from subscriptions where id = any(?::uuid[]) order by id${opts.lock ? ' for update' : ''}`, [ids]);
+  const rows = await queryRows<SubscriptionRow>(db, `select ${SUBSCRIPTION_COLUMNS} from subscriptions where id = any(?::uuid[]) order by id${opts.lock ? ' for update' : ''}`, [ids]);
   return rows.map(subscriptionOfRow);
 }
 
@@ -31,11 +31,11 @@ export async function loadSubscriptions(em: SqlContext, ids: string[], opts: { l
 export type ChargeableMethod = Pick<PaymentMethod, 'id' | 'memberId' | 'type' | 'last4' | 'providerToken' | 'rank'>;
 
 /** The payment methods of members (`byMember`: theirs, in rank order) or with ids (`byId`). */
-export async function loadPaymentMethods(em: SqlContext, by: { memberIds: string[] } | { ids: string[] }): Promise<ChargeableMethod[]> {
+export async function loadPaymentMethods(db: SqlContext, by: { memberIds: string[] } | { ids: string[] }): Promise<ChargeableMethod[]> {
   const ids = 'ids' in by ? by.ids : by.memberIds;
   if (ids.length === 0) return [];
   const rows = await queryRows<{ id: string; member_id: string; type: PaymentMethod['type']; last4: string; provider_token: string | null; rank: number }>(
-    em,
+    db,
     `select id, member_id, type, last4, provider_token, rank from payment_methods where ${'ids' in by ? 'id' : 'member_id'} = any(?::uuid[]) order by member_id, rank`,
     [ids],
   );
@@ -52,11 +52,11 @@ export interface PendingEvent {
 }
 
 /** Inserts new `Processing` transactions (a chunk's charges). */
-export async function insertTransactions(em: SqlContext, txns: Transaction[]): Promise<void> {
+export async function insertTransactions(db: SqlContext, txns: Transaction[]): Promise<void> {
   if (txns.length === 0) return;
   // One statement for the chunk (jsonb_to_recordset): see the module comment.
   await queryRows(
-    em,
+    db,
     `insert into transactions (${transactionColumns()})
      select * from jsonb_to_recordset(?::jsonb) as r(${TRANSACTION_RECORDSET})`,
     [JSON.stringify(txns.map(rowOfTransaction))],
@@ -68,7 +68,7 @@ export async function insertTransactions(em: SqlContext, txns: Transaction[]): P
  * dunning, pause and cancel instants, claim). The caller holds their row locks since it read
  * them in this transaction, so nothing it writes over is newer than what it read.
  */
-export async function saveBillingStates(em: SqlContext, subs: Subscription[]): Promise<void> {
+export async function saveBillingStates(db: SqlContext, subs: Subscription[]): Promise<void> {
   if (subs.length === 0) return;
   const rows = subs.map((s) => ({
     id: s.id,
@@ -87,7 +87,7 @@ export async function saveBillingStates(em: SqlContext, subs: Subscription[]): P
   }));
   // One statement for the chunk (jsonb_to_recordset): see the module comment.
   await queryRows(
-    em,
+    db,
     `update subscriptions s set status = r.status, current_period_start = r.current_period_start, current_period_end = r.current_period_end,
             next_billing_at = r.next_billing_at, paused_at = r.paused_at, resume_at = r.resume_at, cancelled_at = r.cancelled_at,
             dunning_period_start = r.dunning_period_start, dunning_started_at = r.dunning_started_at, retry_count = r.retry_count,
@@ -101,9 +101,9 @@ export async function saveBillingStates(em: SqlContext, subs: Subscription[]): P
 }
 
 /** Sets (or, with null, releases) the claim of a billing run on subscriptions whose rows the caller has locked. */
-export async function setClaims(em: SqlContext, ids: string[], until: Date | null): Promise<void> {
+export async function setClaims(db: SqlContext, ids: string[], until: Date | null): Promise<void> {
   if (ids.length === 0) return;
-  await queryRows(em, `update subscriptions set claimed_until = ?::timestamptz where id = any(?::uuid[])`, [iso(until), ids]);
+  await queryRows(db, `update subscriptions set claimed_until = ?::timestamptz where id = any(?::uuid[])`, [iso(until), ids]);
 }
 
 /** A provider's answer to record on a transaction. */
@@ -120,12 +120,12 @@ export interface RecordedOutcome {
  * returns the ids it recorded: a transaction another run or request confirmed meanwhile is
  * left as it is (its outcome, events and period advance are already that one's).
  */
-export async function recordOutcomes(em: SqlContext, outcomes: RecordedOutcome[], at: Date): Promise<Set<string>> {
+export async function recordOutcomes(db: SqlContext, outcomes: RecordedOutcome[], at: Date): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
   const rows = outcomes.map((o) => ({ id: o.id, status: o.status, provider_ref: o.providerRef, failure_reason: o.failureReason, settled_at: iso(o.settledAt) }));
   // One guarded statement for the chunk: the `status`/`provider_ref` condition is what makes a second recording a no-op.
   const updated = await queryRows<{ id: string }>(
-    em,
+    db,
     `update transactions t set status = r.status, provider_ref = r.provider_ref, failure_reason = r.failure_reason, settled_at = r.settled_at,
             claimed_until = null, updated_at = ?::timestamptz
        from jsonb_to_recordset(?::jsonb) as r(id uuid, status text, provider_ref text, failure_reason text, settled_at timestamptz)
@@ -137,17 +137,17 @@ export async function recordOutcomes(em: SqlContext, outcomes: RecordedOutcome[]
 }
 
 /** Releases the claim on unconfirmed transactions whose provider call got no answer: the next run repeats the call. */
-export async function releaseUnconfirmed(em: SqlContext, ids: string[]): Promise<void> {
+export async function releaseUnconfirmed(db: SqlContext, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
-  await queryRows(em, `update transactions set claimed_until = null where id = any(?::uuid[]) and status = 'Processing' and provider_ref is null`, [ids]);
+  await queryRows(db, `update transactions set claimed_until = null where id = any(?::uuid[]) and status = 'Processing' and provider_ref is null`, [ids]);
 }
 
 /** Gives the reservations of refunds the provider refused back to their charges (`Transaction.releaseRefund`, summed per charge). */
-export async function releaseRefunds(em: SqlContext, refunds: { chargeId: string; amountMinor: number }[]): Promise<void> {
+export async function releaseRefunds(db: SqlContext, refunds: { chargeId: string; amountMinor: number }[]): Promise<void> {
   if (refunds.length === 0) return;
   const rows = refunds.map((r) => ({ id: r.chargeId, amount_minor: r.amountMinor }));
   await queryRows(
-    em,
+    db,
     `update transactions t set refunded_minor = greatest(0, t.refunded_minor - r.amount_minor)
        from (select id, sum(amount_minor) as amount_minor from jsonb_to_recordset(?::jsonb) as x(id uuid, amount_minor bigint) group by id) r
       where t.id = r.id`,
@@ -159,13 +159,13 @@ export async function releaseRefunds(em: SqlContext, refunds: { chargeId: string
  * Writes integration events to the outbox in one statement, in array order, each with its own
  * trace context or else the caller's (what `recordEvent` does one entity at a time).
  */
-export async function insertEvents(em: SqlContext, events: PendingEvent[], occurredAt = new Date()): Promise<void> {
+export async function insertEvents(db: SqlContext, events: PendingEvent[], occurredAt = new Date()): Promise<void> {
   if (events.length === 0) return;
   const traceContext = injectTraceHeaders();
   const at = occurredAt.toISOString();
   const rows = events.map((e, seq) => ({ seq, id: randomUUID(), type: e.type, merchant_id: e.merchantId, data: e.data, occurred_at: at, trace_context: e.traceContext ?? null }));
   await queryRows(
-    em,
+    db,
     `insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
      select e.id, e.type, e.merchant_id, e.data, e.occurred_at, coalesce(e.trace_context, ?::jsonb)
        from jsonb_to_recordset(?::jsonb) as e(seq int, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb)

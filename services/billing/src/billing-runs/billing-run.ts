@@ -482,15 +482,15 @@ export async function applyCallOutcomes(
   // On a pooled connection outside the ORM (`transactPrepared`): every refund and retry batch
   // records here, and the ORM's transaction (knex's transactor, built per transaction) cost more
   // CPU than the few statements it carries.
-  const recordedIds = await transactPrepared(orm, async (em) => {
+  const recordedIds = await transactPrepared(orm, async (db) => {
     // Subscriptions first and in id order (the lock order of every writer of a chunk), locked
     // for the read-modify-write of their billing state below.
     const subIds = [...new Set(txns.filter((t) => t.kind === 'Charge' && t.subscriptionId).map((t) => t.subscriptionId!))];
-    const subs = new Map((await loadSubscriptions(em, subIds, { lock: true })).map((s) => [s.id, s]));
+    const subs = new Map((await loadSubscriptions(db, subIds, { lock: true })).map((s) => [s.id, s]));
     const planIds = [...new Set([...subs.values()].map((s) => s.planId))];
     const plans = new Map(
       (planIds.length
-        ? await queryRows<{ id: string; billing_interval: BillingSchedule['interval']; interval_count: number }>(em, `select id, billing_interval, interval_count from plans where id = any(?::uuid[])`, [planIds])
+        ? await queryRows<{ id: string; billing_interval: BillingSchedule['interval']; interval_count: number }>(db, `select id, billing_interval, interval_count from plans where id = any(?::uuid[])`, [planIds])
         : []
       ).map((p): [string, BillingSchedule] => [p.id, { interval: p.billing_interval, intervalCount: p.interval_count }]),
     );
@@ -502,8 +502,8 @@ export async function applyCallOutcomes(
       if (o === 'unavailable') unanswered.push(t.id);
       else answered.push({ id: t.id, status: o.status, providerRef: o.providerRef, failureReason: o.status === 'Failed' ? (o.failureReason ?? 'failed') : null, settledAt: o.status === 'Settled' ? asOf : null });
     });
-    await releaseUnconfirmed(em, unanswered);
-    const recorded = await recordOutcomes(em, answered, asOf);
+    await releaseUnconfirmed(db, unanswered);
+    const recorded = await recordOutcomes(db, answered, asOf);
 
     const events: PendingEvent[] = [];
     const refused: { chargeId: string; amountMinor: number }[] = [];
@@ -529,11 +529,11 @@ export async function applyCallOutcomes(
         events.push(...subscriptionEvents(sub).map((e) => ({ ...e, traceContext })));
       }
     });
-    await releaseRefunds(em, refused);
-    await saveBillingStates(em, advanced);
+    await releaseRefunds(db, refused);
+    await saveBillingStates(db, advanced);
     const untouched = new Set(advanced.map((s) => s.id));
-    await setClaims(em, [...subs.keys()].filter((id) => !untouched.has(id)), null);
-    await insertEvents(em, events);
+    await setClaims(db, [...subs.keys()].filter((id) => !untouched.has(id)), null);
+    await insertEvents(db, events);
     return recorded;
   });
   return { succeeded, recorded: recordedIds };
