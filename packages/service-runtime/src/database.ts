@@ -143,7 +143,7 @@ export async function queryPrepared<T = Record<string, any>>(orm: MikroORM, name
   const client = orm.em.getConnection().getKnex().client as { acquireConnection(): Promise<PgClient>; releaseConnection(c: PgClient): Promise<void> };
   const conn = await client.acquireConnection();
   try {
-    const res = await conn.query(name === undefined ? { text, values } : { name, text, values });
+    const res = await conn.query({ name, text, values });
     return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
   } finally {
     await client.releaseConnection(conn);
@@ -172,7 +172,7 @@ export async function transactPrepared<R>(orm: MikroORM, work: (query: PreparedQ
     let result: R;
     try {
       result = await work(async (name, text, values) => {
-        const res = await conn.query(name === undefined ? { text, values } : { name, text, values });
+        const res = await conn.query({ name, text, values });
         return { rows: res.rows as never[], rowCount: res.rowCount ?? 0 };
       });
     } catch (e) {

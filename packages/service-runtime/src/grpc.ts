@@ -425,15 +425,7 @@ export function createClient<N extends ServiceName>(
         if (propagatesContextManually()) for (const [k, v] of Object.entries(injectTraceHeaders())) md.set(k, v);
         for (const [k, v] of Object.entries(opts.metadata ?? {})) md.set(k, v);
         const deadline = new Date(Date.now() + (opts.deadlineMs ?? defaultDeadlineMs));
-        // grpc-js captures the caller's stack (new Error()) on every call for the error it would
-        // raise; fromGrpcError builds its own, so the capture is skipped.
-        const stackTraceLimit = Error.stackTraceLimit;
-        Error.stackTraceLimit = 0;
-        try {
-          client[method]!(req, md, { deadline }, (err: grpc.ServiceError | null, reply: unknown) => (err ? rej(fromGrpcError(err)) : res(reply)));
-        } finally {
-          Error.stackTraceLimit = stackTraceLimit;
-        }
+        withoutStackCapture(() => client[method]!(req, md, { deadline }, (err: grpc.ServiceError | null, reply: unknown) => (err ? rej(fromGrpcError(err)) : res(reply))));
       });
     // Gathered only while spans are not recorded (a recorded call keeps its own client and
     // server spans) and without metadata of its own.
@@ -445,6 +437,20 @@ export function createClient<N extends ServiceName>(
       : alone;
   }
   return api as ServiceClient<N>;
+}
+
+/**
+ * Runs `start` (which starts a grpc-js call) without stack capture: grpc-js captures the caller's
+ * stack (new Error()) on every call for the error it would raise, and fromGrpcError builds its own.
+ */
+function withoutStackCapture<T>(start: () => T): T {
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return start();
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
+  }
 }
 
 function channelOptions(serverName: string): grpc.ChannelOptions {
@@ -521,14 +527,7 @@ class Gatherer {
       return batch.forEach((w) => w.reject(e));
     }
     const deadline = new Date(Date.now() + Math.max(...batch.map((w) => w.deadlineMs)));
-    const stackTraceLimit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    let stream: grpc.ClientReadableStream<Outcome>;
-    try {
-      stream = this.client.Call!({ calls }, new grpc.Metadata(), { deadline });
-    } finally {
-      Error.stackTraceLimit = stackTraceLimit;
-    }
+    const stream: grpc.ClientReadableStream<Outcome> = withoutStackCapture(() => this.client.Call!({ calls }, new grpc.Metadata(), { deadline }));
     stream.on('data', (o: Outcome) => {
       const w = batch[o.index];
       if (!w || !open.delete(o.index)) return;

@@ -26,33 +26,17 @@ interface Outcome {
   now: Date;
 }
 
-/** The part of a node-postgres client the store uses. */
-interface PgClient {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rowCount: number | null; rows: unknown[] }>;
-}
-
 /**
  * The idempotency table. Each write is one statement so that concurrent requests (on any
  * replica) are decided by Postgres row locks, never by a read-then-write race.
  *
  * The writes run on every idempotent request, so they skip MikroORM's query building, run as
- * named prepared statements (parsed and planned once per connection) on a connection of
- * MikroORM's own pool, and are group-committed across concurrent requests; reads of whole
- * records go through MikroORM.
+ * prepared statements on a connection of MikroORM's own pool (`queryPrepared`: the claims named,
+ * parsed and planned once per connection; the outcomes unnamed, see there), and are
+ * group-committed across concurrent requests; reads of whole records go through MikroORM.
  */
 export class IdempotencyStore {
   constructor(private readonly orm: MikroORM) {}
-
-  private async run(name: string, text: string, values: unknown[]): Promise<{ rowCount: number }> {
-    const client = this.orm.em.getKnex().client as { acquireConnection(): Promise<PgClient>; releaseConnection(c: PgClient): Promise<void> };
-    const conn = await client.acquireConnection();
-    try {
-      const res = await conn.query({ name, text, values });
-      return { rowCount: res.rowCount ?? 0 };
-    } finally {
-      await client.releaseConnection(conn);
-    }
-  }
 
   /**
    * Claims the key for this attempt: inserts it, or takes over a row that has expired or that a
@@ -159,7 +143,8 @@ export class IdempotencyStore {
 
   /** Deletes up to `batch` expired records; returns how many. */
   async deleteExpired(now: Date, batch = EXPIRY_BATCH_SIZE): Promise<number> {
-    const res = await this.run(
+    const res = await queryPrepared(
+      this.orm,
       'idempotency_delete_expired',
       `delete from idempotency_records where ctid = any (array(
          select ctid from idempotency_records where expires_at <= $1 limit $2 for update skip locked))`,
