@@ -66,8 +66,9 @@ const PG_STATEMENTS = Number(process.env.BENCH_PG_STATEMENTS ?? 0);
 
 /**
  * With BENCH_PG_STATEMENTS, the statements of the bench database Postgres spent the most time
- * executing between `reset()` and `report(label, requests)`, per request, with the shared buffers
- * each call touched (pg_stat_statements is the server's: it sees every database, so the report
+ * executing between `reset()` and `report(label, requests)`, per request, with their planning time
+ * (counted only with `pg_stat_statements.track_planning = on`) and the shared buffers each call
+ * touched (pg_stat_statements is the server's: it sees every database, so the report
  * keeps to the platform's).
  */
 async function pgStatements(databaseUrl) {
@@ -86,21 +87,21 @@ async function pgStatements(databaseUrl) {
     reset: () => client.query('select pg_stat_statements_reset()'),
     async report(label, requests) {
       const { rows } = await client.query(
-        `select calls, rows, total_exec_time, shared_blks_hit + shared_blks_read as blocks, regexp_replace(query, '\\s+', ' ', 'g') as query from pg_stat_statements
+        `select calls, rows, total_exec_time, total_plan_time, shared_blks_hit + shared_blks_read as blocks, regexp_replace(query, '\\s+', ' ', 'g') as query from pg_stat_statements
           where dbid = (select oid from pg_database where datname = current_database()) order by total_exec_time desc limit $1`,
         [PG_STATEMENTS],
       );
       const all = await client.query(
-        `select coalesce(sum(total_exec_time), 0) as t, coalesce(sum(wal_bytes), 0) as wal from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())`,
+        `select coalesce(sum(total_exec_time), 0) as t, coalesce(sum(total_plan_time), 0) as p, coalesce(sum(wal_bytes), 0) as wal from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())`,
       );
       console.log(
-        `bench: ${label}: Postgres statements by execution time (all: ${Math.round((all.rows[0].t * 1000) / requests)} µs and ${Math.round(all.rows[0].wal / requests)} WAL bytes per request; each: calls, rows, µs per request, buffers per call)`,
+        `bench: ${label}: Postgres statements by execution time (all: ${Math.round((all.rows[0].t * 1000) / requests)} µs executing, ${Math.round((all.rows[0].p * 1000) / requests)} µs planning and ${Math.round(all.rows[0].wal / requests)} WAL bytes per request; each: calls, rows, µs executing and planning per request, buffers per call)`,
       );
       for (const r of rows) {
         const per = (v) => (Number(v) / requests).toFixed(2).padStart(6);
         // Buffers per call: a statement that should touch a few rows by key but reads hundreds scans.
         const blocks = Number(r.calls) ? Math.round(Number(r.blocks) / Number(r.calls)) : 0;
-        console.log(`  ${per(r.calls)} ${per(r.rows)} ${String(Math.round((r.total_exec_time * 1000) / requests)).padStart(5)} ${String(blocks).padStart(6)}  ${r.query.slice(0, 150)}`);
+        console.log(`  ${per(r.calls)} ${per(r.rows)} ${String(Math.round((r.total_exec_time * 1000) / requests)).padStart(5)} ${String(Math.round((r.total_plan_time * 1000) / requests)).padStart(5)} ${String(blocks).padStart(6)}  ${r.query.slice(0, 150)}`);
       }
     },
     end: () => client.end(),
