@@ -9,6 +9,7 @@ import { BillingConfig } from '../config.js';
 import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
 import { MIGRATIONS } from '../migrations/index.js';
+import { applyCallOutcomes } from '../billing-runs/billing-run.js';
 import { Transaction } from './transaction.js';
 import { TransactionReservations, type Reservation } from './transaction-reservations.js';
 
@@ -234,5 +235,64 @@ describe('TransactionReservations.retry', () => {
     expect(new Set(results.flatMap((r) => ('error' in r ? [(r.error as DomainError).message] : [])))).toEqual(
       new Set(['This charge has already been retried; retry the latest attempt.']),
     );
+  });
+
+  it('records a batch of refunds in one statement: answers once, refused ones released once, unanswered ones left reserved, an event per recorded refund', async () => {
+    const o = await seedMerchant();
+    const [settles, refuses, silent] = [await seedCharge(o, { status: 'Settled' }), await seedCharge(o, { status: 'Settled', refundedMinor: 1000 }), await seedCharge(o, { status: 'Settled' })];
+    const reservations = new TransactionReservations(orm(), LEASE_MS);
+    const reserved = await Promise.all([
+      reservations.refund({ scope: o.scope, id: settles, amountMinor: 2000, reason: null }),
+      reservations.refund({ scope: o.scope, id: refuses, amountMinor: 500, reason: null }),
+      reservations.refund({ scope: o.scope, id: silent, amountMinor: null, reason: null }),
+    ]);
+    const txns = reserved.map((r) => r.t);
+    const asOf = new Date('2030-01-02T03:04:05.000Z');
+    const outcomes = [
+      { status: 'Settled' as const, providerRef: 're_1', failureReason: null },
+      { status: 'Failed' as const, providerRef: 're_2', failureReason: 'provider_rejected' },
+      'unavailable' as const,
+    ];
+    const trace = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+    const first = await applyCallOutcomes(orm(), txns, outcomes, asOf, [trace, trace, trace]);
+    expect(first).toEqual({ succeeded: 0, recorded: new Set([txns[0]!.id, txns[1]!.id]) });
+    // The in-memory refunds as recorded (what the requests are answered with).
+    expect(txns.map((t) => [t.status, t.providerRef, t.failureReason, t.settledAt?.toISOString() ?? null])).toEqual([
+      ['Settled', 're_1', null, asOf.toISOString()],
+      ['Failed', 're_2', 'provider_rejected', null],
+      ['Processing', null, null, null],
+    ]);
+    const stored = async () =>
+      rows<{ id: string; status: string; provider_ref: string | null; failure_reason: string | null; settled_at: Date | null; claimed_until: Date | null }>(
+        `select id, status, provider_ref, failure_reason, settled_at, claimed_until from billing.transactions where id in (?) order by amount_minor`,
+        [txns.map((t) => t.id)],
+      );
+    const byId = async () => new Map((await stored()).map((r) => [r.id, r]));
+    const after = await byId();
+    expect(after.get(txns[0]!.id)).toMatchObject({ status: 'Settled', provider_ref: 're_1', failure_reason: null, claimed_until: null });
+    expect(new Date(after.get(txns[0]!.id)!.settled_at!).toISOString()).toBe(asOf.toISOString());
+    expect(after.get(txns[1]!.id)).toMatchObject({ status: 'Failed', provider_ref: 're_2', failure_reason: 'provider_rejected', settled_at: null, claimed_until: null });
+    // Unanswered: still Processing and unconfirmed, its claim released for the next run to repeat the call.
+    expect(after.get(txns[2]!.id)).toMatchObject({ status: 'Processing', provider_ref: null, claimed_until: null });
+    expect([await refundedOf(settles), await refundedOf(refuses), await refundedOf(silent)]).toEqual([2000, 1000, 9950]);
+    const events = () =>
+      rows<{ type: string; data: { id: string; status: string; originalTransactionId: string }; trace_context: Record<string, string> }>(
+        `select type, data, trace_context from billing.outbox where data->>'id' in (?) order by seq`,
+        [txns.map((t) => t.id)],
+      );
+    const written = await events();
+    expect(written.map((e) => [e.type, e.data.id, e.data.status, e.data.originalTransactionId])).toEqual([
+      ['transaction.refunded', txns[0]!.id, 'Settled', settles],
+      ['transaction.failed', txns[1]!.id, 'Failed', refuses],
+    ]);
+    expect(written.map((e) => e.trace_context.traceparent)).toEqual([trace.traceparent, trace.traceparent]);
+
+    // The same answers again (a second recording, e.g. by a reconciling run's answer arriving
+    // late): nothing is recorded, released or written twice.
+    const again = reserved.map((r) => Object.assign(Object.create(Object.getPrototypeOf(r.t)), r.t, { status: 'Processing', providerRef: null, failureReason: null, settledAt: null }) as Transaction);
+    expect(await applyCallOutcomes(orm(), again.slice(0, 2), outcomes.slice(0, 2), asOf)).toEqual({ succeeded: 0, recorded: new Set() });
+    expect([await refundedOf(settles), await refundedOf(refuses)]).toEqual([2000, 1000]);
+    expect(await events()).toHaveLength(2);
+    expect(await byId()).toEqual(after);
   });
 });
