@@ -87,10 +87,16 @@ async function expectStored(r: Reservation): Promise<void> {
 }
 
 describe('TransactionReservations.refund', () => {
-  it('never lets concurrent refunds of one charge exceed it: four of 30.00 with 89.50 left, from four replicas at once, reserve exactly two', async () => {
+  // Optimistic (a compare-and-swap on the charge's refunded amount, tried again when it loses),
+  // under the charge's row lock from the start, and under it after one lost attempt.
+  it.each([
+    ['optimistically', undefined],
+    ['under the row lock', 0],
+    ['under the row lock after one lost attempt', 1],
+  ])('never lets concurrent refunds of one charge exceed it (%s): four of 30.00 with 89.50 left, from four replicas at once, reserve exactly two', async (_mode, optimisticAttempts) => {
     const o = await seedMerchant();
     const charge = await seedCharge(o, { status: 'Settled', amountMinor: 9950, refundedMinor: 1000 });
-    const replicas = Array.from({ length: 4 }, () => new TransactionReservations(orm(), LEASE_MS));
+    const replicas = Array.from({ length: 4 }, () => new TransactionReservations(orm(), LEASE_MS, { optimisticAttempts }));
     const results = await settle(replicas.map((r) => r.refund({ scope: o.scope, id: charge, amountMinor: 3000, reason: null })));
     const ok = results.flatMap((r) => ('value' in r ? [r.value] : []));
     expect(ok).toHaveLength(2);

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
-import { Batcher, decideItem, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome, type PreparedQuery } from '@billing/service-runtime';
+import { Batcher, decideItem, queryPrepared, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome, type PreparedQuery } from '@billing/service-runtime';
 import { normalisePercent, platformFee, type FeeTerms } from '../fees/platform-fee.js';
 import type { Merchant, ProviderEnvironment } from '../merchants/merchant.js';
 import { pickScoped } from '../merchant-scope.js';
@@ -35,6 +35,17 @@ export interface Reservation {
 
 type Reserved = ItemOutcome<Reservation>;
 
+/** A refund request as submitted to its batch: `lock` once its optimistic attempts have all lost. */
+interface SubmittedRefund extends RefundRequest {
+  lock: boolean;
+}
+
+/** How a refund's attempt ended: answered, or lost to a concurrent change of its charge (to be tried again). */
+type RefundAttempt = Reserved | { lost: true };
+
+/** Optimistic attempts of a refund before it is decided under its charge's row lock. */
+const OPTIMISTIC_ATTEMPTS = 5;
+
 /** A locked charge row with its merchant's terms. */
 interface LockedRow extends TransactionRow {
   provider_environment: ProviderEnvironment;
@@ -63,24 +74,59 @@ interface LockedCharge {
  * MikroORM's typed exception.
  */
 export class TransactionReservations {
-  private readonly refunds: Batcher<RefundRequest, Reserved>;
+  private readonly refunds: Batcher<SubmittedRefund, RefundAttempt>;
   private readonly retries: Batcher<RetryRequest, Reserved>;
+  private readonly optimisticAttempts: number;
 
-  /** `leaseMs`: how long a reservation keeps billing runs off its unconfirmed call (and a retry off its subscription). */
+  /**
+   * `leaseMs`: how long a reservation keeps billing runs off its unconfirmed call (and a retry
+   * off its subscription). `optimisticAttempts` (default 5): 0 decides every refund under its
+   * charge's row lock, as tests of that path do.
+   */
   constructor(
     private readonly orm: MikroORM,
     private readonly leaseMs: number,
+    opts: { optimisticAttempts?: number } = {},
   ) {
+    this.optimisticAttempts = opts.optimisticAttempts ?? OPTIMISTIC_ATTEMPTS;
     const keyOf = (r: { id: string }) => r.id.toLowerCase();
-    this.refunds = new Batcher<RefundRequest, Reserved>((batch) => transactPrepared(orm, (query) => this.reserveRefunds(query, batch)), { keyOf });
+    // A batch holding a refund that must take its lock (rare: after lost attempts) decides all of its refunds under theirs.
+    this.refunds = new Batcher<SubmittedRefund, RefundAttempt>(
+      (batch) =>
+        batch.some((r) => r.lock)
+          ? transactPrepared(orm, (query) => this.reserveRefunds(query, batch, { lock: true }))
+          : this.reserveRefunds(<T,>(name: string | undefined, text: string, values: readonly unknown[]) => queryPrepared<T>(orm, name, text, values), batch, { lock: false }),
+      { keyOf },
+    );
     // Retries of two charges of one subscription may share a batch: the first claims the
     // subscription (on the aggregate both see), which refuses the second, as when they run in turn.
     this.retries = new Batcher<RetryRequest, Reserved>((batch) => transactPrepared(orm, (query) => this.reserveRetries(query, batch)), { keyOf });
   }
 
-  /** Reserves a refund of a Settled charge: a `Processing` refund, its amount added to the charge's `refundedMinor`, committed. */
-  refund(r: RefundRequest): Promise<Reservation> {
-    return this.settle(this.refunds.submit(r));
+  /**
+   * Reserves a refund of a Settled charge: a `Processing` refund, its amount added to the
+   * charge's `refundedMinor`, committed. Optimistic, as the subscription transitions are: the
+   * refunds that arrive together share one attempt of two autocommit statements, a read of their
+   * charges (without locks), then, once the domain has decided each (`Transaction.reserveRefund`),
+   * one write that adds each refund's amount to its charge only if the charge's refunded amount
+   * is still as read (a compare-and-swap) and inserts the refunds of the charges it updated. A
+   * refund whose charge changed in between (another refund, a refused refund's release) is
+   * decided again on a fresh read in a later batch; after its optimistic attempts have all lost,
+   * under the charge's row lock (in a transaction), which cannot lose. So concurrent refunds of
+   * a charge can never together exceed it, as under the lock.
+   */
+  async refund(r: RefundRequest): Promise<Reservation> {
+    for (let attempt = 1; ; attempt++) {
+      let outcome: RefundAttempt;
+      try {
+        outcome = await this.refunds.submit({ ...r, lock: attempt > this.optimisticAttempts });
+      } catch (e) {
+        throw typedDatabaseError(this.orm, e);
+      }
+      if ('lost' in outcome) continue;
+      if (!outcome.ok) throw outcome.error;
+      return outcome.value;
+    }
   }
 
   /** Reserves a retry of a Failed charge: a `Processing` charge of `attempt + 1`, its subscription claimed, committed. */
@@ -99,17 +145,16 @@ export class TransactionReservations {
     return reserved.value;
   }
 
-  /** Locks the batch's charges (in id order) with their merchants' terms; malformed ids find nothing. */
-  private async lockCharges(query: PreparedQuery, batch: readonly { id: string }[]): Promise<Map<string, LockedCharge>> {
+  /** Locks the batch's charges (in id order) with their merchants' terms, or with `lock: false` reads them; malformed ids find nothing. */
+  private async lockCharges(query: PreparedQuery, batch: readonly { id: string }[], opts: { lock: boolean } = { lock: true }): Promise<Map<string, LockedCharge>> {
     const ids = [...new Set(batch.filter((r) => isUuidText(r.id)).map((r) => r.id.toLowerCase()))];
     if (ids.length === 0) return new Map();
     const { rows } = await query<LockedRow>(
-      'transaction_reserve_lock',
+      opts.lock ? 'transaction_reserve_lock' : 'transaction_reserve_read',
       `select ${transactionColumns('t')}, m.provider_environment, m.platform_fee_percent::text, m.platform_fee_fixed_minor
          from transactions t join merchants m on m.id = t.merchant_id
         where t.id = any($1::uuid[])
-        order by t.id
-          for update of t`,
+        order by t.id${opts.lock ? '\n          for update of t' : ''}`,
       [ids],
     );
     return new Map(
@@ -123,9 +168,12 @@ export class TransactionReservations {
     );
   }
 
-  private async reserveRefunds(query: PreparedQuery, batch: readonly RefundRequest[]): Promise<Reserved[]> {
-    const locked = await this.lockCharges(query, batch);
+  /** One attempt of a batch of refunds (see `refund`): with `lock`, in the caller's transaction, under the charges' row locks, where no write can be lost. */
+  private async reserveRefunds(query: PreparedQuery, batch: readonly SubmittedRefund[], opts: { lock: boolean }): Promise<RefundAttempt[]> {
+    const locked = await this.lockCharges(query, batch, opts);
     const charges = new Map([...locked].map(([id, l]) => [id, l.charge]));
+    /** Each charge's refunded amount as read, before the batch's decisions add to it. */
+    const read = new Map([...charges].map(([id, c]) => [id, c.refundedMinor]));
     const refunds: Transaction[] = [];
     const out = batch.map((r): Reserved => decideItem((): Reservation => {
       const charge = pickScoped(charges, r.scope, r.id, 'Transaction');
@@ -147,8 +195,12 @@ export class TransactionReservations {
     }));
     if (refunds.length === 0) return out;
     const reserved = new Map(refunds.map((t) => [t.originalTransactionId!, charges.get(t.originalTransactionId!)!.refundedMinor]));
-    await writeReservations(query, 'transaction_reserve_refunds', refunds, { table: 'transactions', column: 'refunded_minor', type: 'bigint', values: reserved });
-    return out;
+    if (opts.lock) {
+      await writeReservations(query, 'transaction_reserve_refunds', refunds, { table: 'transactions', column: 'refunded_minor', type: 'bigint', values: reserved });
+      return out;
+    }
+    const written = await writeRefundsIfUnchanged(query, refunds, [...reserved].map(([id, value]) => ({ id, expected: read.get(id)!, value })));
+    return out.map((o) => (o.ok && !written.has(o.value.t.originalTransactionId!) ? { lost: true } : o));
   }
 
   private async reserveRetries(query: PreparedQuery, batch: readonly RetryRequest[]): Promise<Reserved[]> {
@@ -242,4 +294,30 @@ async function writeReservations(
   if (row!.inserted !== transactions.length || row!.updated !== values.size) {
     throw new Error(`${name} wrote ${row!.inserted}/${transactions.length} transactions, ${row!.updated}/${values.size} ${table}`);
   }
+}
+
+/**
+ * The optimistic write of a batch of refunds, one autocommit statement: each charge's refunded
+ * amount set to its new `value` only where it is still `expected` (and the charge still a
+ * Settled charge), and the refunds of the charges it updated inserted. Returns the ids of those
+ * charges; a refund of any other charge wrote nothing and is decided again. The update also names
+ * its rows with `id = any($3)`, as `writeReservations` does.
+ */
+async function writeRefundsIfUnchanged(query: PreparedQuery, refunds: Transaction[], charges: { id: string; expected: number; value: number }[]): Promise<Set<string>> {
+  const { rows } = await query<{ id: string }>(
+    'transaction_reserve_refunds_cas',
+    `with updated as (
+       update transactions u set refunded_minor = c.value
+         from jsonb_to_recordset($2::jsonb) as c(id uuid, expected bigint, value bigint)
+        where u.id = c.id and u.id = any($3::uuid[]) and u.refunded_minor = c.expected and u.kind = 'Charge' and u.status = 'Settled'
+       returning u.id),
+     inserted as (
+       insert into transactions (${transactionColumns()})
+       select r.* from jsonb_to_recordset($1::jsonb) as r(${TRANSACTION_RECORDSET})
+        where r.original_transaction_id in (select id from updated)
+       returning original_transaction_id)
+     select original_transaction_id as id from inserted`,
+    [JSON.stringify(refunds.map(rowOfTransaction)), JSON.stringify(charges), charges.map((c) => c.id)],
+  );
+  return new Set(rows.map((r) => r.id));
 }
