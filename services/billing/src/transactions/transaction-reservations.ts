@@ -60,14 +60,16 @@ interface LockedCharge {
 
 /**
  * The reservations of refunds and retries (contract §7), written in SQL and group-committed:
- * the requests that arrive together share one transaction of prepared statements (a refund
- * batch: one locking read and one write; a retry batch: one more, the locking read of the
- * subscriptions), where the ORM spent a find and a hydration per kind of row and its unit of
- * work per request. The domain decides each request as it does alone (`Transaction.reserveRefund`,
- * `assertRetryable`, the subscription's due period) on rows locked `for update` in id order,
- * charges first, then subscriptions (the lock order of a retry alone), so concurrent batches
- * cannot deadlock and concurrent refunds of a charge can never together exceed it. Requests on
- * one charge never share a batch: the second is decided after the first committed. Another
+ * the requests that arrive together share one attempt, where the ORM spent a find and a
+ * hydration per kind of row and its unit of work per request. A retry batch is one transaction
+ * of prepared statements (a locking read of the charges, one of the subscriptions, one write); a
+ * refund batch is optimistic (see `refund`: a read and a compare-and-swap write, two autocommit
+ * statements), under the charges' row locks once a refund has lost its optimistic attempts. The
+ * domain decides each request as it does alone (`Transaction.reserveRefund`, `assertRetryable`,
+ * the subscription's due period); locked rows are locked `for update` in id order, charges
+ * first, then subscriptions (the lock order of a retry alone), so concurrent batches cannot
+ * deadlock, and concurrent refunds of a charge can never together exceed it. Requests on one
+ * charge never share a batch: the second is decided after the first committed. Another
  * merchant's transaction is `not_found`, as a missing one. A DomainError is that request's answer
  * and writes nothing of it; any other failure rolls the batch back and its requests run again one
  * per transaction (`Batcher`), so a database error reaches only the request that causes it, as
