@@ -158,6 +158,11 @@ export async function queryPrepared<T = Record<string, any>>(orm: MikroORM, name
  */
 export type PreparedQuery = <T = Record<string, any>>(name: string | undefined, text: string, values: readonly unknown[]) => Promise<{ rows: T[]; rowCount: number }>;
 
+/** `queryPrepared` on the ORM's pool as a `PreparedQuery`: each statement on a connection of its own, outside any transaction. */
+export function pooledQuery(orm: MikroORM): PreparedQuery {
+  return (name, text, values) => queryPrepared(orm, name, text, values);
+}
+
 /**
  * Runs `work` in one transaction on one connection of the ORM's pool, its statements prepared
  * as `queryPrepared`'s are: COMMIT when `work` resolves, ROLLBACK when it throws (the error is

@@ -116,43 +116,69 @@ export interface RecordedOutcome {
 }
 
 /**
+ * The guarded update that records provider answers (parameters: the time, then `outcomesJson`),
+ * returning the ids it recorded. The `status`/`provider_ref` condition is what makes a second
+ * recording a no-op.
+ */
+export const RECORD_OUTCOMES_SQL = `update transactions t set status = r.status, provider_ref = r.provider_ref, failure_reason = r.failure_reason, settled_at = r.settled_at,
+            claimed_until = null, updated_at = ?::timestamptz
+       from jsonb_to_recordset(?::jsonb) as r(id uuid, status text, provider_ref text, failure_reason text, settled_at timestamptz)
+      where t.id = r.id and t.status = 'Processing' and t.provider_ref is null
+      returning t.id`;
+
+/** The answers as `RECORD_OUTCOMES_SQL` reads them. */
+export const outcomesJson = (outcomes: RecordedOutcome[]) =>
+  JSON.stringify(outcomes.map((o) => ({ id: o.id, status: o.status, provider_ref: o.providerRef, failure_reason: o.failureReason, settled_at: iso(o.settledAt) })));
+
+/**
  * Records provider answers on transactions still `Processing` without a confirmed call, and
  * returns the ids it recorded: a transaction another run or request confirmed meanwhile is
  * left as it is (its outcome, events and period advance are already that one's).
  */
 export async function recordOutcomes(db: SqlContext, outcomes: RecordedOutcome[], at: Date): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
-  const rows = outcomes.map((o) => ({ id: o.id, status: o.status, provider_ref: o.providerRef, failure_reason: o.failureReason, settled_at: iso(o.settledAt) }));
-  // One guarded statement for the chunk: the `status`/`provider_ref` condition is what makes a second recording a no-op.
-  const updated = await queryRows<{ id: string }>(
-    db,
-    `update transactions t set status = r.status, provider_ref = r.provider_ref, failure_reason = r.failure_reason, settled_at = r.settled_at,
-            claimed_until = null, updated_at = ?::timestamptz
-       from jsonb_to_recordset(?::jsonb) as r(id uuid, status text, provider_ref text, failure_reason text, settled_at timestamptz)
-      where t.id = r.id and t.status = 'Processing' and t.provider_ref is null
-      returning t.id`,
-    [at.toISOString(), JSON.stringify(rows)],
-  );
+  // One guarded statement for the chunk.
+  const updated = await queryRows<{ id: string }>(db, RECORD_OUTCOMES_SQL, [at.toISOString(), outcomesJson(outcomes)]);
   return new Set(updated.map((r) => r.id));
 }
+
+/** Releases the claims of unconfirmed transactions (parameter: their ids) whose provider call got no answer. */
+export const RELEASE_UNCONFIRMED_SQL = `update transactions set claimed_until = null where id = any(?::uuid[]) and status = 'Processing' and provider_ref is null`;
 
 /** Releases the claim on unconfirmed transactions whose provider call got no answer: the next run repeats the call. */
 export async function releaseUnconfirmed(db: SqlContext, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
-  await queryRows(db, `update transactions set claimed_until = null where id = any(?::uuid[]) and status = 'Processing' and provider_ref is null`, [ids]);
+  await queryRows(db, RELEASE_UNCONFIRMED_SQL, [ids]);
 }
 
+/** A refused refund whose reservation goes back to its charge. */
+export interface ReleasedRefund {
+  chargeId: string;
+  amountMinor: number;
+  refundId: string;
+}
+
+/**
+ * The update giving refused refunds' reservations back to their charges, summed per charge
+ * (parameter: `releasedJson`). With `recorded`, the name of a CTE returning ids, only the
+ * refunds it returned give theirs back.
+ */
+export function releaseRefundsSql(recorded?: string): string {
+  return `update transactions t set refunded_minor = greatest(0, t.refunded_minor - r.amount_minor)
+       from (select x.id, sum(x.amount_minor) as amount_minor
+               from jsonb_to_recordset(?::jsonb) as x(id uuid, amount_minor bigint, refund_id uuid)${recorded ? `
+               join ${recorded} w on w.id = x.refund_id` : ''}
+              group by x.id) r
+      where t.id = r.id`;
+}
+
+/** The refunds as `releaseRefundsSql` reads them. */
+export const releasedJson = (refunds: ReleasedRefund[]) => JSON.stringify(refunds.map((r) => ({ id: r.chargeId, amount_minor: r.amountMinor, refund_id: r.refundId })));
+
 /** Gives the reservations of refunds the provider refused back to their charges (`Transaction.releaseRefund`, summed per charge). */
-export async function releaseRefunds(db: SqlContext, refunds: { chargeId: string; amountMinor: number }[]): Promise<void> {
+export async function releaseRefunds(db: SqlContext, refunds: ReleasedRefund[]): Promise<void> {
   if (refunds.length === 0) return;
-  const rows = refunds.map((r) => ({ id: r.chargeId, amount_minor: r.amountMinor }));
-  await queryRows(
-    db,
-    `update transactions t set refunded_minor = greatest(0, t.refunded_minor - r.amount_minor)
-       from (select id, sum(amount_minor) as amount_minor from jsonb_to_recordset(?::jsonb) as x(id uuid, amount_minor bigint) group by id) r
-      where t.id = r.id`,
-    [JSON.stringify(rows)],
-  );
+  await queryRows(db, releaseRefundsSql(), [releasedJson(refunds)]);
 }
 
 /**

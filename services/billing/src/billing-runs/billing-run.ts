@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
 import { toMajorUnits } from '@billing/money';
-import { queryPrepared, queryRows, recordEvent, transactPrepared, type Logger } from '@billing/service-runtime';
+import { insertOutboxSql, pooledQuery, queryRows, recordEvent, toOutboxJsonRow, transactPrepared, type Logger, type OutboxJsonRow } from '@billing/service-runtime';
 import { injectTraceHeaders, withoutCallSpans } from '@billing/telemetry';
 import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
@@ -18,14 +17,20 @@ import {
   insertTransactions,
   loadPaymentMethods,
   loadSubscriptions,
+  outcomesJson,
+  RECORD_OUTCOMES_SQL,
   recordOutcomes,
+  RELEASE_UNCONFIRMED_SQL,
+  releasedJson,
   releaseRefunds,
+  releaseRefundsSql,
   releaseUnconfirmed,
   saveBillingStates,
   setClaims,
   type ChargeableMethod,
   type PendingEvent,
   type RecordedOutcome,
+  type ReleasedRefund,
 } from './billing-run-store.js';
 
 /** Counts of one billing run (see proto/billing/v1/billing_runs.proto). */
@@ -502,13 +507,13 @@ export async function applyCallOutcomes(
     txns.forEach((t, i) => {
       const o = outcomes[i]!;
       if (o === 'unavailable') unanswered.push(t.id);
-      else answered.push({ id: t.id, status: o.status, providerRef: o.providerRef, failureReason: o.status === 'Failed' ? (o.failureReason ?? 'failed') : null, settledAt: o.status === 'Settled' ? asOf : null });
+      else answered.push(recordedOutcomeOf(t, o, asOf));
     });
     await releaseUnconfirmed(db, unanswered);
     const recorded = await recordOutcomes(db, answered, asOf);
 
     const events: PendingEvent[] = [];
-    const refused: { chargeId: string; amountMinor: number }[] = [];
+    const refused: ReleasedRefund[] = [];
     const advanced: Subscription[] = [];
     txns.forEach((t, i) => {
       const outcome = outcomes[i]!;
@@ -519,7 +524,7 @@ export async function applyCallOutcomes(
       const traceContext = traceContexts?.[i];
       events.push(...t.pullEvents().map((type) => ({ type, merchantId: t.merchantId, data: transactionEventData(t, toMajorUnits), traceContext })));
       if (t.kind === 'Refund') {
-        if (t.status === 'Failed') refused.push({ chargeId: t.originalTransactionId!, amountMinor: t.amountMinor });
+        if (t.status === 'Failed') refused.push(releasedRefundOf(t));
         return;
       }
       if (!sub || !t.periodStart || sub.duePeriodStart()?.getTime() !== t.periodStart.getTime() || (sub.status !== 'Active' && sub.status !== 'PastDue')) return;
@@ -541,63 +546,55 @@ export async function applyCallOutcomes(
   return { succeeded, recorded: recordedIds };
 }
 
+/** A provider's answer as `recordOutcomes` records it on transaction `t`. */
+function recordedOutcomeOf(t: Transaction, o: Exclude<CallOutcome, 'unavailable'>, asOf: Date): RecordedOutcome {
+  return { id: t.id, status: o.status, providerRef: o.providerRef, failureReason: o.status === 'Failed' ? (o.failureReason ?? 'failed') : null, settledAt: o.status === 'Settled' ? asOf : null };
+}
+
+/** A refused refund's reservation, to give back to its charge. */
+const releasedRefundOf = (t: Transaction): ReleasedRefund => ({ chargeId: t.originalTransactionId!, amountMinor: t.amountMinor, refundId: t.id });
+
 /**
  * `applyCallOutcomes` for refunds alone (as a batch of refund requests is): a refund moves no
  * subscription on, so its recording needs no locking read and is one autocommit statement, where
  * the transaction spent four round trips (begin, the outcomes, the events, commit). The statement
- * records each answer exactly as `recordOutcomes` does (only a refund still Processing and
- * unconfirmed takes it), gives the reservations of refused refunds it recorded back to their
- * charges (`releaseRefunds`), releases the claims of unanswered ones (`releaseUnconfirmed`) and
- * writes the events of the refunds it recorded (`insertEvents`). The events are made beforehand,
- * by applying each answer to its in-memory refund as recording it would: a refund the statement
- * did not record (a reconciling run got there first) is read back by the caller, as it stands.
+ * is the transaction's statements as CTEs: it records each answer (`RECORD_OUTCOMES_SQL`), gives
+ * the reservations of the refused refunds it recorded back to their charges, releases the claims
+ * of unanswered ones and writes the events of the refunds it recorded. The events are made
+ * beforehand, by applying each answer to its in-memory refund as recording it would: a refund the
+ * statement did not record (a reconciling run got there first) is read back by the caller, as it
+ * stands.
  */
 async function applyRefundOutcomes(orm: MikroORM, txns: Transaction[], outcomes: CallOutcome[], asOf: Date, traceContexts?: Record<string, string>[]): Promise<Set<string>> {
-  const answered: { id: string; status: string; provider_ref: string; failure_reason: string | null; settled_at: string | null }[] = [];
+  const answered: RecordedOutcome[] = [];
   const unanswered: string[] = [];
-  const refused: { refund_id: string; charge_id: string; amount_minor: number }[] = [];
-  const events: Record<string, unknown>[] = [];
-  const occurredAt = new Date().toISOString();
+  const refused: ReleasedRefund[] = [];
+  const events: (OutboxJsonRow & { transaction_id: string })[] = [];
+  const occurredAt = new Date();
+  const callerTrace = injectTraceHeaders();
   txns.forEach((t, i) => {
     const o = outcomes[i]!;
     if (o === 'unavailable') {
       unanswered.push(t.id);
       return;
     }
-    answered.push({ id: t.id, status: o.status, provider_ref: o.providerRef, failure_reason: o.status === 'Failed' ? (o.failureReason ?? 'failed') : null, settled_at: o.status === 'Settled' ? asOf.toISOString() : null });
+    answered.push(recordedOutcomeOf(t, o, asOf));
     t.applyOutcome(o, asOf);
     for (const type of t.pullEvents()) {
-      events.push({ seq: events.length, transaction_id: t.id, id: randomUUID(), type, merchant_id: t.merchantId, data: transactionEventData(t, toMajorUnits), occurred_at: occurredAt, trace_context: traceContexts?.[i] ?? null });
+      const data = transactionEventData(t, toMajorUnits);
+      events.push({ ...toOutboxJsonRow(events.length, { type, merchantId: t.merchantId, data, traceContext: traceContexts?.[i] ?? callerTrace, occurredAt }), transaction_id: t.id });
     }
-    if (t.status === 'Failed') refused.push({ refund_id: t.id, charge_id: t.originalTransactionId!, amount_minor: t.amountMinor });
+    if (t.status === 'Failed') refused.push(releasedRefundOf(t));
   });
-  // Unnamed, as the statements of a billing run's recording: planned with the tables as they are.
-  const { rows } = await queryPrepared<{ id: string }>(
-    orm,
-    undefined,
-    `with recorded as (
-       update transactions t set status = r.status, provider_ref = r.provider_ref, failure_reason = r.failure_reason, settled_at = r.settled_at,
-              claimed_until = null, updated_at = $1::timestamptz
-         from jsonb_to_recordset($2::jsonb) as r(id uuid, status text, provider_ref text, failure_reason text, settled_at timestamptz)
-        where t.id = r.id and t.status = 'Processing' and t.provider_ref is null
-       returning t.id),
-     released as (
-       update transactions c set refunded_minor = greatest(0, c.refunded_minor - x.amount_minor)
-         from (select f.charge_id, sum(f.amount_minor) as amount_minor
-                 from jsonb_to_recordset($3::jsonb) as f(refund_id uuid, charge_id uuid, amount_minor bigint)
-                where f.refund_id in (select id from recorded)
-                group by f.charge_id) x
-        where c.id = x.charge_id),
-     unconfirmed as (
-       update transactions set claimed_until = null where id = any($4::uuid[]) and status = 'Processing' and provider_ref is null),
-     written as (
-       insert into outbox (id, type, merchant_id, data, occurred_at, trace_context)
-       select e.id, e.type, e.merchant_id, e.data, e.occurred_at, coalesce(e.trace_context, $5::jsonb)
-         from jsonb_to_recordset($6::jsonb) as e(seq int, transaction_id uuid, id uuid, type text, merchant_id uuid, data jsonb, occurred_at timestamptz, trace_context jsonb)
-        where e.transaction_id in (select id from recorded)
-        order by e.seq)
+  // Unnamed (`queryRows` on a pooled connection), as the statements of a billing run's recording: planned with the tables as they are.
+  const rows = await queryRows<{ id: string }>(
+    pooledQuery(orm),
+    `with recorded as (${RECORD_OUTCOMES_SQL}),
+     released as (${releaseRefundsSql('recorded')}),
+     unconfirmed as (${RELEASE_UNCONFIRMED_SQL}),
+     written as (${insertOutboxSql('?', { column: 'transaction_id', written: 'recorded' })})
      select id from recorded`,
-    [asOf.toISOString(), JSON.stringify(answered), JSON.stringify(refused), unanswered, JSON.stringify(injectTraceHeaders()), JSON.stringify(events)],
+    [asOf.toISOString(), outcomesJson(answered), releasedJson(refused), unanswered, JSON.stringify(events)],
   );
   return new Set(rows.map((r) => r.id));
 }

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type PlanInterval } from '@billing/contracts';
-import { Batcher, decideItem, insertOutboxSql, queryPrepared, toOutboxJsonRow, transactPrepared, type CallScope, type PreparedQuery } from '@billing/service-runtime';
+import { Batcher, decideItem, insertOutboxSql, pooledQuery, queryPrepared, toOutboxJsonRow, transactPrepared, type CallScope, type PreparedQuery } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { BillingSchedule } from '../plans/billing-interval.js';
 import { Subscription } from './subscription.js';
@@ -175,7 +175,7 @@ export class SubscriptionStore {
     (batch) =>
       batch.some((t) => t.lock)
         ? transactPrepared(this.orm, (query) => this.attemptTransitions(query, batch, { lock: true }))
-        : this.attemptTransitions(<T,>(name: string | undefined, text: string, values: readonly unknown[]) => queryPrepared<T>(this.orm, name, text, values), batch, { lock: false }),
+        : this.attemptTransitions(pooledQuery(this.orm), batch, { lock: false }),
     { keyOf: (t) => t.id.toLowerCase() },
   );
 

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
-import { Batcher, decideItem, queryPrepared, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome, type PreparedQuery } from '@billing/service-runtime';
+import { Batcher, decideItem, pooledQuery, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome, type PreparedQuery } from '@billing/service-runtime';
 import { normalisePercent, platformFee, type FeeTerms } from '../fees/platform-fee.js';
 import type { Merchant, ProviderEnvironment } from '../merchants/merchant.js';
 import { pickScoped } from '../merchant-scope.js';
@@ -34,6 +34,12 @@ export interface Reservation {
 }
 
 type Reserved = ItemOutcome<Reservation>;
+
+/** The reservation, or the DomainError that refused it. */
+function answerOf(reserved: Reserved): Reservation {
+  if (!reserved.ok) throw reserved.error;
+  return reserved.value;
+}
 
 /** A refund request as submitted to its batch: `lock` once its optimistic attempts have all lost. */
 interface SubmittedRefund extends RefundRequest {
@@ -97,7 +103,7 @@ export class TransactionReservations {
       (batch) =>
         batch.some((r) => r.lock)
           ? transactPrepared(orm, (query) => this.reserveRefunds(query, batch, { lock: true }))
-          : this.reserveRefunds(<T,>(name: string | undefined, text: string, values: readonly unknown[]) => queryPrepared<T>(orm, name, text, values), batch, { lock: false }),
+          : this.reserveRefunds(pooledQuery(orm), batch, { lock: false }),
       { keyOf },
     );
     // Retries of two charges of one subscription may share a batch: the first claims the
@@ -119,32 +125,23 @@ export class TransactionReservations {
    */
   async refund(r: RefundRequest): Promise<Reservation> {
     for (let attempt = 1; ; attempt++) {
-      let outcome: RefundAttempt;
-      try {
-        outcome = await this.refunds.submit({ ...r, lock: attempt > this.optimisticAttempts });
-      } catch (e) {
-        throw typedDatabaseError(this.orm, e);
-      }
-      if ('lost' in outcome) continue;
-      if (!outcome.ok) throw outcome.error;
-      return outcome.value;
+      const outcome = await this.submitted(this.refunds.submit({ ...r, lock: attempt > this.optimisticAttempts }));
+      if (!('lost' in outcome)) return answerOf(outcome);
     }
   }
 
   /** Reserves a retry of a Failed charge: a `Processing` charge of `attempt + 1`, its subscription claimed, committed. */
-  retry(r: RetryRequest): Promise<Reservation> {
-    return this.settle(this.retries.submit(r));
+  async retry(r: RetryRequest): Promise<Reservation> {
+    return answerOf(await this.submitted(this.retries.submit(r)));
   }
 
-  private async settle(submitted: Promise<Reserved>): Promise<Reservation> {
-    let reserved: Reserved;
+  /** A batch's answer to a request, a database error as MikroORM's typed exception. */
+  private async submitted<T>(submitted: Promise<T>): Promise<T> {
     try {
-      reserved = await submitted;
+      return await submitted;
     } catch (e) {
       throw typedDatabaseError(this.orm, e);
     }
-    if (!reserved.ok) throw reserved.error;
-    return reserved.value;
   }
 
   /** Locks the batch's charges (in id order) with their merchants' terms, or with `lock: false` reads them; malformed ids find nothing. */
