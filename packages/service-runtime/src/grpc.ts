@@ -539,12 +539,16 @@ class Gatherer {
         }
       } else w.reject((o.refused && rebuiltError(o.refused.code, o.refused.message, o.refused.extensionsJson)) ?? new DomainError('internal', 'An unexpected error occurred.'));
     });
-    const failRest = (e: DomainError) => {
+    // The error is built only when a call is left to fail: an Error captures a stack trace, and
+    // every gathered call ends, nearly always with all of its calls answered.
+    const failRest = (error: () => DomainError) => {
+      if (open.size === 0) return;
+      const e = error();
       for (const i of open) batch[i]!.reject(e);
       open.clear();
     };
-    stream.on('error', (err: grpc.ServiceError) => failRest(fromGrpcError(err)));
-    stream.on('end', () => failRest(new DomainError('internal', 'The server ended a gathered call without answering every call in it.')));
+    stream.on('error', (err: grpc.ServiceError) => failRest(() => fromGrpcError(err)));
+    stream.on('end', () => failRest(() => new DomainError('internal', 'The server ended a gathered call without answering every call in it.')));
   }
 
   /** One more client uses this gatherer; `release` when it closes. */

@@ -42,9 +42,13 @@ async function merchantWithMembers(n: number) {
 }
 
 describe('appending payment methods', () => {
-  it('gives concurrent adds distinct, dense ranks per member, across two appenders (replicas) whose batches race for the member locks', async () => {
+  it.each([
+    ['optimistically', undefined],
+    ['under the member locks', 0],
+    ['under the member locks after one lost attempt', 1],
+  ])('gives concurrent adds distinct, dense ranks per member, across two appenders (replicas) whose batches race for the ranks (%s)', async (_mode, optimisticAttempts) => {
     const { scope, memberIds, merchantId } = await merchantWithMembers(3);
-    const replicas = [paymentMethodsGrpc(orm(), providers), paymentMethodsGrpc(orm(), providers)];
+    const replicas = [0, 1].map(() => paymentMethodsGrpc(orm(), providers, methodAppender(orm(), { optimisticAttempts })));
     const adds = Array.from({ length: 60 }, (_, i) => ({ replica: replicas[i % 2]!, memberId: memberIds[i % 3]! }));
     const answers = await Promise.all(adds.map(({ replica, memberId }) => replica.AddPaymentMethod({ scope, memberId, ...CARD })));
     for (const memberId of memberIds) {
@@ -110,6 +114,37 @@ describe('appending payment methods', () => {
     } finally {
       context.disable();
       propagation.disable();
+    }
+  });
+
+  it.each([
+    ['optimistically: its write loses the rank and it is decided again', undefined],
+    ['under the member lock: it waits for the lock', 0],
+  ])('takes the rank after one a concurrent add committed while it was deciding (%s)', async (_mode, optimisticAttempts) => {
+    const { merchantId, memberIds } = await merchantWithMembers(2);
+    const [memberId, neighbourId] = memberIds as [string, string];
+    const holder = new pg.Client({ connectionString: url() });
+    await holder.connect();
+    try {
+      // An add of rank 1 held uncommitted: an optimistic add reads no methods and takes rank 1 too.
+      await holder.query('begin');
+      await holder.query(
+        `insert into billing.payment_methods (id, merchant_id, member_id, type, last4, rank, created_at, updated_at) values (gen_random_uuid(), $1, $2, 'Card', '1111', 1, now(), now())`,
+        [merchantId, memberId],
+      );
+      const append = methodAppender(orm(), { optimisticAttempts });
+      const scope = { kind: 'merchant' as const, merchantId };
+      const [added, neighbour] = [append({ scope, memberId, details: CARD, providerToken: null }), append({ scope, memberId: neighbourId, details: CARD, providerToken: null })];
+      for (let i = 0; i < 100 && (await rows(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await holder.query('commit');
+      expect((await added).paymentMethod).toMatchObject({ rank: 2, last4: '4242' });
+      expect((await neighbour).paymentMethod.rank).toBe(1);
+      expect((await rows(`select rank, last4 from billing.payment_methods where member_id = ? order by rank`, [memberId])).map((r) => [r.rank, r.last4])).toEqual([[1, '1111'], [2, '4242']]);
+      expect(await rows(`select data->>'rank' as rank from billing.outbox where type = 'payment_method.added' and merchant_id = ? and data->>'memberId' = ?`, [merchantId, memberId])).toEqual([{ rank: '2' }]);
+    } finally {
+      await holder.end();
     }
   });
 

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
-import { Batcher, decideItem, insertOutboxSql, toOutboxJsonRow, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome, type OutboxJsonRow } from '@billing/service-runtime';
+import { Batcher, decideItem, insertOutboxSql, pooledQuery, toOutboxJsonRow, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome, type OutboxJsonRow, type PreparedQuery } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import { pickScoped } from '../merchant-scope.js';
 import { PaymentMethod, type InstrumentDetails } from './payment-method.js';
@@ -24,13 +24,26 @@ export interface Appended {
 interface SubmittedAppend extends AppendRequest {
   /** Of the add's own request, for its event (the batch runs in one request's context). */
   traceContext: Record<string, string>;
+  /** Decided under the member's row lock: once the add's optimistic attempts have all lost. */
+  lock: boolean;
 }
 
-type AppendOutcome = ItemOutcome<Appended>;
+/** How an add's attempt ended: answered, or lost to a concurrent add to its member (to be tried again). */
+type AppendAttempt = ItemOutcome<Appended> | { lost: true };
 
-/** A row of the facts statement: a rank of a locked member's method, or the method holding a wanted provider token. */
+/** Optimistic attempts an add makes before it is decided under its member's row lock. */
+const OPTIMISTIC_ATTEMPTS = 5;
+
+/** The constraint that gives each of a member's methods its own rank. */
+const RANK_CONSTRAINT = 'payment_methods_member_rank_unique';
+
+/**
+ * A row of the facts statements: a member (id and merchant), a rank of one of its methods, or the
+ * method holding a wanted provider token.
+ */
 interface FactRow {
   member_id: string | null;
+  merchant_id: string | null;
   rank: number | null;
   method: PaymentMethodRow | null;
 }
@@ -38,105 +51,159 @@ interface FactRow {
 const tokenKey = (merchantId: string, token: string) => `${merchantId}|${token}`;
 
 /**
- * Appends a method at its member's lowest rank and records `payment_method.added`, in a
- * transaction holding the member's row lock (so concurrent adds get distinct ranks). A provider
+ * The methods holding the wanted tokens (`$1`/`$2` each token's merchant and token). The `any()`
+ * conditions keep the lookup on the partial unique index (merchant_id, provider_token).
+ */
+const TOKENS_SQL = `select null::uuid as member_id, null::uuid as merchant_id, null::int as rank, to_jsonb(pm) as method
+    from payment_methods pm join unnest($1::uuid[], $2::text[]) as t(merchant_id, provider_token)
+      on pm.merchant_id = t.merchant_id and pm.provider_token = t.provider_token
+   where pm.merchant_id = any($1::uuid[]) and pm.provider_token = any($2::text[]) and pm.provider_token is not null`;
+
+/**
+ * Appends a method at its member's lowest rank and records `payment_method.added`. A provider
  * token already stored for the same member answers that method (`created: false`); for another
  * member of the merchant it is refused. Another merchant's member is `not_found`, as a missing one.
  *
  * Written in SQL and group-committed, as one of the platform's hot writes: the adds that arrive
- * together share one transaction of three statements (a locking read of their members in id
- * order, so concurrent batches cannot deadlock; one read of those members' ranks and of the
- * wanted tokens' methods; one write of the new rows with their outbox events), where the ORM
- * spent a statement per kind of row and its unit of work per add. Adds for one member never
- * share a batch. A DomainError is that add's answer and writes nothing of it; any other failure
- * rolls the batch back and its adds run again one per transaction (`Batcher`), so a database
- * error reaches only the add that causes it, as MikroORM's typed exception (a concurrent add of
- * the same token meets the unique index: `UniqueConstraintViolationException`).
+ * together share one attempt, and adds for one member never share a batch. An attempt is
+ * optimistic, two autocommit statements: one read, without locks, of the members, their
+ * methods' ranks and the wanted tokens' methods; then, after the domain has decided each add,
+ * one statement writing the new rows with their outbox events. The unique constraint on
+ * (member, rank) is the compare-and-swap: an add that took a rank another add took meanwhile
+ * fails the write, whose adds are all decided again on a fresh read in a later batch. After
+ * `OPTIMISTIC_ATTEMPTS` lost attempts an add is decided in a transaction holding its member's
+ * row lock (a locking read of the members in id order, so concurrent batches cannot deadlock;
+ * one read of their ranks and tokens; the same write), which cannot lose. The optimistic write
+ * locks its members too, in id order, before it inserts (`for no key update`, which other
+ * inserts referencing a member do not wait for): concurrent writes to one member then take turns
+ * and the later one loses at once, instead of two waiting for each other at the deferred rank
+ * constraint's check at commit (a deadlock Postgres breaks only after a second). Reorders
+ * keep a member's ranks where they were (a permutation under the member's lock), so an add
+ * racing one still takes the rank after the last.
+ *
+ * A DomainError is that add's answer and writes nothing of it; any other failure fails the
+ * attempt (each write is one statement or one transaction: all or nothing) and its adds run
+ * again one per attempt (`Batcher`), so a database error reaches only the add that causes it,
+ * as MikroORM's typed exception (a concurrent add of the same token meets the unique index:
+ * `UniqueConstraintViolationException`). `optimisticAttempts` (default 5): 0 decides every add
+ * under its member's lock, as tests of that path do.
  */
-export function methodAppender(orm: MikroORM): (req: AppendRequest) => Promise<Appended> {
-  const appends = new Batcher<SubmittedAppend, AppendOutcome>(
+export function methodAppender(orm: MikroORM, opts: { optimisticAttempts?: number } = {}): (req: AppendRequest) => Promise<Appended> {
+  const optimisticAttempts = opts.optimisticAttempts ?? OPTIMISTIC_ATTEMPTS;
+  const appends = new Batcher<SubmittedAppend, AppendAttempt>(
+    // A batch holding an add that must take its lock (rare: after lost attempts) decides all of its adds under theirs.
     (batch) =>
-      transactPrepared(orm, async (query) => {
-        const ids = [...new Set(batch.filter((r) => isUuidText(r.memberId)).map((r) => r.memberId.toLowerCase()))];
-        const { rows: locked } = ids.length === 0 ? { rows: [] } : await query<{ id: string; merchant_id: string }>(
-          'payment_method_append_lock',
-          `select id, merchant_id from members where id = any($1::uuid[]) order by id for update`,
-          [ids],
-        );
-        const members = new Map(locked.map((m) => [m.id, { id: m.id, merchantId: m.merchant_id }]));
-        const wanted = batch.flatMap((r) => {
-          const member = isUuidText(r.memberId) ? members.get(r.memberId.toLowerCase()) : undefined;
-          return member && r.providerToken ? [{ merchantId: member.merchantId, token: r.providerToken }] : [];
-        });
-        // A statement of its own after the lock: its snapshot is taken once the lock is held, so it
-        // sees the methods a concurrent add committed while this one waited. The tokens' `any()`
-        // conditions keep their lookup on the partial unique index (merchant_id, provider_token).
-        const { rows: facts } = members.size === 0 ? { rows: [] } : await query<FactRow>(
-          'payment_method_append_facts',
-          `select member_id, rank, null::jsonb as method from payment_methods where member_id = any($1::uuid[])
-           union all
-           select null, null, to_jsonb(pm)
-             from payment_methods pm join unnest($2::uuid[], $3::text[]) as t(merchant_id, provider_token)
-               on pm.merchant_id = t.merchant_id and pm.provider_token = t.provider_token
-            where pm.merchant_id = any($2::uuid[]) and pm.provider_token = any($3::text[]) and pm.provider_token is not null`,
-          [[...members.keys()], wanted.map((w) => w.merchantId), wanted.map((w) => w.token)],
-        );
-        const ranks = new Map<string, { rank: number }[]>();
-        const byToken = new Map<string, PaymentMethod>();
-        for (const f of facts) {
-          if (f.method) byToken.set(tokenKey(f.method.merchant_id, f.method.provider_token!), paymentMethodOfRow(f.method));
-          else ranks.set(f.member_id!, [...(ranks.get(f.member_id!) ?? []), { rank: f.rank! }]);
-        }
-
-        const inserts: PaymentMethodRow[] = [];
-        const outbox: OutboxJsonRow[] = [];
-        const decide = (req: SubmittedAppend): Appended => {
-          const member = pickScoped(members, req.scope, req.memberId, 'Member');
-          if (req.providerToken) {
-            const existing = byToken.get(tokenKey(member.merchantId, req.providerToken));
-            if (existing && existing.memberId === member.id) return { paymentMethod: existing.toMessage(), created: false };
-            if (existing) throw DomainError.field('providerToken', 'This token is already used by another member.');
-          }
-          const pm = PaymentMethod.create({ ...req.details, merchantId: member.merchantId, memberId: member.id, rank: nextRank(ranks.get(member.id) ?? []), providerToken: req.providerToken });
-          inserts.push(rowOfPaymentMethod(pm));
-          outbox.push(toOutboxJsonRow(outbox.length, { type: 'payment_method.added', merchantId: pm.merchantId, data: pm.toView(), traceContext: req.traceContext }));
-          return { paymentMethod: pm.toMessage(), created: true };
-        };
-        const outcomes = batch.map((req): AppendOutcome => decideItem(() => decide(req)));
-
-        if (inserts.length > 0) {
-          // One round trip for the rows and their events, each read from one JSON document.
-          const { rows } = await query<{ inserted: number; events: number }>(
-            'payment_method_append_write',
-            `with inserted as (
-               insert into payment_methods (id, merchant_id, member_id, type, brand, last4, expiry_month, expiry_year, account_name, bsb, provider_token, rank, created_at, updated_at)
-               select m.id, m.merchant_id, m.member_id, m.type, m.brand, m.last4, m.expiry_month, m.expiry_year, m.account_name, m.bsb, m.provider_token, m.rank, m.created_at, m.updated_at
-                 from jsonb_to_recordset($1::jsonb) as m(id uuid, merchant_id uuid, member_id uuid, type text, brand text, last4 text, expiry_month smallint,
-                        expiry_year smallint, account_name text, bsb text, provider_token text, rank int, created_at timestamptz, updated_at timestamptz)
-               returning 1),
-             events as (
-               ${insertOutboxSql('$2')}
-               returning 1)
-             select (select count(*) from inserted)::int as inserted, (select count(*) from events)::int as events`,
-            [JSON.stringify(inserts), JSON.stringify(outbox)],
-          );
-          // Cannot happen (a refused row fails the statement); thrown, so the transaction rolls back.
-          const [row] = rows;
-          if (row!.inserted !== inserts.length || row!.events !== outbox.length) throw new Error(`payment method append wrote ${row!.inserted}/${inserts.length} rows, ${row!.events}/${outbox.length} events`);
-        }
-        return outcomes;
-      }),
+      batch.some((r) => r.lock) ? transactPrepared(orm, (query) => attemptAppends(query, batch, { lock: true })) : attemptAppends(pooledQuery(orm), batch, { lock: false }),
     { keyOf: (req) => req.memberId.toLowerCase() },
   );
 
   return async (req) => {
-    let outcome: AppendOutcome;
-    try {
-      outcome = await appends.submit({ ...req, traceContext: injectTraceHeaders() });
-    } catch (e) {
-      throw typedDatabaseError(orm, e);
+    const traceContext = injectTraceHeaders();
+    for (let attempt = 1; ; attempt++) {
+      let outcome: AppendAttempt;
+      try {
+        outcome = await appends.submit({ ...req, traceContext, lock: attempt > optimisticAttempts });
+      } catch (e) {
+        throw typedDatabaseError(orm, e);
+      }
+      if ('lost' in outcome) continue;
+      if (!outcome.ok) throw outcome.error;
+      return outcome.value;
     }
-    if (!outcome.ok) throw outcome.error;
-    return outcome.value;
   };
 }
+
+/** One attempt of a batch of adds (see `methodAppender`): with `lock`, in the caller's transaction, under the members' row locks, where no add can lose. */
+async function attemptAppends(query: PreparedQuery, batch: readonly SubmittedAppend[], opts: { lock: boolean }): Promise<AppendAttempt[]> {
+  const ids = [...new Set(batch.filter((r) => isUuidText(r.memberId)).map((r) => r.memberId.toLowerCase()))];
+  const tokens = batch.filter((r) => isUuidText(r.memberId) && r.providerToken);
+  let facts: FactRow[] = [];
+  if (ids.length > 0) {
+    // The members: locked (in id order) under `lock`, else read with their methods' ranks.
+    const { rows } = opts.lock
+      ? await query<FactRow>(
+          'payment_method_append_lock',
+          `select id as member_id, merchant_id, null::int as rank, null::jsonb as method from members where id = any($1::uuid[]) order by id for update`,
+          [ids],
+        )
+      : await query<FactRow>(
+          'payment_method_append_read',
+          `select id as member_id, merchant_id, null::int as rank, null::jsonb as method from members where id = any($1::uuid[])
+           union all
+           select member_id, null, rank, null from payment_methods where member_id = any($1::uuid[])`,
+          [ids],
+        );
+    facts = rows;
+    const merchants = new Map(rows.flatMap((r) => (r.merchant_id ? [[r.member_id!, r.merchant_id] as const] : [])));
+    const wanted = tokens.flatMap((r) => {
+      const merchantId = merchants.get(r.memberId.toLowerCase());
+      return merchantId ? [{ merchantId, token: r.providerToken! }] : [];
+    });
+    // Under `lock`, statements of their own after the lock: their snapshots are taken once the
+    // lock is held, so they see the methods a concurrent add committed while this one waited.
+    if (opts.lock && merchants.size > 0) {
+      facts.push(...(await query<FactRow>('payment_method_append_ranks', `select member_id, null::uuid as merchant_id, rank, null::jsonb as method from payment_methods where member_id = any($1::uuid[])`, [[...merchants.keys()]])).rows);
+    }
+    // A statement of its own, without the ranks: joined to them, a batch that read the ranks with
+    // the members (no ranks asked here) made Postgres plan it for every batch.
+    if (wanted.length > 0) facts.push(...(await query<FactRow>('payment_method_append_tokens', TOKENS_SQL, [wanted.map((w) => w.merchantId), wanted.map((w) => w.token)])).rows);
+  }
+  const members = new Map<string, { id: string; merchantId: string }>();
+  const ranks = new Map<string, { rank: number }[]>();
+  const byToken = new Map<string, PaymentMethod>();
+  for (const f of facts) {
+    if (f.method) byToken.set(tokenKey(f.method.merchant_id, f.method.provider_token!), paymentMethodOfRow(f.method));
+    else if (f.merchant_id) members.set(f.member_id!, { id: f.member_id!, merchantId: f.merchant_id });
+    else ranks.set(f.member_id!, [...(ranks.get(f.member_id!) ?? []), { rank: f.rank! }]);
+  }
+
+  const inserts: PaymentMethodRow[] = [];
+  const outbox: OutboxJsonRow[] = [];
+  const decide = (req: SubmittedAppend): Appended => {
+    const member = pickScoped(members, req.scope, req.memberId, 'Member');
+    if (req.providerToken) {
+      const existing = byToken.get(tokenKey(member.merchantId, req.providerToken));
+      if (existing && existing.memberId === member.id) return { paymentMethod: existing.toMessage(), created: false };
+      if (existing) throw DomainError.field('providerToken', 'This token is already used by another member.');
+    }
+    const pm = PaymentMethod.create({ ...req.details, merchantId: member.merchantId, memberId: member.id, rank: nextRank(ranks.get(member.id) ?? []), providerToken: req.providerToken });
+    inserts.push(rowOfPaymentMethod(pm));
+    outbox.push(toOutboxJsonRow(outbox.length, { type: 'payment_method.added', merchantId: pm.merchantId, data: pm.toView(), traceContext: req.traceContext }));
+    return { paymentMethod: pm.toMessage(), created: true };
+  };
+  const outcomes = batch.map((req): ItemOutcome<Appended> => decideItem(() => decide(req)));
+  if (inserts.length === 0) return outcomes;
+
+  // One round trip for the rows and their events, each read from one JSON document. The members
+  // are locked first, in id order (see `methodAppender`; under their row locks already, a no-op).
+  let written: { inserted: number; events: number } | undefined;
+  try {
+    const { rows } = await query<{ inserted: number; events: number }>(
+      'payment_method_append_write',
+      `with locked as materialized (
+         select id from members where id = any($3::uuid[]) order by id for no key update),
+       inserted as (
+         insert into payment_methods (id, merchant_id, member_id, type, brand, last4, expiry_month, expiry_year, account_name, bsb, provider_token, rank, created_at, updated_at)
+         select m.id, m.merchant_id, m.member_id, m.type, m.brand, m.last4, m.expiry_month, m.expiry_year, m.account_name, m.bsb, m.provider_token, m.rank, m.created_at, m.updated_at
+           from jsonb_to_recordset($1::jsonb) as m(id uuid, merchant_id uuid, member_id uuid, type text, brand text, last4 text, expiry_month smallint,
+                  expiry_year smallint, account_name text, bsb text, provider_token text, rank int, created_at timestamptz, updated_at timestamptz)
+          where m.member_id in (select id from locked)
+         returning 1),
+       events as (
+         ${insertOutboxSql('$2')}
+         returning 1)
+       select (select count(*) from inserted)::int as inserted, (select count(*) from events)::int as events`,
+      [JSON.stringify(inserts), JSON.stringify(outbox), [...new Set(inserts.map((r) => r.member_id))].sort()],
+    );
+    written = rows[0];
+  } catch (e) {
+    // Another add took a rank this attempt took: every add it would have written is decided again.
+    if (!opts.lock && isRankConflict(e)) return outcomes.map((o) => (o.ok && o.value.created ? { lost: true } : o));
+    throw e;
+  }
+  // Cannot happen (a refused row fails the statement); thrown, so the attempt fails as a whole.
+  if (written!.inserted !== inserts.length || written!.events !== outbox.length) throw new Error(`payment method append wrote ${written!.inserted}/${inserts.length} rows, ${written!.events}/${outbox.length} events`);
+  return outcomes;
+}
+
+const isRankConflict = (e: unknown) => (e as { code?: string; constraint?: string }).code === '23505' && (e as { constraint?: string }).constraint === RANK_CONSTRAINT;
