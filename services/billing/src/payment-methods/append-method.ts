@@ -66,14 +66,14 @@ const TOKENS_SQL = `select null::uuid as member_id, null::uuid as merchant_id, n
  *
  * Written in SQL and group-committed, as one of the platform's hot writes: the adds that arrive
  * together share one attempt, and adds for one member never share a batch. An attempt is
- * optimistic, two autocommit statements: one read, without locks, of the members, their
- * methods' ranks and the wanted tokens' methods; then, after the domain has decided each add,
- * one statement writing the new rows with their outbox events. The unique constraint on
+ * optimistic, two autocommit statements: one read, without locks, of the members and their
+ * methods' ranks (and, for adds from a provider token, one of the tokens' methods); then, after
+ * the domain has decided each add, one statement writing the new rows with their outbox events. The unique constraint on
  * (member, rank) is the compare-and-swap: an add that took a rank another add took meanwhile
  * fails the write, whose adds are all decided again on a fresh read in a later batch. After
  * `OPTIMISTIC_ATTEMPTS` lost attempts an add is decided in a transaction holding its member's
  * row lock (a locking read of the members in id order, so concurrent batches cannot deadlock;
- * one read of their ranks and tokens; the same write), which cannot lose. The optimistic write
+ * then the reads of their ranks and of the tokens; the same write), which cannot lose. The optimistic write
  * locks its members too, in id order, before it inserts (`for no key update`, which other
  * inserts referencing a member do not wait for): concurrent writes to one member then take turns
  * and the later one loses at once, instead of two waiting for each other at the deferred rank
