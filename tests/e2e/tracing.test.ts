@@ -54,11 +54,13 @@ describe('tracing', () => {
     expect(traceId, `traceparent of the webhook request: ${delivery!.headers.traceparent}`).toBeDefined();
 
     const has = (spans: ReceivedSpan[], what: (s: ReceivedSpan) => boolean) => spans.some(what);
+    const deliverySpanId = String(delivery!.headers.traceparent).split('-')[2];
     const inTrace = await eventually(
       async () => {
         const spans = otlp.spans().filter((s) => s.traceId === traceId);
-        // Each service exports on its own schedule: wait for both ends of the trace.
-        const ends = has(spans, (s) => s.service === 'webhooks' && s.kind === SPAN_KIND.CLIENT && isPost(s)) && has(spans, (s) => s.service === 'gateway' && s.kind === SPAN_KIND.SERVER);
+        // Each service exports on its own schedule: wait for both ends of the trace. The end is
+        // the POST this receiver got (the observer's POST, in the same trace, may be exported first).
+        const ends = has(spans, (s) => s.service === 'webhooks' && s.spanId === deliverySpanId) && has(spans, (s) => s.service === 'gateway' && s.kind === SPAN_KIND.SERVER);
         return ends ? spans : undefined;
       },
       10_000,
@@ -82,7 +84,7 @@ describe('tracing', () => {
     expect(consume, summary).toMatchObject({ name: 'process events.member.created', parentSpanId: publish!.spanId, attributes: { 'messaging.system': 'nats', 'messaging.operation.type': 'process' } });
     // The delivery: the POST to the endpoint (the observer key gets one too), whose span the receiver's traceparent names.
     const posts = spans.filter((s) => s.service === 'webhooks' && s.kind === SPAN_KIND.CLIENT && isPost(s));
-    expect(posts.map((s) => s.spanId), summary).toContain(String(delivery!.headers.traceparent).split('-')[2]);
+    expect(posts.map((s) => s.spanId), summary).toContain(deliverySpanId);
 
     // The gateway's access log names the request with the same trace id, and nothing personal.
     const access = platform.processes.gateway!.logs
