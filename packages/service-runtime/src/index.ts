@@ -5,6 +5,7 @@ export * from './grpc.js';
 export * from './grpc-transport.js';
 export * from './database.js';
 export * from './batcher.js';
+export * from './optimistic-writer.js';
 export * from './shared-lookups.js';
 export * from './group-write.js';
 export * from './nats.js';

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
-import { Batcher, decideItem, insertOutboxSql, pooledQuery, toOutboxJsonRow, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome, type OutboxJsonRow, type PreparedQuery } from '@billing/service-runtime';
+import { decideItem, insertOutboxSql, LOST, optimisticWriter, toOutboxJsonRow, typedDatabaseError, type CallScope, type ItemOutcome, type Lost, type OutboxJsonRow, type PreparedQuery } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import { pickScoped } from '../merchant-scope.js';
 import { PaymentMethod, type InstrumentDetails } from './payment-method.js';
@@ -24,15 +24,10 @@ export interface Appended {
 interface SubmittedAppend extends AppendRequest {
   /** Of the add's own request, for its event (the batch runs in one request's context). */
   traceContext: Record<string, string>;
-  /** Decided under the member's row lock: once the add's optimistic attempts have all lost. */
-  lock: boolean;
 }
 
 /** How an add's attempt ended: answered, or lost to a concurrent add to its member (to be tried again). */
-type AppendAttempt = ItemOutcome<Appended> | { lost: true };
-
-/** Optimistic attempts an add makes before it is decided under its member's row lock. */
-const OPTIMISTIC_ATTEMPTS = 5;
+type AppendAttempt = ItemOutcome<Appended> | Lost;
 
 /** The constraint that gives each of a member's methods its own rank. */
 const RANK_CONSTRAINT = 'payment_methods_member_rank_unique';
@@ -71,7 +66,7 @@ const TOKENS_SQL = `select null::uuid as member_id, null::uuid as merchant_id, n
  * the domain has decided each add, one statement writing the new rows with their outbox events. The unique constraint on
  * (member, rank) is the compare-and-swap: an add that took a rank another add took meanwhile
  * fails the write, whose adds are all decided again on a fresh read in a later batch. After
- * `OPTIMISTIC_ATTEMPTS` lost attempts an add is decided in a transaction holding its member's
+ * five lost attempts (`OPTIMISTIC_ATTEMPTS`) an add is decided in a transaction holding its member's
  * row lock (a locking read of the members in id order, so concurrent batches cannot deadlock;
  * then the reads of their ranks and of the tokens; the same write), which cannot lose. The optimistic write
  * locks its members too, in id order, before it inserts (`for no key update`, which other
@@ -89,31 +84,20 @@ const TOKENS_SQL = `select null::uuid as member_id, null::uuid as merchant_id, n
  * under its member's lock, as tests of that path do.
  */
 export function methodAppender(orm: MikroORM, opts: { optimisticAttempts?: number } = {}): (req: AppendRequest) => Promise<Appended> {
-  const optimisticAttempts = opts.optimisticAttempts ?? OPTIMISTIC_ATTEMPTS;
-  const appends = new Batcher<SubmittedAppend, AppendAttempt>(
-    // A batch holding an add that must take its lock (rare: after lost attempts) decides all of its adds under theirs.
-    (batch) =>
-      batch.some((r) => r.lock) ? transactPrepared(orm, (query) => attemptAppends(query, batch, { lock: true })) : attemptAppends(pooledQuery(orm), batch, { lock: false }),
-    { keyOf: (req) => req.memberId.toLowerCase() },
-  );
-
+  const append = optimisticWriter<SubmittedAppend, ItemOutcome<Appended>>(orm, attemptAppends, { keyOf: (req) => req.memberId.toLowerCase(), optimisticAttempts: opts.optimisticAttempts });
   return async (req) => {
-    const traceContext = injectTraceHeaders();
-    for (let attempt = 1; ; attempt++) {
-      let outcome: AppendAttempt;
-      try {
-        outcome = await appends.submit({ ...req, traceContext, lock: attempt > optimisticAttempts });
-      } catch (e) {
-        throw typedDatabaseError(orm, e);
-      }
-      if ('lost' in outcome) continue;
-      if (!outcome.ok) throw outcome.error;
-      return outcome.value;
+    let outcome: ItemOutcome<Appended>;
+    try {
+      outcome = await append({ ...req, traceContext: injectTraceHeaders() });
+    } catch (e) {
+      throw typedDatabaseError(orm, e);
     }
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value;
   };
 }
 
-/** One attempt of a batch of adds (see `methodAppender`): with `lock`, in the caller's transaction, under the members' row locks, where no add can lose. */
+/** One attempt of a batch of adds (see `methodAppender`, `optimisticWriter`): with `lock`, in the caller's transaction, under the members' row locks, where no add can lose. */
 async function attemptAppends(query: PreparedQuery, batch: readonly SubmittedAppend[], opts: { lock: boolean }): Promise<AppendAttempt[]> {
   const ids = [...new Set(batch.filter((r) => isUuidText(r.memberId)).map((r) => r.memberId.toLowerCase()))];
   const tokens = batch.filter((r) => isUuidText(r.memberId) && r.providerToken);
@@ -198,7 +182,7 @@ async function attemptAppends(query: PreparedQuery, batch: readonly SubmittedApp
     written = rows[0];
   } catch (e) {
     // Another add took a rank this attempt took: every add it would have written is decided again.
-    if (!opts.lock && isRankConflict(e)) return outcomes.map((o) => (o.ok && o.value.created ? { lost: true } : o));
+    if (!opts.lock && isRankConflict(e)) return outcomes.map((o) => (o.ok && o.value.created ? LOST : o));
     throw e;
   }
   // Cannot happen (a refused row fails the statement); thrown, so the attempt fails as a whole.
@@ -206,4 +190,7 @@ async function attemptAppends(query: PreparedQuery, batch: readonly SubmittedApp
   return outcomes;
 }
 
-const isRankConflict = (e: unknown) => (e as { code?: string; constraint?: string }).code === '23505' && (e as { constraint?: string }).constraint === RANK_CONSTRAINT;
+const isRankConflict = (e: unknown) => {
+  const { code, constraint } = e as { code?: string; constraint?: string };
+  return code === '23505' && constraint === RANK_CONSTRAINT;
+};

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type PlanInterval } from '@billing/contracts';
-import { Batcher, decideItem, insertOutboxSql, pooledQuery, queryPrepared, toOutboxJsonRow, transactPrepared, type CallScope, type PreparedQuery } from '@billing/service-runtime';
+import { Batcher, decideItem, insertOutboxSql, LOST, optimisticWriter, queryPrepared, toOutboxJsonRow, type CallScope, type Lost, type PreparedQuery } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { BillingSchedule } from '../plans/billing-interval.js';
 import { Subscription } from './subscription.js';
@@ -64,15 +64,10 @@ export interface TransitionRequest {
 
 interface SubmittedTransition extends TransitionRequest {
   traceContext: Record<string, string>;
-  /** Decide under the row lock: the fallback once the optimistic attempts have all lost. */
-  lock: boolean;
 }
 
-/** How one attempt ended: answered (applied, a no-op or refused), or lost to a concurrent write of the row (to be tried again). */
-type TransitionOutcome = { ok: true; sub: Subscription } | { ok: false; error: DomainError } | { lost: true };
-
-/** Attempts of a transition without locks before it decides under its row lock, so it ends even on a row that keeps changing. */
-const OPTIMISTIC_ATTEMPTS = 5;
+/** How a transition ended: applied, a no-op or refused. */
+type TransitionOutcome = { ok: true; sub: Subscription } | { ok: false; error: DomainError };
 
 /**
  * The columns a transition of a live subscription may change, all written back for a changed row
@@ -119,14 +114,17 @@ export type InsertOutcome = 'inserted' | 'exists' | 'mismatch';
  * aggregate and its events, its transitions change it; this class only reads and persists.
  */
 export class SubscriptionStore {
-  private readonly optimisticAttempts: number;
+  private readonly transitions: (t: SubmittedTransition) => Promise<TransitionOutcome>;
 
   /** `optimisticAttempts` (default `OPTIMISTIC_ATTEMPTS`): 0 decides every transition under its row lock, as tests of that path do. */
   constructor(
     private readonly orm: MikroORM,
     opts: { optimisticAttempts?: number } = {},
   ) {
-    this.optimisticAttempts = opts.optimisticAttempts ?? OPTIMISTIC_ATTEMPTS;
+    this.transitions = optimisticWriter(orm, (query, batch, mode) => this.attemptTransitions(query, batch, mode), {
+      keyOf: (t) => t.id.toLowerCase(),
+      optimisticAttempts: opts.optimisticAttempts,
+    });
   }
 
   /**
@@ -161,30 +159,17 @@ export class SubscriptionStore {
    * its own request.
    */
   async transition(req: TransitionRequest): Promise<Subscription> {
-    const traceContext = injectTraceHeaders();
-    for (let attempt = 1; ; attempt++) {
-      const outcome = await this.transitions.submit({ ...req, traceContext, lock: attempt > this.optimisticAttempts });
-      if ('lost' in outcome) continue;
-      if (!outcome.ok) throw outcome.error;
-      return outcome.sub;
-    }
+    const outcome = await this.transitions({ ...req, traceContext: injectTraceHeaders() });
+    if (!outcome.ok) throw outcome.error;
+    return outcome.sub;
   }
 
-  private readonly transitions = new Batcher<SubmittedTransition, TransitionOutcome>(
-    // A batch holding a transition that must take its lock (rare: after lost attempts) decides all of its items under theirs.
-    (batch) =>
-      batch.some((t) => t.lock)
-        ? transactPrepared(this.orm, (query) => this.attemptTransitions(query, batch, { lock: true }))
-        : this.attemptTransitions(pooledQuery(this.orm), batch, { lock: false }),
-    { keyOf: (t) => t.id.toLowerCase() },
-  );
-
   /**
-   * One attempt of a batch of transitions (see `transition`): with `lock`, in the caller's
+   * One attempt of a batch of transitions (see `transition`, `optimisticWriter`): with `lock`, in the caller's
    * transaction, the read takes the row locks (in id order, so concurrent batches cannot
    * deadlock) and no write can be lost.
    */
-  private async attemptTransitions(query: PreparedQuery, batch: readonly SubmittedTransition[], opts: { lock: boolean }): Promise<TransitionOutcome[]> {
+  private async attemptTransitions(query: PreparedQuery, batch: readonly SubmittedTransition[], opts: { lock: boolean }): Promise<(TransitionOutcome | Lost)[]> {
     const ids = [...new Set(batch.filter((t) => isUuidText(t.id)).map((t) => t.id.toLowerCase()))];
     const { rows } = ids.length === 0 ? { rows: [] } : await query<ReadRow>(
       opts.lock ? 'subscription_transition_lock' : 'subscription_transition_read',
@@ -260,7 +245,7 @@ export class SubscriptionStore {
     const updated = new Set(res.rows[0]!.ids);
     // Cannot happen (the rows are locked); thrown, so the transaction rolls back.
     if (opts.lock && updated.size !== changed.length) throw new Error(`subscription transition under lock wrote ${updated.size}/${changed.length} rows`);
-    return outcomes.map((o, i) => (writes[i] !== undefined && !updated.has(writes[i]) ? { lost: true } : o));
+    return outcomes.map((o, i) => (writes[i] !== undefined && !updated.has(writes[i]) ? LOST : o));
   }
 
   private readonly enrolments = new Batcher<SubmittedEnrolment, EnrolmentOutcome>(async (batch) => {

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
-import { Batcher, decideItem, pooledQuery, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome, type PreparedQuery } from '@billing/service-runtime';
+import { Batcher, decideItem, LOST, optimisticWriter, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome, type Lost, type PreparedQuery } from '@billing/service-runtime';
 import { normalisePercent, platformFee, type FeeTerms } from '../fees/platform-fee.js';
 import type { Merchant, ProviderEnvironment } from '../merchants/merchant.js';
 import { pickScoped } from '../merchant-scope.js';
@@ -41,16 +41,8 @@ function answerOf(reserved: Reserved): Reservation {
   return reserved.value;
 }
 
-/** A refund request as submitted to its batch: `lock` once its optimistic attempts have all lost. */
-interface SubmittedRefund extends RefundRequest {
-  lock: boolean;
-}
-
 /** How a refund's attempt ended: answered, or lost to a concurrent change of its charge (to be tried again). */
-type RefundAttempt = Reserved | { lost: true };
-
-/** Optimistic attempts of a refund before it is decided under its charge's row lock. */
-const OPTIMISTIC_ATTEMPTS = 5;
+type RefundAttempt = Reserved | Lost;
 
 /** A locked charge row with its merchant's terms. */
 interface LockedRow extends TransactionRow {
@@ -82,9 +74,8 @@ interface LockedCharge {
  * MikroORM's typed exception.
  */
 export class TransactionReservations {
-  private readonly refunds: Batcher<SubmittedRefund, RefundAttempt>;
+  private readonly refunds: (r: RefundRequest) => Promise<Reserved>;
   private readonly retries: Batcher<RetryRequest, Reserved>;
-  private readonly optimisticAttempts: number;
 
   /**
    * `leaseMs`: how long a reservation keeps billing runs off its unconfirmed call (and a retry
@@ -96,16 +87,8 @@ export class TransactionReservations {
     private readonly leaseMs: number,
     opts: { optimisticAttempts?: number } = {},
   ) {
-    this.optimisticAttempts = opts.optimisticAttempts ?? OPTIMISTIC_ATTEMPTS;
     const keyOf = (r: { id: string }) => r.id.toLowerCase();
-    // A batch holding a refund that must take its lock (rare: after lost attempts) decides all of its refunds under theirs.
-    this.refunds = new Batcher<SubmittedRefund, RefundAttempt>(
-      (batch) =>
-        batch.some((r) => r.lock)
-          ? transactPrepared(orm, (query) => this.reserveRefunds(query, batch, { lock: true }))
-          : this.reserveRefunds(pooledQuery(orm), batch, { lock: false }),
-      { keyOf },
-    );
+    this.refunds = optimisticWriter<RefundRequest, Reserved>(orm, (query, batch, mode) => this.reserveRefunds(query, batch, mode), { keyOf, optimisticAttempts: opts.optimisticAttempts });
     // Retries of two charges of one subscription may share a batch: the first claims the
     // subscription (on the aggregate both see), which refuses the second, as when they run in turn.
     this.retries = new Batcher<RetryRequest, Reserved>((batch) => transactPrepared(orm, (query) => this.reserveRetries(query, batch)), { keyOf });
@@ -124,10 +107,7 @@ export class TransactionReservations {
    * a charge can never together exceed it, as under the lock.
    */
   async refund(r: RefundRequest): Promise<Reservation> {
-    for (let attempt = 1; ; attempt++) {
-      const outcome = await this.submitted(this.refunds.submit({ ...r, lock: attempt > this.optimisticAttempts }));
-      if (!('lost' in outcome)) return answerOf(outcome);
-    }
+    return answerOf(await this.submitted(this.refunds(r)));
   }
 
   /** Reserves a retry of a Failed charge: a `Processing` charge of `attempt + 1`, its subscription claimed, committed. */
@@ -167,8 +147,8 @@ export class TransactionReservations {
     );
   }
 
-  /** One attempt of a batch of refunds (see `refund`): with `lock`, in the caller's transaction, under the charges' row locks, where no write can be lost. */
-  private async reserveRefunds(query: PreparedQuery, batch: readonly SubmittedRefund[], opts: { lock: boolean }): Promise<RefundAttempt[]> {
+  /** One attempt of a batch of refunds (see `refund`, `optimisticWriter`): with `lock`, in the caller's transaction, under the charges' row locks, where no write can be lost. */
+  private async reserveRefunds(query: PreparedQuery, batch: readonly RefundRequest[], opts: { lock: boolean }): Promise<RefundAttempt[]> {
     const locked = await this.lockCharges(query, batch, opts);
     const charges = new Map([...locked].map(([id, l]) => [id, l.charge]));
     /** Each charge's refunded amount as read, before the batch's decisions add to it. */
@@ -199,7 +179,7 @@ export class TransactionReservations {
       return out;
     }
     const written = await writeRefundsIfUnchanged(query, refunds, [...reserved].map(([id, value]) => ({ id, expected: read.get(id)!, value })));
-    return out.map((o) => (o.ok && !written.has(o.value.t.originalTransactionId!) ? { lost: true } : o));
+    return out.map((o) => (o.ok && !written.has(o.value.t.originalTransactionId!) ? LOST : o));
   }
 
   private async reserveRetries(query: PreparedQuery, batch: readonly RetryRequest[]): Promise<Reserved[]> {
