@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DriverException } from '@mikro-orm/postgresql';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '@billing/contracts';
 import type { CallScope } from '@billing/service-runtime';
@@ -13,10 +14,10 @@ import { applyCallOutcomes } from '../billing-runs/billing-run.js';
 import { Transaction } from './transaction.js';
 import { TransactionReservations, type Reservation } from './transaction-reservations.js';
 
-// The reservations of refunds and retries (their hand-written transaction per batch) against a
+// The reservations of refunds and retries (their hand-written SQL, optimistic or under locks) against a
 // real database: the rules each request meets alone, in batches and across concurrent batches.
 
-const { orm, rows } = useMigratedDatabase({
+const { orm, rows, url } = useMigratedDatabase({
   open: (url) => openBillingDatabase(BillingConfig.parse({ DATABASE_URL: url, DB_POOL_MAX: '25' })),
   schema: 'billing',
   migrations: MIGRATIONS,
@@ -231,16 +232,51 @@ describe('TransactionReservations.retry', () => {
     expect(retries.map((r) => r.original_transaction_id)).toEqual([first]);
   });
 
-  it('reserves concurrent retries of one charge from several replicas once', async () => {
+  // Optimistic (a compare-and-swap on the subscription's row; for a charge without one, the unique
+  // index on a charge's retry), under the row locks from the start, and under them after one lost
+  // attempt; each with and without a subscription.
+  it.each([
+    ['optimistically', undefined, true],
+    ['optimistically, a charge without a subscription', undefined, false],
+    ['under the row locks', 0, true],
+    ['under the row locks, a charge without a subscription', 0, false],
+    ['under the row locks after one lost attempt', 1, true],
+    ['under the row locks after one lost attempt, a charge without a subscription', 1, false],
+  ])('reserves concurrent retries of one charge from several replicas once (%s)', async (_mode, optimisticAttempts, withSubscription) => {
     const o = await seedMerchant();
-    const sub = await seedSubscription(o, 'Active');
+    const sub = withSubscription ? await seedSubscription(o, 'Active') : undefined;
     const failed = await seedCharge(o, { status: 'Failed', subscriptionId: sub });
-    const replicas = Array.from({ length: 4 }, () => new TransactionReservations(orm(), LEASE_MS));
+    const replicas = Array.from({ length: 4 }, () => new TransactionReservations(orm(), LEASE_MS, { optimisticAttempts }));
     const results = await settle(replicas.map((r) => r.retry({ scope: o.scope, id: failed })));
     expect(results.filter((r) => 'value' in r)).toHaveLength(1);
     expect(new Set(results.flatMap((r) => ('error' in r ? [(r.error as DomainError).message] : [])))).toEqual(
       new Set(['This charge has already been retried; retry the latest attempt.']),
     );
+    expect(await rows(`select id from billing.transactions where original_transaction_id = ?`, [failed])).toHaveLength(1);
+  });
+
+  it('retries, optimistically, on a fresh read after a billing run claimed the subscription between its read and its write: refused as claimed', async () => {
+    const o = await seedMerchant();
+    const sub = await seedSubscription(o, 'Active');
+    const failed = await seedCharge(o, { status: 'Failed', subscriptionId: sub });
+    // The claim lands while the retry's write waits for the subscription's row lock, after its read.
+    const claimer = new pg.Client({ connectionString: url() });
+    await claimer.connect();
+    try {
+      await claimer.query('begin');
+      await claimer.query(`update billing.subscriptions set claimed_until = now() + interval '1 minute' where id = $1`, [sub]);
+      const retry = settle([new TransactionReservations(orm(), LEASE_MS).retry({ scope: o.scope, id: failed })]);
+      for (let i = 0; ; i++) {
+        if ((await rows(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).length > 0) break;
+        if (i === 100) throw new Error('the retry never waited for the claim');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await claimer.query('commit');
+      expect(await retry).toEqual([domainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.')]);
+    } finally {
+      await claimer.end();
+    }
+    expect(await rows(`select id from billing.transactions where original_transaction_id = ?`, [failed])).toHaveLength(0);
   });
 
   it('records a batch of refunds in one statement: answers once, refused ones released once, unanswered ones left reserved, an event per recorded refund', async () => {

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
-import { Batcher, decideItem, LOST, optimisticWriter, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome, type Lost, type PreparedQuery } from '@billing/service-runtime';
+import { decideItem, LOST, optimisticWriter, typedDatabaseError, type CallScope, type ItemOutcome, type Lost, type PreparedQuery } from '@billing/service-runtime';
 import { normalisePercent, platformFee, type FeeTerms } from '../fees/platform-fee.js';
 import type { Merchant, ProviderEnvironment } from '../merchants/merchant.js';
 import { pickScoped } from '../merchant-scope.js';
@@ -56,17 +56,23 @@ interface LockedCharge {
   merchant: MerchantOfCall & { feeTerms: FeeTerms };
 }
 
+function lockedChargeOf(r: LockedRow): LockedCharge {
+  return {
+    charge: transactionOfRow(r),
+    merchant: { providerEnvironment: r.provider_environment, feeTerms: { percent: normalisePercent(r.platform_fee_percent), fixedMinor: Number(r.platform_fee_fixed_minor) } },
+  };
+}
+
 /**
  * The reservations of refunds and retries (contract §7), written in SQL and group-committed:
  * the requests that arrive together share one attempt, where the ORM spent a find and a
- * hydration per kind of row and its unit of work per request. A retry batch is one transaction
- * of prepared statements (a locking read of the charges, one of the subscriptions, one write); a
- * refund batch is optimistic (see `refund`: a read and a compare-and-swap write, two autocommit
- * statements), under the charges' row locks once a refund has lost its optimistic attempts. The
- * domain decides each request as it does alone (`Transaction.reserveRefund`, `assertRetryable`,
- * the subscription's due period); locked rows are locked `for update` in id order, charges
- * first, then subscriptions (the lock order of a retry alone), so concurrent batches cannot
- * deadlock, and concurrent refunds of a charge can never together exceed it. Requests on one
+ * hydration per kind of row and its unit of work per request. Both are optimistic (see `refund`
+ * and `retry`: a read and a compare-and-swap write, two autocommit statements), under the rows'
+ * locks once a request has lost its optimistic attempts (`optimisticWriter`). The domain decides
+ * each request as it does alone (`Transaction.reserveRefund`, `assertRetryable`, the
+ * subscription's due period); locked rows are locked in id order, charges first, then
+ * subscriptions (the lock order of a retry alone), so concurrent batches cannot deadlock, and
+ * concurrent refunds of a charge can never together exceed it. Requests on one
  * charge never share a batch: the second is decided after the first committed. Another
  * merchant's transaction is `not_found`, as a missing one. A DomainError is that request's answer
  * and writes nothing of it; any other failure rolls the batch back and its requests run again one
@@ -75,7 +81,7 @@ interface LockedCharge {
  */
 export class TransactionReservations {
   private readonly refunds: (r: RefundRequest) => Promise<Reserved>;
-  private readonly retries: Batcher<RetryRequest, Reserved>;
+  private readonly retries: (r: RetryRequest) => Promise<Reserved>;
 
   /**
    * `leaseMs`: how long a reservation keeps billing runs off its unconfirmed call (and a retry
@@ -88,10 +94,11 @@ export class TransactionReservations {
     opts: { optimisticAttempts?: number } = {},
   ) {
     const keyOf = (r: { id: string }) => r.id.toLowerCase();
-    this.refunds = optimisticWriter<RefundRequest, Reserved>(orm, (query, batch, mode) => this.reserveRefunds(query, batch, mode), { keyOf, optimisticAttempts: opts.optimisticAttempts });
+    const { optimisticAttempts } = opts;
+    this.refunds = optimisticWriter<RefundRequest, Reserved>(orm, (query, batch, mode) => this.reserveRefunds(query, batch, mode), { keyOf, optimisticAttempts });
     // Retries of two charges of one subscription may share a batch: the first claims the
     // subscription (on the aggregate both see), which refuses the second, as when they run in turn.
-    this.retries = new Batcher<RetryRequest, Reserved>((batch) => transactPrepared(orm, (query) => this.reserveRetries(query, batch)), { keyOf });
+    this.retries = optimisticWriter<RetryRequest, Reserved>(orm, (query, batch, mode) => this.reserveRetries(query, batch, mode), { keyOf, optimisticAttempts });
   }
 
   /**
@@ -110,9 +117,18 @@ export class TransactionReservations {
     return answerOf(await this.submitted(this.refunds(r)));
   }
 
-  /** Reserves a retry of a Failed charge: a `Processing` charge of `attempt + 1`, its subscription claimed, committed. */
+  /**
+   * Reserves a retry of a Failed charge: a `Processing` charge of `attempt + 1`, its subscription
+   * claimed, committed. Optimistic, as refunds are: a batch reads its charges with their
+   * subscriptions and whether each was retried (one statement, without locks), the domain decides
+   * each retry, and one statement claims each subscription only if its row is still as read (a
+   * compare-and-swap) and inserts the retries of the charges it claimed. A retry of a charge
+   * without a subscription is kept from being inserted twice by `transactions_retry_unique`; one
+   * that lost either way is decided again on a fresh read (where it finds the charge retried or
+   * its subscription claimed), and after its optimistic attempts under the rows' locks.
+   */
   async retry(r: RetryRequest): Promise<Reservation> {
-    return answerOf(await this.submitted(this.retries.submit(r)));
+    return answerOf(await this.submitted(this.retries(r)));
   }
 
   /** A batch's answer to a request, a database error as MikroORM's typed exception. */
@@ -124,7 +140,13 @@ export class TransactionReservations {
     }
   }
 
-  /** Locks the batch's charges (in id order) with their merchants' terms, or with `lock: false` reads them; malformed ids find nothing. */
+  /**
+   * Locks the batch's charges (in id order) with their merchants' terms, or with `lock: false`
+   * reads them; malformed ids find nothing. `for no key update`, the lock an update of their
+   * refunded amount takes: an optimistic retry's insert, which holds its subscription's lock,
+   * takes a key-share lock on the charge it retries, which this does not block (so the two
+   * cannot deadlock).
+   */
   private async lockCharges(query: PreparedQuery, batch: readonly { id: string }[], opts: { lock: boolean } = { lock: true }): Promise<Map<string, LockedCharge>> {
     const ids = [...new Set(batch.filter((r) => isUuidText(r.id)).map((r) => r.id.toLowerCase()))];
     if (ids.length === 0) return new Map();
@@ -133,18 +155,10 @@ export class TransactionReservations {
       `select ${transactionColumns('t')}, m.provider_environment, m.platform_fee_percent::text, m.platform_fee_fixed_minor
          from transactions t join merchants m on m.id = t.merchant_id
         where t.id = any($1::uuid[])
-        order by t.id${opts.lock ? '\n          for update of t' : ''}`,
+        order by t.id${opts.lock ? '\n          for no key update of t' : ''}`,
       [ids],
     );
-    return new Map(
-      rows.map((r) => [
-        r.id,
-        {
-          charge: transactionOfRow(r),
-          merchant: { providerEnvironment: r.provider_environment, feeTerms: { percent: normalisePercent(r.platform_fee_percent), fixedMinor: Number(r.platform_fee_fixed_minor) } },
-        },
-      ]),
-    );
+    return new Map(rows.map((r) => [r.id, lockedChargeOf(r)]));
   }
 
   /** One attempt of a batch of refunds (see `refund`, `optimisticWriter`): with `lock`, in the caller's transaction, under the charges' row locks, where no write can be lost. */
@@ -182,36 +196,23 @@ export class TransactionReservations {
     return out.map((o) => (o.ok && !written.has(o.value.t.originalTransactionId!) ? LOST : o));
   }
 
-  private async reserveRetries(query: PreparedQuery, batch: readonly RetryRequest[]): Promise<Reserved[]> {
-    const locked = await this.lockCharges(query, batch);
-    const failed = new Map([...locked].map(([id, l]) => [id, l.charge]));
-    const subIds = [...new Set([...failed.values()].flatMap((t) => t.subscriptionId ?? []))];
-    // After the charges' locks (charges, then subscriptions: the lock order of a retry alone), so
-    // a retry of one of these charges committed meanwhile is seen; subscriptions locked in id order.
-    const { rows } = failed.size === 0 ? { rows: [] } : await query<{ subs: SubscriptionRow[]; retried: string[] }>(
-      'transaction_reserve_retry_facts',
-      `with subs as materialized (
-         select to_jsonb(s) as sub from subscriptions s where s.id = any($2::uuid[]) order by s.id for update of s)
-       select coalesce((select json_agg(sub) from subs), '[]') as subs,
-              coalesce((select json_agg(distinct original_transaction_id) from transactions
-                         where kind = 'Charge' and original_transaction_id = any($1::uuid[])), '[]') as retried`,
-      [[...failed.keys()], subIds],
-    );
-    const retried = new Set(rows[0]?.retried ?? []);
-    const subs = new Map<string, Subscription>((rows[0]?.subs ?? []).map((r) => [r.id, subscriptionOfRow(r)]));
+  /** One attempt of a batch of retries (see `retry`, `optimisticWriter`): with `lock`, in the caller's transaction, under the charges' and subscriptions' row locks. */
+  private async reserveRetries(query: PreparedQuery, batch: readonly RetryRequest[], opts: { lock: boolean }): Promise<RetryAttempt[]> {
+    const { charges, subs, retried } = opts.lock ? await this.lockRetryFacts(query, batch) : await readRetryFacts(query, batch);
+    const failed = new Map([...charges].map(([id, l]) => [id, l.charge]));
     const retries: Transaction[] = [];
     const claimed = new Map<string, Date>();
     const out = batch.map((r): Reserved => decideItem((): Reservation => {
       const f = pickScoped(failed, r.scope, r.id, 'Transaction');
       f.assertRetryable();
       if (retried.has(f.id)) throw new DomainError('invalid_transition', 'This charge has already been retried; retry the latest attempt.');
-      const sub = f.subscriptionId ? subs.get(f.subscriptionId) : undefined;
+      const sub = f.subscriptionId ? subs.get(f.subscriptionId)?.sub : undefined;
       if (sub) {
         if (sub.status !== 'Active' && sub.status !== 'PastDue') throw new DomainError('invalid_transition', `The subscription is ${sub.status}; its charges are not retried.`);
         if (sub.duePeriodStart()?.getTime() !== f.periodStart?.getTime()) throw new DomainError('invalid_transition', 'The period of this charge has been collected since.');
         if (sub.claimedUntil && sub.claimedUntil > new Date()) throw new DomainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.');
       }
-      const { merchant } = locked.get(f.id)!;
+      const { merchant } = charges.get(f.id)!;
       const lease = new Date(Date.now() + this.leaseMs);
       const t = Object.assign(new Transaction(), {
         merchantId: f.merchantId,
@@ -235,9 +236,63 @@ export class TransactionReservations {
       return { t, merchant: { providerEnvironment: merchant.providerEnvironment } };
     }));
     if (retries.length === 0) return out;
-    await writeReservations(query, 'transaction_reserve_retries', retries, { table: 'subscriptions', column: 'claimed_until', type: 'timestamptz', values: claimed });
-    return out;
+    if (opts.lock) {
+      await writeReservations(query, 'transaction_reserve_retries', retries, { table: 'subscriptions', column: 'claimed_until', type: 'timestamptz', values: claimed });
+      return out;
+    }
+    const written = await writeRetriesIfUnchanged(query, retries, [...claimed].map(([id, value]) => ({ id, read: subs.get(id)!.read, value })));
+    return out.map((o) => (o.ok && !written.has(o.value.t.originalTransactionId!) ? LOST : o));
   }
+
+  /** The retries' facts under locks: the charges (in id order), then their subscriptions (in id order: the lock order of a retry alone), then which charges were retried. */
+  private async lockRetryFacts(query: PreparedQuery, batch: readonly RetryRequest[]): Promise<RetryFacts> {
+    const charges = await this.lockCharges(query, batch);
+    const subIds = [...new Set([...charges.values()].flatMap((l) => l.charge.subscriptionId ?? []))];
+    // After the charges' locks, so a retry of one of these charges committed meanwhile is seen.
+    const { rows } = charges.size === 0 ? { rows: [] } : await query<{ subs: SubscriptionRow[]; retried: string[] }>(
+      'transaction_reserve_retry_facts',
+      `with subs as materialized (
+         select to_jsonb(s) as sub from subscriptions s where s.id = any($2::uuid[]) order by s.id for update of s)
+       select coalesce((select json_agg(sub) from subs), '[]') as subs,
+              coalesce((select json_agg(distinct original_transaction_id) from transactions
+                         where kind = 'Charge' and original_transaction_id = any($1::uuid[])), '[]') as retried`,
+      [[...charges.keys()], subIds],
+    );
+    return {
+      charges,
+      subs: new Map((rows[0]?.subs ?? []).map((r) => [r.id, { sub: subscriptionOfRow(r), read: r }])),
+      retried: new Set(rows[0]?.retried ?? []),
+    };
+  }
+}
+
+/** What a batch of retries is decided on: the charges with their merchants' terms, their subscriptions (each with its row as read), and the ids of the charges already retried. */
+interface RetryFacts {
+  charges: Map<string, LockedCharge>;
+  subs: Map<string, { sub: Subscription; read: SubscriptionRow }>;
+  retried: Set<string>;
+}
+
+/** How a retry's attempt ended: answered, or lost to a concurrent claim of its subscription or retry of its charge (to be tried again). */
+type RetryAttempt = Reserved | Lost;
+
+/** The retries' facts without locks, in one statement; malformed ids find nothing. */
+async function readRetryFacts(query: PreparedQuery, batch: readonly RetryRequest[]): Promise<RetryFacts> {
+  const ids = [...new Set(batch.filter((r) => isUuidText(r.id)).map((r) => r.id.toLowerCase()))];
+  const { rows } = ids.length === 0 ? { rows: [] } : await query<LockedRow & { sub: SubscriptionRow | null; retried: boolean }>(
+    'transaction_retry_read',
+    `select ${transactionColumns('t')}, m.provider_environment, m.platform_fee_percent::text, m.platform_fee_fixed_minor,
+            (select to_jsonb(s) from subscriptions s where s.id = t.subscription_id) as sub,
+            exists (select 1 from transactions r where r.kind = 'Charge' and r.original_transaction_id = t.id) as retried
+       from transactions t join merchants m on m.id = t.merchant_id
+      where t.id = any($1::uuid[])`,
+    [ids],
+  );
+  return {
+    charges: new Map(rows.map((r) => [r.id, lockedChargeOf(r)])),
+    subs: new Map(rows.flatMap((r) => (r.sub ? [[r.sub.id, { sub: subscriptionOfRow(r.sub), read: r.sub }] as const] : []))),
+    retried: new Set(rows.filter((r) => r.retried).map((r) => r.id)),
+  };
 }
 
 /**
@@ -300,3 +355,49 @@ async function writeRefundsIfUnchanged(query: PreparedQuery, refunds: Transactio
   );
   return new Set(rows.map((r) => r.id));
 }
+
+/**
+ * The optimistic write of a batch of retries, one autocommit statement: each subscription's
+ * claim set only where its row is still as read (locked in id order, as every writer of
+ * subscriptions locks them; a row changed meanwhile is left alone), and the retries inserted of
+ * the charges without a subscription and of those whose subscription it claimed. Returns the ids
+ * of the charges it retried; a retry of any other charge wrote nothing and is decided again. A
+ * concurrent retry of a charge without a subscription (from another replica) fails the statement
+ * on `transactions_retry_unique`: then nothing was written and every retry of the batch is
+ * decided again.
+ */
+async function writeRetriesIfUnchanged(query: PreparedQuery, retries: Transaction[], claims: { id: string; read: SubscriptionRow; value: Date }[]): Promise<Set<string>> {
+  try {
+    const { rows } = await query<{ id: string }>(
+      'transaction_reserve_retries_cas',
+      `with c as (
+         select * from jsonb_to_recordset($2::jsonb) as c(id uuid, read jsonb, value timestamptz)),
+       unchanged as materialized (
+         select s.id from subscriptions s join c on c.id = s.id
+          where s.id = any($3::uuid[]) and to_jsonb(s) = c.read
+          order by s.id
+            for update of s),
+       claimed as (
+         update subscriptions s set claimed_until = c.value
+           from c
+          where s.id = c.id and s.id = any($3::uuid[]) and s.id in (select id from unchanged)
+         returning s.id),
+       inserted as (
+         insert into transactions (${transactionColumns()})
+         select r.* from jsonb_to_recordset($1::jsonb) as r(${TRANSACTION_RECORDSET})
+          where r.subscription_id is null or r.subscription_id in (select id from claimed)
+         returning original_transaction_id)
+       select original_transaction_id as id from inserted`,
+      [JSON.stringify(retries.map(rowOfTransaction)), JSON.stringify(claims), claims.map((c) => c.id)],
+    );
+    return new Set(rows.map((r) => r.id));
+  } catch (e) {
+    if (isRetryConflict(e)) return new Set();
+    throw e;
+  }
+}
+
+const isRetryConflict = (e: unknown) => {
+  const { code, constraint } = e as { code?: string; constraint?: string };
+  return code === '23505' && constraint === 'transactions_retry_unique';
+};
