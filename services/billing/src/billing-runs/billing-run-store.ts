@@ -70,33 +70,48 @@ export async function insertTransactions(db: SqlContext, txns: Transaction[]): P
  */
 export async function saveBillingStates(db: SqlContext, subs: Subscription[]): Promise<void> {
   if (subs.length === 0) return;
-  const rows = subs.map((s) => ({
-    id: s.id,
-    status: s.status,
-    current_period_start: iso(s.currentPeriodStart),
-    current_period_end: iso(s.currentPeriodEnd),
-    next_billing_at: iso(s.nextBillingAt),
-    paused_at: iso(s.pausedAt),
-    resume_at: iso(s.resumeAt),
-    cancelled_at: iso(s.cancelledAt),
-    dunning_period_start: iso(s.dunningPeriodStart),
-    dunning_started_at: iso(s.dunningStartedAt),
-    retry_count: s.retryCount,
-    claimed_until: iso(s.claimedUntil),
-    updated_at: iso(s.updatedAt),
-  }));
   // One statement for the chunk (jsonb_to_recordset): see the module comment.
-  await queryRows(
-    db,
-    `update subscriptions s set status = r.status, current_period_start = r.current_period_start, current_period_end = r.current_period_end,
+  await queryRows(db, saveBillingStatesSql(), [billingStatesJson(subs)]);
+}
+
+/**
+ * The update writing subscriptions' billing states (parameter: `billingStatesJson`). With
+ * `recorded`, the name of a CTE returning transaction ids, only the states given with one of
+ * those ids are written (a second parameter, the subscriptions' ids, keeps it on the primary key),
+ * returning the subscriptions' ids.
+ */
+export function saveBillingStatesSql(recorded?: string): string {
+  return `update subscriptions s set status = r.status, current_period_start = r.current_period_start, current_period_end = r.current_period_end,
             next_billing_at = r.next_billing_at, paused_at = r.paused_at, resume_at = r.resume_at, cancelled_at = r.cancelled_at,
             dunning_period_start = r.dunning_period_start, dunning_started_at = r.dunning_started_at, retry_count = r.retry_count,
             claimed_until = r.claimed_until, updated_at = r.updated_at
        from jsonb_to_recordset(?::jsonb) as r(id uuid, status text, current_period_start timestamptz, current_period_end timestamptz,
             next_billing_at timestamptz, paused_at timestamptz, resume_at timestamptz, cancelled_at timestamptz, dunning_period_start timestamptz,
-            dunning_started_at timestamptz, retry_count int, claimed_until timestamptz, updated_at timestamptz)
-      where s.id = r.id`,
-    [JSON.stringify(rows)],
+            dunning_started_at timestamptz, retry_count int, claimed_until timestamptz, updated_at timestamptz, transaction_id uuid)${recorded ? `
+       join ${recorded} w on w.id = r.transaction_id` : ''}
+      where s.id = r.id${recorded ? ` and s.id = any(?::uuid[])
+      returning s.id` : ''}`;
+}
+
+/** Subscriptions' billing states as `saveBillingStatesSql` reads them, each with the transaction whose recording writes it (`transactionIds`, in the same order) if any. */
+export function billingStatesJson(subs: Subscription[], transactionIds?: string[]): string {
+  return JSON.stringify(
+    subs.map((s, i) => ({
+      id: s.id,
+      status: s.status,
+      current_period_start: iso(s.currentPeriodStart),
+      current_period_end: iso(s.currentPeriodEnd),
+      next_billing_at: iso(s.nextBillingAt),
+      paused_at: iso(s.pausedAt),
+      resume_at: iso(s.resumeAt),
+      cancelled_at: iso(s.cancelledAt),
+      dunning_period_start: iso(s.dunningPeriodStart),
+      dunning_started_at: iso(s.dunningStartedAt),
+      retry_count: s.retryCount,
+      claimed_until: iso(s.claimedUntil),
+      updated_at: iso(s.updatedAt),
+      transaction_id: transactionIds?.[i] ?? null,
+    })),
   );
 }
 

@@ -1,7 +1,7 @@
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
 import { toMajorUnits } from '@billing/money';
-import { insertOutboxSql, pooledQuery, queryRows, recordEvent, toOutboxJsonRow, transactPrepared, type Logger, type OutboxJsonRow } from '@billing/service-runtime';
+import { insertOutboxSql, pooledQuery, queryRows, recordEvent, toOutboxJsonRow, transactPrepared, type Logger, type OutboxJsonRow, type SqlContext } from '@billing/service-runtime';
 import { injectTraceHeaders, withoutCallSpans } from '@billing/telemetry';
 import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
@@ -11,6 +11,7 @@ import { Plan } from '../plans/plan.js';
 import type { BillingSchedule } from '../plans/billing-interval.js';
 import { recordSubscriptionEvents } from '../subscriptions/subscriptions-grpc.js';
 import { parseRetryOffsets, Subscription, type DunningPolicy } from '../subscriptions/subscription.js';
+import { subscriptionOfRow, type SubscriptionRow } from '../subscriptions/subscription-row.js';
 import { Transaction, transactionEventData } from '../transactions/transaction.js';
 import {
   insertEvents,
@@ -18,14 +19,13 @@ import {
   loadPaymentMethods,
   loadSubscriptions,
   outcomesJson,
+  billingStatesJson,
   RECORD_OUTCOMES_SQL,
-  recordOutcomes,
   RELEASE_UNCONFIRMED_SQL,
   releasedJson,
-  releaseRefunds,
   releaseRefundsSql,
-  releaseUnconfirmed,
   saveBillingStates,
+  saveBillingStatesSql,
   setClaims,
   type ChargeableMethod,
   type PendingEvent,
@@ -466,16 +466,23 @@ export function callFor(provider: PaymentProvider, t: Transaction, methods: Map<
 }
 
 /**
- * Records the provider's answers in one transaction: each transaction's outcome, and for a
- * charge its subscription's next state (period advanced on Settled or Processing; on Failed the
- * next payment method is tried by a later claim, or the failure is recorded when none is left).
- * An unavailable provider leaves the call unconfirmed, for the next run to reconcile. An answer
- * for a transaction confirmed meanwhile (by a reconciling run) is dropped: it was applied once.
+ * Records the provider's answers: each transaction's outcome, and for a charge its
+ * subscription's next state (period advanced on Settled or Processing; on Failed the next
+ * payment method is tried by a later claim, or the failure is recorded when none is left). An
+ * unavailable provider leaves the call unconfirmed, for the next run to reconcile. An answer for
+ * a transaction confirmed meanwhile (by a reconciling run) is dropped: it was applied once.
  * Returns how many charges advanced their subscription (`succeeded`) and the ids of the
- * transactions whose outcome it recorded (`recorded`), on which it applied that outcome
- * (`Transaction.applyOutcome`), so that they are as stored. `traceContexts` (one per
- * transaction), when the transactions are different requests', gives each one's events its
- * request's trace.
+ * transactions whose outcome it recorded (`recorded`). It applies every answer to its
+ * in-memory transaction (`Transaction.applyOutcome`): those it recorded are as stored; a caller
+ * that needs one it did not record reads it back. `traceContexts` (one per transaction), when
+ * the transactions are different requests', gives each one's events its request's trace.
+ *
+ * The writes are one statement (`recordOutcomesOnce`), where a transaction of a statement per
+ * kind of row took up to nine round trips. When no answer moves a subscription on (every charge
+ * failed or got no answer, or the batch is refunds), that statement is all, autocommit: it reads
+ * nothing. Otherwise it runs in a transaction after a locking read of the charges'
+ * subscriptions with their plans (in id order, the lock order of every writer of a chunk), for
+ * the read-modify-write of their billing state: four round trips.
  */
 export async function applyCallOutcomes(
   orm: MikroORM,
@@ -484,94 +491,56 @@ export async function applyCallOutcomes(
   asOf: Date,
   traceContexts?: Record<string, string>[],
 ): Promise<{ succeeded: number; recorded: Set<string> }> {
-  if (txns.length > 0 && txns.every((t) => t.kind === 'Refund')) return { succeeded: 0, recorded: await applyRefundOutcomes(orm, txns, outcomes, asOf, traceContexts) };
-  let succeeded = 0;
-  // On a pooled connection outside the ORM (`transactPrepared`): every refund and retry batch
-  // records here, and the ORM's transaction (knex's transactor, built per transaction) cost more
-  // CPU than the few statements it carries.
-  const recordedIds = await transactPrepared(orm, async (db) => {
-    // Subscriptions first and in id order (the lock order of every writer of a chunk), locked
-    // for the read-modify-write of their billing state below.
-    const subIds = [...new Set(txns.filter((t) => t.kind === 'Charge' && t.subscriptionId).map((t) => t.subscriptionId!))];
-    const subs = new Map((await loadSubscriptions(db, subIds, { lock: true })).map((s) => [s.id, s]));
-    const planIds = [...new Set([...subs.values()].map((s) => s.planId))];
-    const plans = new Map(
-      (planIds.length
-        ? await queryRows<{ id: string; billing_interval: BillingSchedule['interval']; interval_count: number }>(db, `select id, billing_interval, interval_count from plans where id = any(?::uuid[])`, [planIds])
-        : []
-      ).map((p): [string, BillingSchedule] => [p.id, { interval: p.billing_interval, intervalCount: p.interval_count }]),
+  const subIds = [...new Set(txns.filter((t) => t.kind === 'Charge' && t.subscriptionId).map((t) => t.subscriptionId!))];
+  const movesOn = txns.some((t, i) => t.kind === 'Charge' && t.subscriptionId && advancesPeriod(outcomes[i]!));
+  const batch = { txns, outcomes, asOf, subIds, traceContexts };
+  if (!movesOn) return recordOutcomesOnce(pooledQuery(orm), batch, { subs: new Map(), plans: new Map() });
+  return transactPrepared(orm, async (db) => {
+    const rows = await queryRows<{ sub: SubscriptionRow; plan_interval: BillingSchedule['interval']; plan_interval_count: number }>(
+      db,
+      `select to_jsonb(s) as sub, p.billing_interval as plan_interval, p.interval_count as plan_interval_count
+         from subscriptions s join plans p on p.id = s.plan_id
+        where s.id = any(?::uuid[])
+        order by s.id
+          for update of s`,
+      [subIds],
     );
-
-    const answered: RecordedOutcome[] = [];
-    const unanswered: string[] = [];
-    txns.forEach((t, i) => {
-      const o = outcomes[i]!;
-      if (o === 'unavailable') unanswered.push(t.id);
-      else answered.push(recordedOutcomeOf(t, o, asOf));
+    return recordOutcomesOnce(db, batch, {
+      subs: new Map(rows.map((r) => [r.sub.id, subscriptionOfRow(r.sub)])),
+      plans: new Map(rows.map((r) => [r.sub.plan_id, { interval: r.plan_interval, intervalCount: r.plan_interval_count }])),
     });
-    await releaseUnconfirmed(db, unanswered);
-    const recorded = await recordOutcomes(db, answered, asOf);
-
-    const events: PendingEvent[] = [];
-    const refused: ReleasedRefund[] = [];
-    const advanced: Subscription[] = [];
-    txns.forEach((t, i) => {
-      const outcome = outcomes[i]!;
-      const sub = t.kind === 'Charge' && t.subscriptionId ? subs.get(t.subscriptionId) : undefined;
-      if (outcome === 'unavailable' || !recorded.has(t.id)) return;
-      // The state `recordOutcomes` wrote, on the in-memory transaction, for its events.
-      t.applyOutcome(outcome, asOf);
-      const traceContext = traceContexts?.[i];
-      events.push(...t.pullEvents().map((type) => ({ type, merchantId: t.merchantId, data: transactionEventData(t, toMajorUnits), traceContext })));
-      if (t.kind === 'Refund') {
-        if (t.status === 'Failed') refused.push(releasedRefundOf(t));
-        return;
-      }
-      if (!sub || !t.periodStart || sub.duePeriodStart()?.getTime() !== t.periodStart.getTime() || (sub.status !== 'Active' && sub.status !== 'PastDue')) return;
-      if (t.status === 'Settled' || t.status === 'Processing') {
-        sub.advancePeriod(plans.get(sub.planId)!, asOf);
-        sub.claimedUntil = null;
-        succeeded++;
-        advanced.push(sub);
-        events.push(...subscriptionEvents(sub).map((e) => ({ ...e, traceContext })));
-      }
-    });
-    await releaseRefunds(db, refused);
-    await saveBillingStates(db, advanced);
-    const untouched = new Set(advanced.map((s) => s.id));
-    await setClaims(db, [...subs.keys()].filter((id) => !untouched.has(id)), null);
-    await insertEvents(db, events);
-    return recorded;
   });
-  return { succeeded, recorded: recordedIds };
 }
 
-/** A provider's answer as `recordOutcomes` records it on transaction `t`. */
-function recordedOutcomeOf(t: Transaction, o: Exclude<CallOutcome, 'unavailable'>, asOf: Date): RecordedOutcome {
-  return { id: t.id, status: o.status, providerRef: o.providerRef, failureReason: o.status === 'Failed' ? (o.failureReason ?? 'failed') : null, settledAt: o.status === 'Settled' ? asOf : null };
-}
-
-/** A refused refund's reservation, to give back to its charge. */
-const releasedRefundOf = (t: Transaction): ReleasedRefund => ({ chargeId: t.originalTransactionId!, amountMinor: t.amountMinor, refundId: t.id });
+/** Whether a charge's answer moves its subscription on (when it is the one collecting the subscription's due period). */
+const advancesPeriod = (o: CallOutcome) => o !== 'unavailable' && (o.status === 'Settled' || o.status === 'Processing');
 
 /**
- * `applyCallOutcomes` for refunds alone (as a batch of refund requests is): a refund moves no
- * subscription on, so its recording needs no locking read and is one autocommit statement, where
- * the transaction spent four round trips (begin, the outcomes, the events, commit). The statement
- * is the transaction's statements as CTEs: it records each answer (`RECORD_OUTCOMES_SQL`), gives
- * the reservations of the refused refunds it recorded back to their charges, releases the claims
- * of unanswered ones and writes the events of the refunds it recorded. The events are made
- * beforehand, by applying each answer to its in-memory refund as recording it would: a refund the
- * statement did not record (a reconciling run got there first) is read back by the caller, as it
- * stands.
+ * The statement of `applyCallOutcomes`, its writes as CTEs: it records each answer
+ * (`RECORD_OUTCOMES_SQL`), releases the claims of unanswered calls, gives the reservations of the
+ * refused refunds it recorded back to their charges, writes the billing states of the
+ * subscriptions the charges it recorded moved on, releases the claims of the batch's other
+ * subscriptions, and writes the events of the transactions it recorded. Everything but the
+ * recording itself is decided beforehand, on the answers applied to the in-memory transactions
+ * (and `locked`, the subscriptions read under their locks), and written only for the
+ * transactions the statement recorded.
  */
-async function applyRefundOutcomes(orm: MikroORM, txns: Transaction[], outcomes: CallOutcome[], asOf: Date, traceContexts?: Record<string, string>[]): Promise<Set<string>> {
+async function recordOutcomesOnce(
+  db: SqlContext,
+  batch: { txns: Transaction[]; outcomes: CallOutcome[]; asOf: Date; subIds: string[]; traceContexts?: Record<string, string>[] },
+  locked: { subs: Map<string, Subscription>; plans: Map<string, BillingSchedule> },
+): Promise<{ succeeded: number; recorded: Set<string> }> {
+  const { txns, outcomes, asOf, subIds, traceContexts } = batch;
   const answered: RecordedOutcome[] = [];
   const unanswered: string[] = [];
   const refused: ReleasedRefund[] = [];
+  const advanced: Subscription[] = [];
+  const advancedBy: string[] = [];
   const events: (OutboxJsonRow & { transaction_id: string })[] = [];
   const occurredAt = new Date();
   const callerTrace = injectTraceHeaders();
+  const event = (t: Transaction, i: number, e: { type: string; merchantId: string; data: Record<string, unknown> }) =>
+    events.push({ ...toOutboxJsonRow(events.length, { ...e, traceContext: traceContexts?.[i] ?? callerTrace, occurredAt }), transaction_id: t.id });
   txns.forEach((t, i) => {
     const o = outcomes[i]!;
     if (o === 'unavailable') {
@@ -580,21 +549,44 @@ async function applyRefundOutcomes(orm: MikroORM, txns: Transaction[], outcomes:
     }
     answered.push(recordedOutcomeOf(t, o, asOf));
     t.applyOutcome(o, asOf);
-    for (const type of t.pullEvents()) {
-      const data = transactionEventData(t, toMajorUnits);
-      events.push({ ...toOutboxJsonRow(events.length, { type, merchantId: t.merchantId, data, traceContext: traceContexts?.[i] ?? callerTrace, occurredAt }), transaction_id: t.id });
+    for (const type of t.pullEvents()) event(t, i, { type, merchantId: t.merchantId, data: transactionEventData(t, toMajorUnits) });
+    if (t.kind === 'Refund') {
+      if (t.status === 'Failed') refused.push(releasedRefundOf(t));
+      return;
     }
-    if (t.status === 'Failed') refused.push(releasedRefundOf(t));
+    const sub = t.subscriptionId ? locked.subs.get(t.subscriptionId) : undefined;
+    if (!sub || !t.periodStart || sub.duePeriodStart()?.getTime() !== t.periodStart.getTime() || (sub.status !== 'Active' && sub.status !== 'PastDue')) return;
+    if (advancesPeriod(o)) {
+      sub.advancePeriod(locked.plans.get(sub.planId)!, asOf);
+      sub.claimedUntil = null;
+      advanced.push(sub);
+      advancedBy.push(t.id);
+      for (const e of subscriptionEvents(sub)) event(t, i, e);
+    }
   });
-  // Unnamed (`queryRows` on a pooled connection), as the statements of a billing run's recording: planned with the tables as they are.
-  const rows = await queryRows<{ id: string }>(
-    pooledQuery(orm),
+  // Unnamed (`queryRows`), as the statements of a billing run's recording: planned with the tables as they are.
+  const [row] = await queryRows<{ recorded: string[]; advanced: number }>(
+    db,
     `with recorded as (${RECORD_OUTCOMES_SQL}),
      released as (${releaseRefundsSql('recorded')}),
      unconfirmed as (${RELEASE_UNCONFIRMED_SQL}),
+     advanced as (${saveBillingStatesSql('recorded')}),
+     unclaimed as (update subscriptions set claimed_until = null where id = any(?::uuid[]) and id not in (select id from advanced)),
      written as (${insertOutboxSql('?', { column: 'transaction_id', written: 'recorded' })})
-     select id from recorded`,
-    [asOf.toISOString(), outcomesJson(answered), releasedJson(refused), unanswered, JSON.stringify(events)],
+     select coalesce((select json_agg(id) from recorded), '[]') as recorded, (select count(*) from advanced)::int as advanced`,
+    [
+      asOf.toISOString(), outcomesJson(answered), releasedJson(refused), unanswered,
+      billingStatesJson(advanced, advancedBy), advanced.map((s) => s.id), subIds, JSON.stringify(events),
+    ],
   );
-  return new Set(rows.map((r) => r.id));
+  return { succeeded: row!.advanced, recorded: new Set(row!.recorded) };
 }
+
+/** A provider's answer as `RECORD_OUTCOMES_SQL` records it on transaction `t`. */
+function recordedOutcomeOf(t: Transaction, o: Exclude<CallOutcome, 'unavailable'>, asOf: Date): RecordedOutcome {
+  return { id: t.id, status: o.status, providerRef: o.providerRef, failureReason: o.status === 'Failed' ? (o.failureReason ?? 'failed') : null, settledAt: o.status === 'Settled' ? asOf : null };
+}
+
+/** A refused refund's reservation, to give back to its charge. */
+const releasedRefundOf = (t: Transaction): ReleasedRefund => ({ chargeId: t.originalTransactionId!, amountMinor: t.amountMinor, refundId: t.id });
+

@@ -337,4 +337,50 @@ describe('TransactionReservations.retry', () => {
     expect(await events()).toHaveLength(2);
     expect(await byId()).toEqual(after);
   });
+
+  it('records a batch of retried charges: a settled one moves its subscription on, a failed or unanswered one releases its claim; the same answers again change nothing', async () => {
+    const o = await seedMerchant();
+    const subs = [await seedSubscription(o), await seedSubscription(o), await seedSubscription(o)];
+    const failed = await Promise.all(subs.map((subscriptionId) => seedCharge(o, { status: 'Failed', amountMinor: 1995, subscriptionId })));
+    const reservations = new TransactionReservations(orm(), LEASE_MS);
+    const txns = (await Promise.all(failed.map((id) => reservations.retry({ scope: o.scope, id })))).map((r) => r.t);
+    const asOf = new Date('2030-01-02T03:04:05.000Z');
+    const outcomes = [
+      { status: 'Settled' as const, providerRef: 'ch_ok', failureReason: null },
+      { status: 'Failed' as const, providerRef: 'ch_declined', failureReason: 'card_declined' },
+      'unavailable' as const,
+    ];
+    const state = () =>
+      rows<{ id: string; status: string; current_period_start: Date; next_billing_at: Date; dunning_period_start: Date | null; claimed_until: Date | null }>(
+        `select id, status, current_period_start, next_billing_at, dunning_period_start, claimed_until from billing.subscriptions where id in (?) order by array_position(?::uuid[], id)`,
+        [subs, `{${subs.join(',')}}`],
+      );
+    const claimedBefore = await state();
+    expect(claimedBefore.map((s) => s.claimed_until !== null)).toEqual([true, true, true]);
+
+    expect(await applyCallOutcomes(orm(), txns, outcomes, asOf)).toEqual({ succeeded: 1, recorded: new Set([txns[0]!.id, txns[1]!.id]) });
+    const after = await state();
+    // The settled retry collected the PastDue period: it is current, dunning is over, the next one is due at its end.
+    expect(after[0]).toMatchObject({ status: 'Active', dunning_period_start: null, claimed_until: null });
+    expect([new Date(after[0]!.current_period_start).toISOString(), new Date(after[0]!.next_billing_at).toISOString()]).toEqual([PERIOD, '2030-02-01T00:00:00.000Z']);
+    // The declined and the unanswered retries moved nothing on; their claims are released.
+    for (const i of [1, 2]) expect(after[i]).toEqual({ ...claimedBefore[i], claimed_until: null });
+    const stored = await rows<{ status: string; provider_ref: string | null; claimed_until: Date | null }>(
+      `select status, provider_ref, claimed_until from billing.transactions where id in (?) order by array_position(?::uuid[], id)`,
+      [txns.map((t) => t.id), `{${txns.map((t) => t.id).join(',')}}`],
+    );
+    expect(stored).toEqual([
+      { status: 'Settled', provider_ref: 'ch_ok', claimed_until: null },
+      { status: 'Failed', provider_ref: 'ch_declined', claimed_until: null },
+      { status: 'Processing', provider_ref: null, claimed_until: null },
+    ]);
+    const events = () => rows<{ type: string }>(`select type from billing.outbox where data->>'id' in (?) order by seq`, [txns.map((t) => t.id)]);
+    expect((await events()).map((e) => e.type)).toEqual(['transaction.succeeded', 'transaction.failed']);
+
+    // The same answers again (a reconciling run's, arriving late): nothing is recorded, moved on or written twice.
+    const again = txns.map((t) => Object.assign(Object.create(Object.getPrototypeOf(t)), t, { status: 'Processing', providerRef: null, failureReason: null, settledAt: null }) as Transaction);
+    expect(await applyCallOutcomes(orm(), again.slice(0, 2), outcomes.slice(0, 2), asOf)).toEqual({ succeeded: 0, recorded: new Set() });
+    expect(await state()).toEqual(after);
+    expect(await events()).toHaveLength(2);
+  });
 });
