@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from '@billing/service-runtime';
 import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { openBillingDatabase } from '../app.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { BillingConfig } from '../config.js';
 import { Subscription } from '../subscriptions/subscription.js';
 import { Transaction } from '../transactions/transaction.js';
-import { insertTransactions, loadSubscriptions, recordOutcomes, saveBillingStates } from './billing-run-store.js';
+import { insertTransactions, loadSubscriptions, outcomesJson, RECORD_OUTCOMES_SQL, saveBillingStates, type RecordedOutcome } from './billing-run-store.js';
 
 // The billing run's hand-written SQL against a real database: what it reads and writes is what
 // the ORM reads (so a column added to an entity and missed here fails), and a provider answer is
@@ -30,6 +32,11 @@ afterAll(async () => {
 });
 
 const at = (iso: string) => new Date(iso);
+
+/** Records answers with `RECORD_OUTCOMES_SQL` alone (its guard), in `em`'s transaction; the ids it recorded. */
+async function recordOutcomes(em: EntityManager, outcomes: RecordedOutcome[], when: Date): Promise<Set<string>> {
+  return new Set((await queryRows<{ id: string }>(em, RECORD_OUTCOMES_SQL, [when.toISOString(), outcomesJson(outcomes)])).map((r) => r.id));
+}
 
 /** A subscription with every column set, each instant distinct. */
 async function seedSubscription(): Promise<{ subscriptionId: string; merchantId: string; memberId: string; paymentMethodId: string }> {

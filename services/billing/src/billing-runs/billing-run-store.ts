@@ -145,26 +145,8 @@ export const RECORD_OUTCOMES_SQL = `update transactions t set status = r.status,
 export const outcomesJson = (outcomes: RecordedOutcome[]) =>
   JSON.stringify(outcomes.map((o) => ({ id: o.id, status: o.status, provider_ref: o.providerRef, failure_reason: o.failureReason, settled_at: iso(o.settledAt) })));
 
-/**
- * Records provider answers on transactions still `Processing` without a confirmed call, and
- * returns the ids it recorded: a transaction another run or request confirmed meanwhile is
- * left as it is (its outcome, events and period advance are already that one's).
- */
-export async function recordOutcomes(db: SqlContext, outcomes: RecordedOutcome[], at: Date): Promise<Set<string>> {
-  if (outcomes.length === 0) return new Set();
-  // One guarded statement for the chunk.
-  const updated = await queryRows<{ id: string }>(db, RECORD_OUTCOMES_SQL, [at.toISOString(), outcomesJson(outcomes)]);
-  return new Set(updated.map((r) => r.id));
-}
-
 /** Releases the claims of unconfirmed transactions (parameter: their ids) whose provider call got no answer. */
 export const RELEASE_UNCONFIRMED_SQL = `update transactions set claimed_until = null where id = any(?::uuid[]) and status = 'Processing' and provider_ref is null`;
-
-/** Releases the claim on unconfirmed transactions whose provider call got no answer: the next run repeats the call. */
-export async function releaseUnconfirmed(db: SqlContext, ids: string[]): Promise<void> {
-  if (ids.length === 0) return;
-  await queryRows(db, RELEASE_UNCONFIRMED_SQL, [ids]);
-}
 
 /** A refused refund whose reservation goes back to its charge. */
 export interface ReleasedRefund {
@@ -189,12 +171,6 @@ export function releaseRefundsSql(recorded?: string): string {
 
 /** The refunds as `releaseRefundsSql` reads them. */
 export const releasedJson = (refunds: ReleasedRefund[]) => JSON.stringify(refunds.map((r) => ({ id: r.chargeId, amount_minor: r.amountMinor, refund_id: r.refundId })));
-
-/** Gives the reservations of refunds the provider refused back to their charges (`Transaction.releaseRefund`, summed per charge). */
-export async function releaseRefunds(db: SqlContext, refunds: ReleasedRefund[]): Promise<void> {
-  if (refunds.length === 0) return;
-  await queryRows(db, releaseRefundsSql(), [releasedJson(refunds)]);
-}
 
 /**
  * Writes integration events to the outbox in one statement, in array order, each with its own
