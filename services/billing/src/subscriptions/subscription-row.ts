@@ -4,6 +4,19 @@ import { Subscription } from './subscription.js';
 export const SUBSCRIPTION_COLUMNS = `id, merchant_id, member_id, plan_id, payment_method_id, status, current_period_start, current_period_end, next_billing_at,
   billing_anchor, cancel_at_period_end, paused_at, resume_at, cancelled_at, dunning_period_start, dunning_started_at, retry_count, claimed_until, created_at, updated_at`;
 
+/**
+ * The compare-and-swap of an optimistic write of subscriptions, as a CTE body: the ids of the
+ * subscriptions in recordset `c` (with `id` and `read`, the row's `to_jsonb` as read) still as
+ * read, locked in id order, as every writer of subscriptions locks them, so it cannot deadlock; a
+ * row changed meanwhile is rechecked once locked and left out. `ids`: the parameter holding
+ * their ids, which keeps the compare on the primary key (joined to the recordset alone, the
+ * planner scanned the whole table, taking `to_jsonb` of every row).
+ */
+export const unchangedSubscriptionsSql = (ids: string) => `select s.id from subscriptions s join c on c.id = s.id
+          where s.id = any(${ids}::uuid[]) and to_jsonb(s) = c.read
+          order by s.id
+            for update of s`;
+
 /** A `subscriptions` row as the pool's driver returns it (timestamps as text; the ORM converts them for its entities). */
 export interface SubscriptionRow {
   id: string;

@@ -4,7 +4,7 @@ import { Batcher, decideItem, insertOutboxSql, LOST, optimisticWriter, queryPrep
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { BillingSchedule } from '../plans/billing-interval.js';
 import { Subscription } from './subscription.js';
-import { subscriptionOfRow, type SubscriptionRow } from './subscription-row.js';
+import { subscriptionOfRow, unchangedSubscriptionsSql, type SubscriptionRow } from './subscription-row.js';
 
 /** What enrolling a member needs to know. */
 export interface EnrolmentFacts {
@@ -221,13 +221,7 @@ export class SubscriptionStore {
          select * from jsonb_to_recordset($1::jsonb) as c(id uuid, read jsonb, status text, current_period_start timestamptz, current_period_end timestamptz,
                 next_billing_at timestamptz, billing_anchor timestamptz, cancel_at_period_end boolean, paused_at timestamptz,
                 resume_at timestamptz, cancelled_at timestamptz, updated_at timestamptz)),
-       -- Locked in id order, as every writer of subscriptions locks them, so this cannot deadlock;
-       -- a row no longer as read (rechecked once locked) is left alone.
-       unchanged as materialized (
-         select s.id from subscriptions s join c on c.id = s.id
-          where s.id = any($3::uuid[]) and to_jsonb(s) = c.read
-          order by s.id
-            for update of s),
+       unchanged as materialized (${unchangedSubscriptionsSql('$3')}),
        updated as (
          update subscriptions s
             set status = c.status, current_period_start = c.current_period_start, current_period_end = c.current_period_end,

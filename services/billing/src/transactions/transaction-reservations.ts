@@ -5,7 +5,7 @@ import { normalisePercent, platformFee, type FeeTerms } from '../fees/platform-f
 import type { Merchant, ProviderEnvironment } from '../merchants/merchant.js';
 import { pickScoped } from '../merchant-scope.js';
 import type { Subscription } from '../subscriptions/subscription.js';
-import { subscriptionOfRow, type SubscriptionRow } from '../subscriptions/subscription-row.js';
+import { subscriptionOfRow, unchangedSubscriptionsSql, type SubscriptionRow } from '../subscriptions/subscription-row.js';
 import { Transaction } from './transaction.js';
 import { rowOfTransaction, TRANSACTION_RECORDSET, transactionColumns, transactionOfRow, type TransactionRow } from './transaction-row.js';
 
@@ -372,11 +372,7 @@ async function writeRetriesIfUnchanged(query: PreparedQuery, retries: Transactio
       'transaction_reserve_retries_cas',
       `with c as (
          select * from jsonb_to_recordset($2::jsonb) as c(id uuid, read jsonb, value timestamptz)),
-       unchanged as materialized (
-         select s.id from subscriptions s join c on c.id = s.id
-          where s.id = any($3::uuid[]) and to_jsonb(s) = c.read
-          order by s.id
-            for update of s),
+       unchanged as materialized (${unchangedSubscriptionsSql('$3')}),
        claimed as (
          update subscriptions s set claimed_until = c.value
            from c
