@@ -192,6 +192,12 @@ export async function transactPrepared<R>(orm: MikroORM, work: (query: PreparedQ
   }
 }
 
+/** Whether `e` is Postgres's unique violation (23505) of the constraint or unique index named `constraint`. */
+export function isUniqueViolation(e: unknown, constraint: string): boolean {
+  const { code, constraint: violated } = e as { code?: string; constraint?: string };
+  return code === '23505' && violated === constraint;
+}
+
 /**
  * MikroORM's typed exception (`UniqueConstraintViolationException`,
  * `ForeignKeyConstraintViolationException`, …) for an error Postgres raised through

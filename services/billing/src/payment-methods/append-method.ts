@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText } from '@billing/contracts';
-import { decideItem, insertOutboxSql, LOST, optimisticWriter, toOutboxJsonRow, typedDatabaseError, type CallScope, type ItemOutcome, type Lost, type OutboxJsonRow, type PreparedQuery } from '@billing/service-runtime';
+import { decideItem, insertOutboxSql, isUniqueViolation, LOST, optimisticWriter, toOutboxJsonRow, typedDatabaseError, type CallScope, type ItemOutcome, type Lost, type OutboxJsonRow, type PreparedQuery } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import { pickScoped } from '../merchant-scope.js';
 import { PaymentMethod, type InstrumentDetails } from './payment-method.js';
@@ -182,15 +182,10 @@ async function attemptAppends(query: PreparedQuery, batch: readonly SubmittedApp
     written = rows[0];
   } catch (e) {
     // Another add took a rank this attempt took: every add it would have written is decided again.
-    if (!opts.lock && isRankConflict(e)) return outcomes.map((o) => (o.ok && o.value.created ? LOST : o));
+    if (!opts.lock && isUniqueViolation(e, RANK_CONSTRAINT)) return outcomes.map((o) => (o.ok && o.value.created ? LOST : o));
     throw e;
   }
   // Cannot happen (a refused row fails the statement); thrown, so the attempt fails as a whole.
   if (written!.inserted !== inserts.length || written!.events !== outbox.length) throw new Error(`payment method append wrote ${written!.inserted}/${inserts.length} rows, ${written!.events}/${outbox.length} events`);
   return outcomes;
 }
-
-const isRankConflict = (e: unknown) => {
-  const { code, constraint } = e as { code?: string; constraint?: string };
-  return code === '23505' && constraint === RANK_CONSTRAINT;
-};

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { DomainError, isUuidText, type PlanInterval } from '@billing/contracts';
+import { distinctUuids, DomainError, isUuidText, type PlanInterval } from '@billing/contracts';
 import { Batcher, decideItem, queryPrepared, transactPrepared, typedDatabaseError, type CallScope, type ItemOutcome } from '@billing/service-runtime';
 import { Plan } from './plan.js';
 
@@ -156,7 +156,7 @@ export class PlanStore {
   private readonly updates = new Batcher<PlanChange, Outcome>(
     (batch) =>
       transactPrepared(this.orm, async (query) => {
-        const ids = [...new Set(batch.filter((c) => isUuidText(c.id)).map((c) => c.id.toLowerCase()))];
+        const ids = distinctUuids(batch);
         const { rows } = ids.length === 0 ? { rows: [] } : await query<{ plan: PlanRow }>('plan_update_lock', `select to_jsonb(p) as plan from plans p where p.id = any($1::uuid[]) order by p.id for update`, [ids]);
         const loaded = new Map(rows.map((r) => [r.plan.id, r.plan]));
         const outcomes: Outcome[] = [];

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { DomainError, isUuidText, type PlanInterval } from '@billing/contracts';
+import { distinctUuids, DomainError, isUuidText, type PlanInterval } from '@billing/contracts';
 import { Batcher, decideItem, insertOutboxSql, LOST, optimisticWriter, queryPrepared, toOutboxJsonRow, type CallScope, type Lost, type PreparedQuery } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { BillingSchedule } from '../plans/billing-interval.js';
@@ -170,7 +170,7 @@ export class SubscriptionStore {
    * deadlock) and no write can be lost.
    */
   private async attemptTransitions(query: PreparedQuery, batch: readonly SubmittedTransition[], opts: { lock: boolean }): Promise<(TransitionOutcome | Lost)[]> {
-    const ids = [...new Set(batch.filter((t) => isUuidText(t.id)).map((t) => t.id.toLowerCase()))];
+    const ids = distinctUuids(batch);
     const { rows } = ids.length === 0 ? { rows: [] } : await query<ReadRow>(
       opts.lock ? 'subscription_transition_lock' : 'subscription_transition_read',
       `select to_jsonb(s) as sub, p.billing_interval as plan_interval, p.interval_count as plan_interval_count

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { DomainError, isUuidText } from '@billing/contracts';
-import { decideItem, LOST, optimisticWriter, typedDatabaseError, type CallScope, type ItemOutcome, type Lost, type PreparedQuery } from '@billing/service-runtime';
+import { distinctUuids, DomainError } from '@billing/contracts';
+import { decideItem, isUniqueViolation, LOST, optimisticWriter, typedDatabaseError, type CallScope, type ItemOutcome, type Lost, type PreparedQuery } from '@billing/service-runtime';
 import { normalisePercent, platformFee, type FeeTerms } from '../fees/platform-fee.js';
 import type { Merchant, ProviderEnvironment } from '../merchants/merchant.js';
 import { pickScoped } from '../merchant-scope.js';
@@ -148,7 +148,7 @@ export class TransactionReservations {
    * cannot deadlock).
    */
   private async lockCharges(query: PreparedQuery, batch: readonly { id: string }[], opts: { lock: boolean } = { lock: true }): Promise<Map<string, LockedCharge>> {
-    const ids = [...new Set(batch.filter((r) => isUuidText(r.id)).map((r) => r.id.toLowerCase()))];
+    const ids = distinctUuids(batch);
     if (ids.length === 0) return new Map();
     const { rows } = await query<LockedRow>(
       opts.lock ? 'transaction_reserve_lock' : 'transaction_reserve_read',
@@ -278,7 +278,7 @@ type RetryAttempt = Reserved | Lost;
 
 /** The retries' facts without locks, in one statement; malformed ids find nothing. */
 async function readRetryFacts(query: PreparedQuery, batch: readonly RetryRequest[]): Promise<RetryFacts> {
-  const ids = [...new Set(batch.filter((r) => isUuidText(r.id)).map((r) => r.id.toLowerCase()))];
+  const ids = distinctUuids(batch);
   const { rows } = ids.length === 0 ? { rows: [] } : await query<LockedRow & { sub: SubscriptionRow | null; retried: boolean }>(
     'transaction_retry_read',
     `select ${transactionColumns('t')}, m.provider_environment, m.platform_fee_percent::text, m.platform_fee_fixed_minor,
@@ -388,12 +388,7 @@ async function writeRetriesIfUnchanged(query: PreparedQuery, retries: Transactio
     );
     return new Set(rows.map((r) => r.id));
   } catch (e) {
-    if (isRetryConflict(e)) return new Set();
+    if (isUniqueViolation(e, 'transactions_retry_unique')) return new Set();
     throw e;
   }
 }
-
-const isRetryConflict = (e: unknown) => {
-  const { code, constraint } = e as { code?: string; constraint?: string };
-  return code === '23505' && constraint === 'transactions_retry_unique';
-};

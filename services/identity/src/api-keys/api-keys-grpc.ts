@@ -1,5 +1,5 @@
 import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
-import { AdminCreateApiKeyRequest, DomainError, isUuidText, parseOrThrow, WebhookSettings, type ApiKeyEventType } from '@billing/contracts';
+import { AdminCreateApiKeyRequest, distinctUuids, DomainError, isUuidText, parseOrThrow, WebhookSettings, type ApiKeyEventType } from '@billing/contracts';
 import { GroupWrite, merchantFilter, recordEvent, requireMerchantScope, requireScope, type CallScope, type SecretBox, type ServiceImpl } from '@billing/service-runtime';
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import { ApiKey } from './api-key.js';
@@ -55,7 +55,7 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
     orm,
     {
       load: async (em: EntityManager, items: readonly KeyChange[]) => {
-        const ids = [...new Set(items.filter((c) => isUuidText(c.id)).map((c) => c.id.toLowerCase()))];
+        const ids = distinctUuids(items);
         const keys = ids.length ? await em.find(ApiKey, { id: { $in: ids } }, { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' } }) : [];
         return new Map(keys.map((k) => [k.id, k]));
       },
