@@ -14,7 +14,7 @@ import { Merchant } from '../merchants/merchant.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import type { PaymentProvider } from '../payment-provider/payment-provider.js';
 import { PaymentProviders } from '../payment-provider/payment-providers.js';
-import { methodAppender } from './append-method.js';
+import { methodAppender, TOKENS_SQL } from './append-method.js';
 import { PaymentMethod, type InstrumentDetails } from './payment-method.js';
 import { paymentMethodsGrpc } from './payment-methods-grpc.js';
 
@@ -289,6 +289,36 @@ describe('provider tokens', () => {
       expect(await rows(`select id from billing.payment_methods where member_id = any(?::uuid[])`, [`{${memberIds[1]},${memberIds[2]}}`])).toHaveLength(0);
     } finally {
       await holder.end();
+    }
+  });
+  it('looks the wanted tokens up by merchant and token on the index, even in a generic plan a connection made before the merchant had any token', async () => {
+    const { merchantId, memberIds } = await merchantWithMembers(1);
+    const client = new pg.Client({ connectionString: url() });
+    await client.connect();
+    try {
+      await client.query('set search_path = billing');
+      const insertMethods = (token: string, ranks: [number, number]) =>
+        client.query(
+          `insert into payment_methods (id, merchant_id, member_id, type, brand, last4, expiry_month, expiry_year, provider_token, rank, created_at, updated_at)
+           select gen_random_uuid(), $1, $2, 'Card', 'Visa', '4242', 12, 2040, ${token}, i, now(), now() from generate_series($3::int, $4::int) i`,
+          [merchantId, memberIds[0], ...ranks],
+        );
+      // The merchant's methods so far were added without a token.
+      await insertMethods('null', [401, 1400]);
+      await client.query('analyze payment_methods');
+      await client.query('set plan_cache_mode = force_generic_plan');
+      await client.query(`prepare tokens(uuid[], text[]) as ${TOKENS_SQL}`);
+      const tokens = ['tok_a', 'tok_b', 'tok_c', 'tok_d', 'tok_400'];
+      const execute = `execute tokens('{${tokens.map(() => merchantId).join(',')}}', '{${tokens.join(',')}}')`;
+      // The plan is made (and kept) now, with no tokened method in the table.
+      expect((await client.query(execute)).rows).toEqual([]);
+      await insertMethods(`'tok_' || i`, [1, 400]);
+      const [{ 'QUERY PLAN': [plan] }] = (await client.query(`explain (analyze, buffers, format json) ${execute}`)).rows;
+      expect(plan.Plan['Actual Rows']).toBe(1);
+      // A few index pages per token; a scan of the merchant's 400 tokened methods reads hundreds.
+      expect(plan.Plan['Shared Hit Blocks'] + plan.Plan['Shared Read Blocks']).toBeLessThan(60);
+    } finally {
+      await client.end();
     }
   });
 });
