@@ -137,7 +137,7 @@ export function buildSandbox(config: SandboxConfig): SandboxApp {
     const input = parse(ChargeRequest, req.body);
     const res = ledger.once(account, `charge:${key}`, input, () => ({ status: 201, body: ledger.charge(account, input, key) }));
     if (res.replayed) reply.header('idempotent-replayed', 'true');
-    return reply.code(res.status).send(res.body);
+    return reply.code(res.status).type('application/json; charset=utf-8').send(res.body);
   });
 
   app.get<{ Params: { id: string } }>('/v1/charges/:id', async (req) => ledger.findCharge(accountOf(req), req.params.id));
@@ -150,7 +150,7 @@ export function buildSandbox(config: SandboxConfig): SandboxApp {
     const input = parse(RefundRequest, req.body);
     const res = ledger.once(account, `refund:${key}`, input, () => ({ status: 201, body: ledger.refund(account, { ...input, currency: input.currency ?? undefined }, key) }));
     if (res.replayed) reply.header('idempotent-replayed', 'true');
-    return reply.code(res.status).send(res.body);
+    return reply.code(res.status).type('application/json; charset=utf-8').send(res.body);
   });
 
   if (config.SANDBOX_FAULTS_ENABLED ?? config.PLATFORM_MODE !== 'production') {

@@ -67,7 +67,20 @@ export class SandboxError extends Error {
   }
 }
 
-const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
+/** Random bytes drawn a few kilobytes at a time: one `randomBytes` call per id cost a system call each. */
+let entropy = Buffer.alloc(0);
+let entropyAt = 0;
+const ID_BYTES = 12;
+
+function newId(prefix: string): string {
+  if (entropyAt + ID_BYTES > entropy.length) {
+    entropy = randomBytes(ID_BYTES * 512);
+    entropyAt = 0;
+  }
+  const id = entropy.toString('hex', entropyAt, entropyAt + ID_BYTES);
+  entropyAt += ID_BYTES;
+  return `${prefix}_${id}`;
+}
 
 function cardBrand(number: string): string {
   if (number.startsWith('4')) return 'Visa';
@@ -79,7 +92,8 @@ function cardBrand(number: string): string {
 interface StoredResponse {
   fingerprint: string;
   status: number;
-  body: unknown;
+  /** The response body as sent (JSON): what a replay sends, whatever the ledger's entries became since. */
+  body: string;
 }
 
 export class Ledger {
@@ -190,8 +204,9 @@ export class Ledger {
   /**
    * Runs `fn` once per (account, key): a repeat with the same request replays the first
    * response; with a different request it is refused (409). Failed attempts (4xx) are not kept.
+   * The body comes back serialized (JSON), as it is stored for replays: serialized once, sent as is.
    */
-  once(account: string | null, key: string, request: unknown, fn: () => { status: number; body: unknown }): { status: number; body: unknown; replayed: boolean } {
+  once(account: string | null, key: string, request: unknown, fn: () => { status: number; body: unknown }): { status: number; body: string; replayed: boolean } {
     const slot = `${account ?? ''}\u0000${key}`;
     const fingerprint = createHash('sha256').update(JSON.stringify(request)).digest('hex');
     const stored = this.idempotent.get(slot);
@@ -200,8 +215,9 @@ export class Ledger {
       return { status: stored.status, body: stored.body, replayed: true };
     }
     const result = fn();
-    this.idempotent.set(slot, { fingerprint, status: result.status, body: structuredClone(result.body) });
-    return { ...result, replayed: false };
+    const body = JSON.stringify(result.body);
+    this.idempotent.set(slot, { fingerprint, status: result.status, body });
+    return { status: result.status, body, replayed: false };
   }
 
   /** Every charge and refund of `account` (all accounts when null), oldest first. */

@@ -116,6 +116,20 @@ export const DUE_SUBSCRIPTIONS_SQL = `select s.id from subscriptions s join merc
   order by s.next_billing_at, s.id limit ? for update of s skip locked`;
 
 /**
+ * The billing-run charges of some subscriptions (parameter: their ids), to tell the payment
+ * methods already tried for a due period: each subscription's looked up on an index by
+ * subscription, in a lateral subquery that `offset 0` keeps the planner from flattening. As
+ * `subscription_id = any(…)`, planned on statistics taken before a run made its charges, the
+ * read took an index of every charge without an original (or the whole table) and filtered by
+ * subscription, each chunk reading all the charges the run had made so far (auto_explain on the
+ * billing-run bench: 64,000 rows removed and 109 ms for one chunk).
+ */
+export const TRIED_CHARGES_SQL = `select t.subscription_id, t.payment_method_id, t.period_start, t.attempt
+  from unnest(?::uuid[]) as s(id)
+  cross join lateral (select * from transactions t
+                       where t.subscription_id = s.id and t.kind = 'Charge' and t.original_transaction_id is null offset 0) t`;
+
+/**
  * One billing run at `asOf` (contract §10), in order:
  * 1. settle `Processing` bank charges whose settlement window has passed;
  * 2. reconcile provider calls a crashed or cut-off run left unconfirmed, by repeating each call
@@ -307,12 +321,9 @@ export class BillingRun {
       }
       // Methods already tried for each subscription's due period and attempt (earlier chunks of this or a crashed run).
       const tried = new Map<string, Set<string>>();
-      const triedRows = await queryRows<{ subscription_id: string; payment_method_id: string | null; period_start: Date; attempt: number }>(
-        em,
-        `select t.subscription_id, t.payment_method_id, t.period_start, t.attempt from transactions t
-          where t.kind = 'Charge' and t.original_transaction_id is null and t.subscription_id = any(?::uuid[])`,
-        [subs.map((s) => s.id)],
-      );
+      const triedRows = await queryRows<{ subscription_id: string; payment_method_id: string | null; period_start: Date; attempt: number }>(em, TRIED_CHARGES_SQL, [
+        subs.map((s) => s.id),
+      ]);
       const byId = new Map(subs.map((s) => [s.id, s]));
       for (const r of triedRows) {
         const s = byId.get(r.subscription_id)!;
