@@ -47,13 +47,14 @@ const tokenKey = (merchantId: string, token: string) => `${merchantId}|${token}`
 
 /**
  * The methods holding the wanted tokens (`$1`/`$2` each token's merchant and token), each looked
- * up on the partial unique index (merchant_id, provider_token) by both columns, whatever plan a
- * connection keeps: a lateral subquery per token whose `limit 1` (the pair is unique) keeps the
- * planner from flattening it into a join. As a join on `merchant_id = any($1) and provider_token
- * = any($2)` (or a plain lateral join, which the planner flattens), a generic plan made while the
- * merchant had no tokens took the index by merchant alone and filtered the tokens: every later
- * add from a token scanned all the merchant's tokened methods (auto_explain on the bench: 976
- * buffers and 1,014 rows removed for one batch of nine).
+ * up on the partial unique index (merchant_id, provider_token) by both columns: a lateral
+ * subquery per token whose `limit 1` (the pair is unique) keeps the planner from flattening it
+ * into a join, run unnamed (planned for each batch, with the table as it is). As a named join on
+ * `merchant_id = any($1) and provider_token = any($2)`, the generic plan a connection made while
+ * the merchant had no tokens took the index by merchant alone and filtered the tokens: every
+ * later add from a token scanned all the merchant's tokened methods (auto_explain on the bench:
+ * 976 buffers and 1,014 rows removed for one batch of nine). Named, even this form's kept plan
+ * goes wrong when it is made on an empty table (a scan per token), hence unnamed.
  */
 export const TOKENS_SQL = `select null::uuid as member_id, null::uuid as merchant_id, null::int as rank, to_jsonb(pm) as method
     from unnest($1::uuid[], $2::text[]) as t(merchant_id, provider_token)
@@ -137,7 +138,8 @@ async function attemptAppends(query: PreparedQuery, batch: readonly SubmittedApp
     }
     // A statement of its own, without the ranks: joined to them, a batch that read the ranks with
     // the members (no ranks asked here) made Postgres plan it for every batch.
-    if (wanted.length > 0) facts.push(...(await query<FactRow>('payment_method_append_tokens', TOKENS_SQL, [wanted.map((w) => w.merchantId), wanted.map((w) => w.token)])).rows);
+    // Unnamed: planned for each batch with the table as it is (see TOKENS_SQL).
+    if (wanted.length > 0) facts.push(...(await query<FactRow>(undefined, TOKENS_SQL, [wanted.map((w) => w.merchantId), wanted.map((w) => w.token)])).rows);
   }
   const members = new Map<string, { id: string; merchantId: string }>();
   const ranks = new Map<string, { rank: number }[]>();
