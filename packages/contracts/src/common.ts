@@ -21,9 +21,9 @@ export function isUuidText(value: string): boolean {
   return UUID_TEXT.test(value);
 }
 
-/** The distinct ids of `items` that have the shape of a uuid (`isUuidText`), lower-cased: what a batch looks up; the others find nothing. */
-export function distinctUuids(items: readonly { id: string }[]): string[] {
-  return [...new Set(items.filter((i) => isUuidText(i.id)).map((i) => i.id.toLowerCase()))];
+/** The distinct `ids` that have the shape of a uuid (`isUuidText`), lower-cased: what a batch looks up; the others find nothing. */
+export function distinctUuids(ids: readonly string[]): string[] {
+  return [...new Set(ids.filter(isUuidText).map((id) => id.toLowerCase()))];
 }
 
 /** Query `page`/`pageSize` of every paged collection (pageSize at most 200). */

@@ -1,5 +1,5 @@
 import { LockMode, type EntityManager, type EntityName, type FilterQuery } from '@mikro-orm/postgresql';
-import { DomainError, isUuidText } from '@billing/contracts';
+import { distinctUuids, DomainError, isUuidText } from '@billing/contracts';
 import { merchantFilter, type CallScope } from '@billing/service-runtime';
 
 /**
@@ -34,7 +34,7 @@ export async function findScoped<T extends object>(
  * row-locked, in id order so that concurrent batches cannot deadlock. Malformed ids find nothing.
  */
 export async function findManyById<T extends { id: string }>(em: EntityManager, entity: EntityName<T>, ids: readonly string[], opts: { lock?: boolean } = {}): Promise<Map<string, T>> {
-  const wanted = [...new Set(ids.filter(isUuidText).map((id) => id.toLowerCase()))];
+  const wanted = distinctUuids(ids);
   if (wanted.length === 0) return new Map();
   const found = await em.find(entity, { id: { $in: wanted } } as unknown as FilterQuery<T>, {
     orderBy: { id: 'asc' } as never,

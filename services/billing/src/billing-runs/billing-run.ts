@@ -11,7 +11,7 @@ import { Plan } from '../plans/plan.js';
 import type { BillingSchedule } from '../plans/billing-interval.js';
 import { recordSubscriptionEvents } from '../subscriptions/subscriptions-grpc.js';
 import { parseRetryOffsets, Subscription, type DunningPolicy } from '../subscriptions/subscription.js';
-import { subscriptionOfRow, type SubscriptionRow } from '../subscriptions/subscription-row.js';
+import { subscriptionOfRow, subscriptionsWithPlansSql, type SubscriptionRow } from '../subscriptions/subscription-row.js';
 import { Transaction, transactionEventData } from '../transactions/transaction.js';
 import {
   insertEvents,
@@ -515,15 +515,8 @@ export async function applyCallOutcomes(
   const batch = { txns, outcomes, asOf, subIds, traceContexts };
   if (!movesOn) return recordOutcomesOnce(pooledQuery(orm), batch, { subs: new Map(), plans: new Map() });
   return transactPrepared(orm, async (db) => {
-    const rows = await queryRows<{ sub: SubscriptionRow; plan_interval: BillingSchedule['interval']; plan_interval_count: number }>(
-      db,
-      `select to_jsonb(s) as sub, p.billing_interval as plan_interval, p.interval_count as plan_interval_count
-         from subscriptions s join plans p on p.id = s.plan_id
-        where s.id = any(?::uuid[])
-        order by s.id
-          for update of s`,
-      [subIds],
-    );
+    // A subscription's plan always exists (a foreign key), so its schedule is never null here.
+    const rows = await queryRows<{ sub: SubscriptionRow; plan_interval: BillingSchedule['interval']; plan_interval_count: number }>(db, subscriptionsWithPlansSql('?', { lock: true }), [subIds]);
     return recordOutcomesOnce(db, batch, {
       subs: new Map(rows.map((r) => [r.sub.id, subscriptionOfRow(r.sub)])),
       plans: new Map(rows.map((r) => [r.sub.plan_id, { interval: r.plan_interval, intervalCount: r.plan_interval_count }])),

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { DomainError, isUuidText } from '@billing/contracts';
+import { distinctUuids, DomainError, isUuidText } from '@billing/contracts';
 import { decideItem, insertOutboxSql, isUniqueViolation, LOST, optimisticWriter, toOutboxJsonRow, typedDatabaseError, type CallScope, type ItemOutcome, type Lost, type OutboxJsonRow, type PreparedQuery } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import { pickScoped } from '../merchant-scope.js';
@@ -107,7 +107,7 @@ export function methodAppender(orm: MikroORM, opts: { optimisticAttempts?: numbe
 
 /** One attempt of a batch of adds (see `methodAppender`, `optimisticWriter`): with `lock`, in the caller's transaction, under the members' row locks, where no add can lose. */
 async function attemptAppends(query: PreparedQuery, batch: readonly SubmittedAppend[], opts: { lock: boolean }): Promise<AppendAttempt[]> {
-  const ids = [...new Set(batch.filter((r) => isUuidText(r.memberId)).map((r) => r.memberId.toLowerCase()))];
+  const ids = distinctUuids(batch.map((r) => r.memberId));
   const tokens = batch.filter((r) => isUuidText(r.memberId) && r.providerToken);
   let facts: FactRow[] = [];
   if (ids.length > 0) {

@@ -54,7 +54,7 @@ function planOfRow(r: PlanRow): Plan {
  * mapped as `planOfRow`, for GetPlan's coalesced reads (every checkout link and onboarding asks).
  */
 export async function loadPlans(orm: MikroORM, ids: readonly string[]): Promise<Map<string, Plan>> {
-  const wanted = [...new Set(ids.filter(isUuidText).map((id) => id.toLowerCase()))];
+  const wanted = distinctUuids(ids);
   if (wanted.length === 0) return new Map();
   const { rows } = await queryPrepared<{ plan: PlanRow }>(orm, 'plans_by_id', `select to_jsonb(p) as plan from plans p where p.id = any($1::uuid[])`, [wanted]);
   return new Map(rows.map(({ plan }) => [plan.id, planOfRow(plan)]));
@@ -156,7 +156,7 @@ export class PlanStore {
   private readonly updates = new Batcher<PlanChange, Outcome>(
     (batch) =>
       transactPrepared(this.orm, async (query) => {
-        const ids = distinctUuids(batch);
+        const ids = distinctUuids(batch.map((c) => c.id));
         const { rows } = ids.length === 0 ? { rows: [] } : await query<{ plan: PlanRow }>('plan_update_lock', `select to_jsonb(p) as plan from plans p where p.id = any($1::uuid[]) order by p.id for update`, [ids]);
         const loaded = new Map(rows.map((r) => [r.plan.id, r.plan]));
         const outcomes: Outcome[] = [];

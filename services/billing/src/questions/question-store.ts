@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { DomainError, isUuidText, type CreateQuestionRequest } from '@billing/contracts';
+import { distinctUuids, DomainError, isUuidText, type CreateQuestionRequest } from '@billing/contracts';
 import { Batcher, decideItem, queryPrepared, transactPrepared, typedDatabaseError, type CallScope } from '@billing/service-runtime';
 import { compareQuestions, Question, type QuestionOption } from './question.js';
 
@@ -94,7 +94,7 @@ export class QuestionStore {
   private readonly creates = new Batcher<NewQuestion, Outcome>(
     (batch) =>
       transactPrepared(this.orm, async (query) => {
-        const ids = [...new Set(batch.filter((q) => isUuidText(q.productId)).map((q) => q.productId.toLowerCase()))];
+        const ids = distinctUuids(batch.map((q) => q.productId));
         const { rows } = ids.length === 0 ? { rows: [] } : await query<{ id: string; merchant_id: string }>('question_create_lock', `select id, merchant_id from products where id = any($1::uuid[]) order by id for update`, [ids]);
         const products = new Map(rows.map((p) => [p.id, p]));
         const outcomes: Outcome[] = [];

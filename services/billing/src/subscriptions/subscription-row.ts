@@ -17,6 +17,16 @@ export const unchangedSubscriptionsSql = (ids: string) => `select s.id from subs
           order by s.id
             for update of s`;
 
+/**
+ * The subscriptions whose ids parameter `ids` holds, each as its row (`sub`, `to_jsonb`) with its
+ * plan's schedule (`plan_interval`, `plan_interval_count`), in id order; with `lock`, row-locked
+ * in that order, as every writer of subscriptions locks them.
+ */
+export const subscriptionsWithPlansSql = (ids: string, opts: { lock: boolean }) => `select to_jsonb(s) as sub, p.billing_interval as plan_interval, p.interval_count as plan_interval_count
+         from subscriptions s left join plans p on p.id = s.plan_id
+        where s.id = any(${ids}::uuid[])
+        order by s.id${opts.lock ? '\n          for update of s' : ''}`;
+
 /** A `subscriptions` row as the pool's driver returns it (timestamps as text; the ORM converts them for its entities). */
 export interface SubscriptionRow {
   id: string;

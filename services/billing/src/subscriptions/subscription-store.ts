@@ -4,7 +4,7 @@ import { Batcher, decideItem, insertOutboxSql, LOST, optimisticWriter, queryPrep
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { BillingSchedule } from '../plans/billing-interval.js';
 import { Subscription } from './subscription.js';
-import { subscriptionOfRow, unchangedSubscriptionsSql, type SubscriptionRow } from './subscription-row.js';
+import { subscriptionOfRow, subscriptionsWithPlansSql, unchangedSubscriptionsSql, type SubscriptionRow } from './subscription-row.js';
 
 /** What enrolling a member needs to know. */
 export interface EnrolmentFacts {
@@ -170,13 +170,10 @@ export class SubscriptionStore {
    * deadlock) and no write can be lost.
    */
   private async attemptTransitions(query: PreparedQuery, batch: readonly SubmittedTransition[], opts: { lock: boolean }): Promise<(TransitionOutcome | Lost)[]> {
-    const ids = distinctUuids(batch);
+    const ids = distinctUuids(batch.map((t) => t.id));
     const { rows } = ids.length === 0 ? { rows: [] } : await query<ReadRow>(
       opts.lock ? 'subscription_transition_lock' : 'subscription_transition_read',
-      `select to_jsonb(s) as sub, p.billing_interval as plan_interval, p.interval_count as plan_interval_count
-         from subscriptions s left join plans p on p.id = s.plan_id
-        where s.id = any($1::uuid[])
-        order by s.id${opts.lock ? '\n          for update of s' : ''}`,
+      subscriptionsWithPlansSql('$1', opts),
       [ids],
     );
     const loaded = new Map(rows.map((r) => [r.sub.id, r]));

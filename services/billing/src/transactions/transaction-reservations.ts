@@ -41,8 +41,8 @@ function answerOf(reserved: Reserved): Reservation {
   return reserved.value;
 }
 
-/** How a refund's attempt ended: answered, or lost to a concurrent change of its charge (to be tried again). */
-type RefundAttempt = Reserved | Lost;
+/** How a refund's or retry's attempt ended: answered, or lost to a concurrent writer of its rows (the charge's refunded amount; a retry's subscription claim or the charge's retry), to be tried again. */
+type ReservationAttempt = Reserved | Lost;
 
 /** A locked charge row with its merchant's terms. */
 interface LockedRow extends TransactionRow {
@@ -148,7 +148,7 @@ export class TransactionReservations {
    * cannot deadlock).
    */
   private async lockCharges(query: PreparedQuery, batch: readonly { id: string }[], opts: { lock: boolean } = { lock: true }): Promise<Map<string, LockedCharge>> {
-    const ids = distinctUuids(batch);
+    const ids = distinctUuids(batch.map((r) => r.id));
     if (ids.length === 0) return new Map();
     const { rows } = await query<LockedRow>(
       opts.lock ? 'transaction_reserve_lock' : 'transaction_reserve_read',
@@ -162,7 +162,7 @@ export class TransactionReservations {
   }
 
   /** One attempt of a batch of refunds (see `refund`, `optimisticWriter`): with `lock`, in the caller's transaction, under the charges' row locks, where no write can be lost. */
-  private async reserveRefunds(query: PreparedQuery, batch: readonly RefundRequest[], opts: { lock: boolean }): Promise<RefundAttempt[]> {
+  private async reserveRefunds(query: PreparedQuery, batch: readonly RefundRequest[], opts: { lock: boolean }): Promise<ReservationAttempt[]> {
     const locked = await this.lockCharges(query, batch, opts);
     const charges = new Map([...locked].map(([id, l]) => [id, l.charge]));
     /** Each charge's refunded amount as read, before the batch's decisions add to it. */
@@ -197,7 +197,7 @@ export class TransactionReservations {
   }
 
   /** One attempt of a batch of retries (see `retry`, `optimisticWriter`): with `lock`, in the caller's transaction, under the charges' and subscriptions' row locks. */
-  private async reserveRetries(query: PreparedQuery, batch: readonly RetryRequest[], opts: { lock: boolean }): Promise<RetryAttempt[]> {
+  private async reserveRetries(query: PreparedQuery, batch: readonly RetryRequest[], opts: { lock: boolean }): Promise<ReservationAttempt[]> {
     const { charges, subs, retried } = opts.lock ? await this.lockRetryFacts(query, batch) : await readRetryFacts(query, batch);
     const failed = new Map([...charges].map(([id, l]) => [id, l.charge]));
     const retries: Transaction[] = [];
@@ -273,12 +273,9 @@ interface RetryFacts {
   retried: Set<string>;
 }
 
-/** How a retry's attempt ended: answered, or lost to a concurrent claim of its subscription or retry of its charge (to be tried again). */
-type RetryAttempt = Reserved | Lost;
-
 /** The retries' facts without locks, in one statement; malformed ids find nothing. */
 async function readRetryFacts(query: PreparedQuery, batch: readonly RetryRequest[]): Promise<RetryFacts> {
-  const ids = distinctUuids(batch);
+  const ids = distinctUuids(batch.map((r) => r.id));
   const { rows } = ids.length === 0 ? { rows: [] } : await query<LockedRow & { sub: SubscriptionRow | null; retried: boolean }>(
     'transaction_retry_read',
     `select ${transactionColumns('t')}, m.provider_environment, m.platform_fee_percent::text, m.platform_fee_fixed_minor,

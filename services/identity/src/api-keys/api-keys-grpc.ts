@@ -55,7 +55,7 @@ export function apiKeysGrpc(orm: MikroORM, box: SecretBox, opts: { production: b
     orm,
     {
       load: async (em: EntityManager, items: readonly KeyChange[]) => {
-        const ids = distinctUuids(items);
+        const ids = distinctUuids(items.map((c) => c.id));
         const keys = ids.length ? await em.find(ApiKey, { id: { $in: ids } }, { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' } }) : [];
         return new Map(keys.map((k) => [k.id, k]));
       },
