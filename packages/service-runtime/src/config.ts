@@ -23,6 +23,15 @@ export const BaseConfig = z.object({
 export const DbPoolMax = z.coerce.number().int().min(1).default(10);
 
 /**
+ * `DB_RANDOM_PAGE_COST` of a service with a database: the planner's `random_page_cost` on each
+ * of its connections (1.1 by default, for a working set in memory or on SSD; `0` keeps the
+ * server's setting). Postgres's own default, 4, is for spinning disks: with it, a statement
+ * that looks a few dozen rows up by key in a table of a few thousand is planned as a scan of the
+ * whole table.
+ */
+export const DbRandomPageCost = z.coerce.number().min(0).max(100).default(1.1);
+
+/**
  * `GRPC_GATHER` of a service whose clients gather their calls (see `createClient`): `1` (the
  * default) gathers the calls made to one server in one event-loop turn, `0` sends each alone.
  */

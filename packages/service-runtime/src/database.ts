@@ -9,6 +9,8 @@ export interface DatabaseOptions {
   schema: string;
   entities: EntitySchema<any>[];
   poolMax?: number;
+  /** The planner's `random_page_cost` on every connection (see `DbRandomPageCost`); 0 or absent keeps the server's. */
+  randomPageCost?: number;
   logger?: Logger;
 }
 
@@ -27,6 +29,8 @@ const MIGRATIONS_TABLE = 'mikro_orm_migrations';
 
 /** MikroORM pinned to the service's own schema; `migrate` applies its migrations. */
 export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
+  const session = [`set search_path to "${opts.schema}", public`];
+  if (opts.randomPageCost) session.push(`set random_page_cost = ${Number(opts.randomPageCost)}`);
   const config: Options = {
     clientUrl: opts.url,
     schema: opts.schema,
@@ -41,9 +45,10 @@ export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
     pool: {
       min: 1,
       max: opts.poolMax ?? 10,
-      // Raw SQL in the service sees its own schema first, as the entities do.
+      // Raw SQL in the service sees its own schema first, as the entities do; and the planner
+      // prices a page read by key as the deployment asks (one round trip for both settings).
       afterCreate: (conn: { query(sql: string, cb: (err?: Error) => void): void }, done: (err: Error | undefined, conn: unknown) => void) =>
-        conn.query(`set search_path to "${opts.schema}", public`, (err) => done(err, conn)),
+        conn.query(session.join('; '), (err) => done(err, conn)),
     },
     // Entities are plain EntitySchema definitions; nothing to discover from TS metadata.
     discovery: { warnWhenNoEntities: false },

@@ -9,7 +9,7 @@ import { WebhooksConfig } from '../config.js';
 import type { DeliveryJob } from '../deliveries/delivery-job.js';
 import type { Dispatcher } from '../deliveries/dispatcher.js';
 import { DueScheduler } from '../deliveries/due-scheduler.js';
-import { ingestEvents } from './ingest.js';
+import { ENDPOINTS_OF_MERCHANTS, ingestEvents } from './ingest.js';
 
 const { orm } = useMigratedDatabase({
   open: (url) => openWebhooksDatabase(WebhooksConfig.parse({ DATABASE_URL: url })),
@@ -66,6 +66,29 @@ describe('ingestEvents', () => {
     const inbox = await orm().em.getConnection().execute(`select "id", "type", "body" from "events" where "id" = any(?::uuid[])`, [`{${[fresh.id, internal.id, other.id].join(',')}}`]);
     expect(inbox).toHaveLength(3);
     expect(inbox.find((r: { id: string }) => r.id === internal.id).body).toBeNull();
+  });
+
+  it("reads a merchant's live endpoints on their own index, however many of its keys have no webhook", async () => {
+    // A merchant with 2,000 API keys without a webhook URL (the read model has a row per key) and one endpoint.
+    const conn = orm().em.getConnection();
+    await conn.execute(
+      `insert into "endpoints" ("api_key_id", "merchant_id", "url", "event_types", "enabled", "revoked", "version", "updated_at")
+       select gen_random_uuid(), ?::uuid, null, null, true, false, 1, now() from generate_series(1, 2000)`,
+      [merchantId],
+    );
+    await conn.execute('analyze "endpoints"');
+    const live = randomUUID();
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: live })], always);
+    const result = await ingestEvents(orm(), [event('member.created', { id: 'm1' })], always);
+    expect(result.jobs.map((j) => j.apiKeyId)).toEqual([live]);
+    // Planned for this merchant, with the statistics taken above.
+    const [{ 'QUERY PLAN': [plan] }] = await conn.execute(
+      `explain (analyze, buffers, format json) ${ENDPOINTS_OF_MERCHANTS.replace('$1::uuid[]', `'{${merchantId}}'::uuid[]`)}`,
+    );
+    const text = JSON.stringify(plan);
+    expect(text).toContain('endpoints_live_merchant_index');
+    // With the index by merchant alone, the plan was a scan of the table: 2,001 rows read and 2,000 removed.
+    expect(plan.Plan['Shared Hit Blocks'] + plan.Plan['Shared Read Blocks']).toBeLessThan(5);
   });
 
   it('keeps the newest endpoint state whatever order the events arrive in', async () => {

@@ -112,8 +112,8 @@ interface EndpointRow {
   version: number;
 }
 
-/** The live endpoints of the merchants `$1` (a uuid array). */
-const ENDPOINTS_OF_MERCHANTS = `select "api_key_id", "merchant_id", "url", "event_types", "enabled", "revoked", "version" from "endpoints"
+/** The live endpoints of the merchants `$1` (a uuid array), on the index of live endpoints alone (see Migration20261124200000_live_endpoints_index). */
+export const ENDPOINTS_OF_MERCHANTS = `select "api_key_id", "merchant_id", "url", "event_types", "enabled", "revoked", "version" from "endpoints"
   where "merchant_id" = any($1::uuid[]) and "enabled" and not "revoked" and "url" is not null`;
 
 const merchantsOf = (events: EventEnvelope[]) => [...new Set(events.map((e) => e.merchantId))];
