@@ -105,8 +105,12 @@ export function incomingContext(carrier: Record<string, unknown>): Context {
 let idPool = Buffer.alloc(0);
 let idOffset = 0;
 
-/** `bytes` random bytes as hex, cut from a pool refilled 4 KiB at a time (one system call per ~170 requests, not two per request). */
-function randomHex(bytes: number): string {
+/**
+ * `bytes` random bytes as hex, cut from a pool refilled 4 KiB at a time (one system call per ~170
+ * requests, not two per request): for ids minted on hot paths (trace and span ids here, the
+ * sandbox provider's charge and token ids).
+ */
+export function randomHex(bytes: number): string {
   if (idOffset + bytes > idPool.length) {
     idPool = randomBytes(4096);
     idOffset = 0;
