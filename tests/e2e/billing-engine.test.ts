@@ -358,7 +358,11 @@ describe('retry and refund', () => {
     const replay = await api.post(`/api/Transactions/${failed.id}/retry`, {}, { token: m.key, headers: idempotent(key) });
     expect([replay.status, replay.body.id, replay.headers.get('idempotent-replayed')]).toEqual([201, retry.body.id, 'true']);
     expect((await api.post(`/api/Transactions/${failed.id}/retry`, {}, { token: m.key, headers: idempotent() })).status).toBe(409);
-    expect((await ledger(m.id)).charges).toHaveLength(2);
+    // The provider was asked to charge the retry, by its id, on the failed charge's method.
+    const charged = (await ledger(m.id)).charges;
+    expect(charged).toHaveLength(2);
+    const first = charged.find((c) => c.idempotencyKey === failed.id)!;
+    expect(charged.find((c) => c.idempotencyKey === retry.body.id)).toMatchObject({ amountMinor: first.amountMinor, status: first.status, paymentMethod: { last4: '0002' } });
 
     const ok = await m.subscriber();
     await run(T0);

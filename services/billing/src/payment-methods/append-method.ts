@@ -63,6 +63,15 @@ export const TOKENS_SQL = `select null::uuid as member_id, null::uuid as merchan
                    limit 1) pm on true`;
 
 /**
+ * The methods holding the wanted tokens, with TOKENS_SQL: a statement of its own, without the
+ * ranks (joined to them, a batch that read the ranks with the members, no ranks asked here, made
+ * Postgres plan it for every batch), unnamed (planned for each batch, with the table as it is).
+ */
+async function readTokens(query: PreparedQuery, wanted: readonly { merchantId: string; token: string }[]): Promise<FactRow[]> {
+  return (await query<FactRow>(undefined, TOKENS_SQL, [wanted.map((w) => w.merchantId), wanted.map((w) => w.token)])).rows;
+}
+
+/**
  * Appends a method at its member's lowest rank and records `payment_method.added`. A provider
  * token already stored for the same member answers that method (`created: false`); for another
  * member of the merchant it is refused. Another merchant's member is `not_found`, as a missing one.
@@ -111,27 +120,30 @@ async function attemptAppends(query: PreparedQuery, batch: readonly SubmittedApp
   const tokens = batch.filter((r) => isUuidText(r.memberId) && r.providerToken);
   let facts: FactRow[] = [];
   if (ids.length > 0) {
-    // The members: locked (in id order) under `lock`, else read with their methods' ranks.
-    const { rows } = opts.lock
-      ? await query<FactRow>(
-          'payment_method_append_lock',
-          `select id as member_id, merchant_id, null::int as rank, null::jsonb as method from members where id = any($1::uuid[]) order by id for update`,
-          [ids],
-        )
-      : await query<FactRow>(
-          // Unnamed, as the ranks below: a kept plan made while `payment_methods` was small scans it.
-          undefined,
-          `select id as member_id, merchant_id, null::int as rank, null::jsonb as method from members where id = any($1::uuid[])
-           union all
-           select member_id, null, rank, null from payment_methods where member_id = any($1::uuid[])`,
-          [ids],
-        );
+    // Adds under a merchant's scope name their tokens' merchant themselves (a member of another
+    // merchant is not found): without locks, their tokens are read at the same time as the
+    // members, on another connection of the pool, one wait where there were two.
+    const tokensAlongside = !opts.lock && tokens.length > 0 && tokens.every((r) => r.scope.kind === 'merchant');
+    const [{ rows }, alongside] = await Promise.all([
+      // The members: locked (in id order) under `lock`, else read with their methods' ranks.
+      opts.lock
+        ? query<FactRow>(
+            'payment_method_append_lock',
+            `select id as member_id, merchant_id, null::int as rank, null::jsonb as method from members where id = any($1::uuid[]) order by id for update`,
+            [ids],
+          )
+        : query<FactRow>(
+            // Unnamed, as the ranks below: a kept plan made while `payment_methods` was small scans it.
+            undefined,
+            `select id as member_id, merchant_id, null::int as rank, null::jsonb as method from members where id = any($1::uuid[])
+             union all
+             select member_id, null, rank, null from payment_methods where member_id = any($1::uuid[])`,
+            [ids],
+          ),
+      tokensAlongside ? readTokens(query, tokens.map((r) => ({ merchantId: (r.scope as { merchantId: string }).merchantId, token: r.providerToken! }))) : undefined,
+    ]);
     facts = rows;
     const merchants = new Map(rows.flatMap((r) => (r.merchant_id ? [[r.member_id!, r.merchant_id] as const] : [])));
-    const wanted = tokens.flatMap((r) => {
-      const merchantId = merchants.get(r.memberId.toLowerCase());
-      return merchantId ? [{ merchantId, token: r.providerToken! }] : [];
-    });
     // Under `lock`, statements of their own after the lock: their snapshots are taken once the
     // lock is held, so they see the methods a concurrent add committed while this one waited.
     if (opts.lock && merchants.size > 0) {
@@ -140,10 +152,14 @@ async function attemptAppends(query: PreparedQuery, batch: readonly SubmittedApp
       // grew (auto_explain on the writes bench: 2,339 rows removed for one batch).
       facts.push(...(await query<FactRow>(undefined, `select member_id, null::uuid as merchant_id, rank, null::jsonb as method from payment_methods where member_id = any($1::uuid[])`, [[...merchants.keys()]])).rows);
     }
-    // A statement of its own, without the ranks: joined to them, a batch that read the ranks with
-    // the members (no ranks asked here) made Postgres plan it for every batch.
-    // Unnamed: planned for each batch with the table as it is (see TOKENS_SQL).
-    if (wanted.length > 0) facts.push(...(await query<FactRow>(undefined, TOKENS_SQL, [wanted.map((w) => w.merchantId), wanted.map((w) => w.token)])).rows);
+    if (alongside) facts.push(...alongside);
+    else {
+      const wanted = tokens.flatMap((r) => {
+        const merchantId = merchants.get(r.memberId.toLowerCase());
+        return merchantId ? [{ merchantId, token: r.providerToken! }] : [];
+      });
+      if (wanted.length > 0) facts.push(...(await readTokens(query, wanted)));
+    }
   }
   const members = new Map<string, { id: string; merchantId: string }>();
   const ranks = new Map<string, { rank: number }[]>();

@@ -78,6 +78,8 @@ export class TransactionCommands {
       const known = {
         merchants: new Map(batch.map((c) => [c.t.merchantId, c.merchant])),
         originals: new Map(batch.flatMap((c) => (c.original ? [[c.original.id, c.original] as const] : []))),
+        // A retry's payment method as its reservation read it: the call makes no read of its own.
+        methods: new Map(batch.flatMap((c) => (c.method ? [[c.method.id, c.method] as const] : []))),
       };
       const outcomes = await callProviderFor(this.deps.orm, this.deps.providers, txns, this.deps.concurrency, known);
       const { recorded } = await applyCallOutcomes(this.deps.orm, txns, outcomes, new Date(), batch.map((c) => c.traceContext));

@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { distinctUuids, DomainError } from '@billing/contracts';
 import { decideItem, isUniqueViolation, LOST, optimisticWriter, typedDatabaseError, type CallScope, type ItemOutcome, type Lost, type PreparedQuery } from '@billing/service-runtime';
 import { normalisePercent, platformFee, type FeeTerms } from '../fees/platform-fee.js';
+import type { ChargeableMethod } from '../billing-runs/billing-run-store.js';
 import type { Merchant, ProviderEnvironment } from '../merchants/merchant.js';
 import { pickScoped } from '../merchant-scope.js';
 import type { Subscription } from '../subscriptions/subscription.js';
@@ -31,6 +32,8 @@ export interface Reservation {
   merchant: MerchantOfCall;
   /** A refund's charge (as locked when reserving): its provider ref, which a settled charge never changes. */
   original?: { id: string; providerRef: string | null };
+  /** A retry's payment method, when the reservation read it (so the call need not read it again). */
+  method?: ChargeableMethod;
 }
 
 type Reserved = ItemOutcome<Reservation>;
@@ -198,7 +201,7 @@ export class TransactionReservations {
 
   /** One attempt of a batch of retries (see `retry`, `optimisticWriter`): with `lock`, in the caller's transaction, under the charges' and subscriptions' row locks. */
   private async reserveRetries(query: PreparedQuery, batch: readonly RetryRequest[], opts: { lock: boolean }): Promise<ReservationAttempt[]> {
-    const { charges, subs, retried } = opts.lock ? await this.lockRetryFacts(query, batch) : await readRetryFacts(query, batch);
+    const { charges, subs, retried, methods } = opts.lock ? await this.lockRetryFacts(query, batch) : await readRetryFacts(query, batch);
     const failed = new Map([...charges].map(([id, l]) => [id, l.charge]));
     const retries: Transaction[] = [];
     const claimed = new Map<string, Date>();
@@ -233,7 +236,7 @@ export class TransactionReservations {
         claimed.set(sub.id, lease);
       }
       retries.push(t);
-      return { t, merchant: { providerEnvironment: merchant.providerEnvironment } };
+      return { t, merchant: { providerEnvironment: merchant.providerEnvironment }, method: f.paymentMethodId ? methods?.get(f.paymentMethodId) : undefined };
     }));
     if (retries.length === 0) return out;
     if (opts.lock) {
@@ -266,20 +269,27 @@ export class TransactionReservations {
   }
 }
 
-/** What a batch of retries is decided on: the charges with their merchants' terms, their subscriptions (each with its row as read), and the ids of the charges already retried. */
+/**
+ * What a batch of retries is decided on: the charges with their merchants' terms, their
+ * subscriptions (each with its row as read), and the ids of the charges already retried; read
+ * without locks, also the charges' payment methods, which the retries' provider calls use.
+ */
 interface RetryFacts {
   charges: Map<string, LockedCharge>;
   subs: Map<string, { sub: Subscription; read: SubscriptionRow }>;
   retried: Set<string>;
+  methods?: Map<string, ChargeableMethod>;
 }
 
 /** The retries' facts without locks, in one statement; malformed ids find nothing. */
 async function readRetryFacts(query: PreparedQuery, batch: readonly RetryRequest[]): Promise<RetryFacts> {
   const ids = distinctUuids(batch.map((r) => r.id));
-  const { rows } = ids.length === 0 ? { rows: [] } : await query<LockedRow & { sub: SubscriptionRow | null; retried: boolean }>(
+  const { rows } = ids.length === 0 ? { rows: [] } : await query<LockedRow & { sub: SubscriptionRow | null; retried: boolean; method: ChargeableMethod | null }>(
     'transaction_retry_read',
     `select ${transactionColumns('t')}, m.provider_environment, m.platform_fee_percent::text, m.platform_fee_fixed_minor,
             (select to_jsonb(s) from subscriptions s where s.id = t.subscription_id) as sub,
+            (select json_build_object('id', x.id, 'memberId', x.member_id, 'type', x.type, 'last4', x.last4, 'providerToken', x.provider_token, 'rank', x.rank)
+               from payment_methods x where x.id = t.payment_method_id) as method,
             exists (select 1 from transactions r where r.kind = 'Charge' and r.original_transaction_id = t.id) as retried
        from transactions t join merchants m on m.id = t.merchant_id
       where t.id = any($1::uuid[])`,
@@ -289,6 +299,7 @@ async function readRetryFacts(query: PreparedQuery, batch: readonly RetryRequest
     charges: new Map(rows.map((r) => [r.id, lockedChargeOf(r)])),
     subs: new Map(rows.flatMap((r) => (r.sub ? [[r.sub.id, { sub: subscriptionOfRow(r.sub), read: r.sub }] as const] : []))),
     retried: new Set(rows.filter((r) => r.retried).map((r) => r.id)),
+    methods: new Map(rows.flatMap((r) => (r.method ? [[r.method.id, r.method] as const] : []))),
   };
 }
 
