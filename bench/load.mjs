@@ -67,10 +67,13 @@ export async function inParallel(count, width, task) {
  * Sends exactly `requests.length` requests over `connections` connections, request i being
  * `{ method?, path?, body, headers? }` (method defaults to POST, path to the url's; its headers
  * override `headers`, e.g. a credential of its own), each with its own Idempotency-Key.
- * Latencies in ms; `statuses` counts answers by status.
+ * Latencies in ms; `statuses` counts answers by status. `onFirst` runs as the first request is
+ * sent and `onLast` as the last answer arrives: the window `rps` is measured over (autocannon
+ * itself returns only on its next whole-second tick, up to a second later).
  */
-export async function loadRequests({ url, connections, headers, requests }) {
+export async function loadRequests({ url, connections, headers, requests, onFirst, onLast }) {
   let next = 0;
+  let answered = 0;
   const statuses = {};
   let first;
   let last;
@@ -83,7 +86,10 @@ export async function loadRequests({ url, connections, headers, requests }) {
       {
         method: 'POST',
         setupRequest: (req) => {
-          first ??= performance.now();
+          if (first === undefined) {
+            onFirst?.();
+            first = performance.now();
+          }
           const q = requests[next++ % requests.length];
           return {
             ...req,
@@ -96,6 +102,7 @@ export async function loadRequests({ url, connections, headers, requests }) {
         onResponse: (status) => {
           last = performance.now();
           statuses[status] = (statuses[status] ?? 0) + 1;
+          if (++answered === requests.length) onLast?.();
         },
       },
     ],

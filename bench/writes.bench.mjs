@@ -191,12 +191,21 @@ export async function run({ platform, connections = 64 }) {
     const warm = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(0, warmup) });
     const watched = await watchProcesses(platform);
     const cpuBefore = cpu();
-    const machineBefore = machineCpuMs();
+    let machineBefore;
+    let machineAfter;
     await statements?.reset();
     const from = Date.now();
-    const real = await loadRequests({ url: gw, connections, headers: auth, requests: requests.slice(warmup) });
+    // The machine's busy share over exactly the measured requests (first sent to last answered):
+    // autocannon returns up to a second after the last answer, and that idle tail would dilute it.
+    const real = await loadRequests({
+      url: gw,
+      connections,
+      headers: auth,
+      requests: requests.slice(warmup),
+      onFirst: () => (machineBefore = machineCpuMs()),
+      onLast: () => (machineAfter = machineCpuMs()),
+    });
     const cpuAfter = cpu();
-    const machineAfter = machineCpuMs();
     // CPU per request of each service: unlike req/s, hardly moved by load from elsewhere.
     const cpuPerRequest = Object.fromEntries(Object.keys(cpuAfter).map((n) => [n, ((cpuAfter[n] - cpuBefore[n]) * 1000) / real.requests]));
     // How busy every core of the machine was meanwhile: near 100 % means the row is bound by CPU.
