@@ -123,7 +123,8 @@ async function attemptAppends(query: PreparedQuery, batch: readonly SubmittedApp
     // Adds under a merchant's scope name their tokens' merchant themselves (a member of another
     // merchant is not found): without locks, their tokens are read at the same time as the
     // members, on another connection of the pool, one wait where there were two.
-    const tokensAlongside = !opts.lock && tokens.length > 0 && tokens.every((r) => r.scope.kind === 'merchant');
+    const scopedTokens = tokens.flatMap((r) => (r.scope.kind === 'merchant' ? [{ merchantId: r.scope.merchantId, token: r.providerToken! }] : []));
+    const tokensAlongside = !opts.lock && tokens.length > 0 && scopedTokens.length === tokens.length;
     const [{ rows }, alongside] = await Promise.all([
       // The members: locked (in id order) under `lock`, else read with their methods' ranks.
       opts.lock
@@ -140,7 +141,7 @@ async function attemptAppends(query: PreparedQuery, batch: readonly SubmittedApp
              select member_id, null, rank, null from payment_methods where member_id = any($1::uuid[])`,
             [ids],
           ),
-      tokensAlongside ? readTokens(query, tokens.map((r) => ({ merchantId: (r.scope as { merchantId: string }).merchantId, token: r.providerToken! }))) : undefined,
+      tokensAlongside ? readTokens(query, scopedTokens) : undefined,
     ]);
     facts = rows;
     const merchants = new Map(rows.flatMap((r) => (r.merchant_id ? [[r.member_id!, r.merchant_id] as const] : [])));
