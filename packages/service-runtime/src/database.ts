@@ -1,5 +1,6 @@
 import { DriverException, MikroORM, type EntityManager, type EntitySchema, type Knex, type MigrationObject, type Options } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
+import { setBatchesInFlight } from './batcher.js';
 import type { Logger } from './logger.js';
 
 export interface DatabaseOptions {
@@ -11,6 +12,8 @@ export interface DatabaseOptions {
   poolMax?: number;
   /** The planner's `random_page_cost` on every connection (see `DbRandomPageCost`); 0 or absent keeps the server's. */
   randomPageCost?: number;
+  /** The process's batches in flight per `Batcher` (see `DbBatchesInFlight`); absent keeps the current setting. */
+  batchesInFlight?: number;
   logger?: Logger;
 }
 
@@ -29,6 +32,7 @@ const MIGRATIONS_TABLE = 'mikro_orm_migrations';
 
 /** MikroORM pinned to the service's own schema; `migrate` applies its migrations. */
 export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
+  if (opts.batchesInFlight !== undefined) setBatchesInFlight(opts.batchesInFlight);
   const session = [`set search_path to "${opts.schema}", public`];
   if (opts.randomPageCost) session.push(`set random_page_cost = ${Number(opts.randomPageCost)}`);
   const config: Options = {

@@ -33,7 +33,7 @@ import { subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
 export const ENTITIES = [OutboxMessageSchema, MerchantSchema, ProductSchema, QuestionSchema, PlanSchema, MemberSchema, PaymentMethodSchema, SubscriptionSchema, MemberAnswerSchema, TransactionSchema, FeeStatementSchema];
 
 export async function openBillingDatabase(config: BillingConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX, randomPageCost: config.DB_RANDOM_PAGE_COST });
+  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX, randomPageCost: config.DB_RANDOM_PAGE_COST, batchesInFlight: config.DB_BATCHES_IN_FLIGHT });
 }
 
 export interface BillingApp {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_INVITATION_EXPIRY_DAYS } from '@billing/contracts';
-import { BaseConfig, DbPoolMax, DbRandomPageCost, GrpcGather, MessagingConfig, parseConfig } from '@billing/service-runtime';
+import { BaseConfig, DbBatchesInFlight, DbPoolMax, DbRandomPageCost, GrpcGather, MessagingConfig, parseConfig } from '@billing/service-runtime';
 
 export const CheckoutConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
@@ -9,6 +9,7 @@ export const CheckoutConfig = BaseConfig.extend({
   DB_SCHEMA: z.string().default('checkout'),
   DB_POOL_MAX: DbPoolMax,
   DB_RANDOM_PAGE_COST: DbRandomPageCost,
+  DB_BATCHES_IN_FLIGHT: DbBatchesInFlight,
   IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),
   BILLING_GRPC_URL: z.string().default('127.0.0.1:50052'),
   /** Deadline of each call to identity and billing. */

@@ -41,7 +41,7 @@ export const ENTITIES = [IdempotencyRecordSchema];
 
 /** The gateway's own schema: idempotency records. */
 export async function openGatewayDatabase(config: GatewayConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX, randomPageCost: config.DB_RANDOM_PAGE_COST });
+  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX, randomPageCost: config.DB_RANDOM_PAGE_COST, batchesInFlight: config.DB_BATCHES_IN_FLIGHT });
 }
 
 export interface GatewayApp {

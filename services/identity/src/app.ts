@@ -24,7 +24,7 @@ import { TokenIssuer } from './signing-keys/token-issuer.js';
 export const ENTITIES = [OutboxMessageSchema, SigningKeySchema, MerchantUserSchema, ApiKeySchema, CredentialChangeSchema, CustomerAccountSchema, CustomerTokenSchema];
 
 export async function openIdentityDatabase(config: IdentityConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX, randomPageCost: config.DB_RANDOM_PAGE_COST });
+  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX, randomPageCost: config.DB_RANDOM_PAGE_COST, batchesInFlight: config.DB_BATCHES_IN_FLIGHT });
 }
 
 export interface IdentityApp {

@@ -19,7 +19,7 @@ import { SigningSecrets } from './signing/signing-secrets.js';
 export const ENTITIES = [EndpointSchema, DeliverySchema, AttemptSchema, ReplaySchema];
 
 export async function openWebhooksDatabase(config: WebhooksConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX, randomPageCost: config.DB_RANDOM_PAGE_COST });
+  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX, randomPageCost: config.DB_RANDOM_PAGE_COST, batchesInFlight: config.DB_BATCHES_IN_FLIGHT });
 }
 
 export interface WebhooksApp {

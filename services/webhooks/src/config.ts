@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, DbRandomPageCost, parseConfig } from '@billing/service-runtime';
+import { BaseConfig, DbBatchesInFlight, DbRandomPageCost, parseConfig } from '@billing/service-runtime';
 
 /** Comma-separated seconds, e.g. `5,300,1800`: the delay before each retry after the first attempt. */
 const RetrySchedule = z
@@ -17,6 +17,7 @@ export const WebhooksConfig = BaseConfig.extend({
   DB_SCHEMA: z.string().default('webhooks'),
   DB_POOL_MAX: z.coerce.number().int().min(2).default(10),
   DB_RANDOM_PAGE_COST: DbRandomPageCost,
+  DB_BATCHES_IN_FLIGHT: DbBatchesInFlight,
   /** Delays before the retries, in seconds; after the last one fails the delivery is Failed. */
   WEBHOOK_RETRY_SCHEDULE: RetrySchedule.default(RetrySchedule.parse('5,300,1800,7200,18000,36000,36000')),
   /** Each retry delay is spread by up to ± this fraction, so retries of one outage do not arrive at once. */
