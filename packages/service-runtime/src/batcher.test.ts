@@ -16,29 +16,10 @@ function heldFlushes() {
 const turn = () => new Promise((r) => setImmediate(r));
 
 describe('Batcher in flight', () => {
-  afterEach(() => setBatchesInFlight(1));
+  // The default test runs first, before any test changes the process's setting.
+  afterEach(() => setBatchesInFlight(2));
 
-  it('runs one batch at a time by default: calls arriving meanwhile share the next one', async () => {
-    const { batches, flush, releaseNext } = heldFlushes();
-    const batcher = new Batcher(flush);
-    const first = [batcher.submit(1), batcher.submit(2)];
-    await turn();
-    const later = [batcher.submit(3), batcher.submit(4)];
-    await turn();
-    await turn();
-    batcher.submit(5).catch(() => undefined);
-    await turn();
-    expect(batches).toEqual([[1, 2]]);
-    releaseNext();
-    expect(await Promise.all(first)).toEqual([10, 20]);
-    await turn();
-    expect(batches).toEqual([[1, 2], [3, 4, 5]]);
-    releaseNext();
-    expect(await Promise.all(later)).toEqual([30, 40]);
-  });
-
-  it('runs as many at once as the process sets (DB_BATCHES_IN_FLIGHT), and a Batcher\'s own limit wins', async () => {
-    setBatchesInFlight(2);
+  it('runs two at once by default, and a Batcher\'s own limit wins', async () => {
     const shared = heldFlushes();
     const batcher = new Batcher(shared.flush);
     void batcher.submit(1);
@@ -57,5 +38,25 @@ describe('Batcher in flight', () => {
     await turn();
     expect(own.batches).toEqual([[1]]);
     expect(() => setBatchesInFlight(0)).toThrow(/at least 1/);
+  });
+
+  it('runs one batch at a time when the process sets 1 (DB_BATCHES_IN_FLIGHT): calls arriving meanwhile share the next one', async () => {
+    setBatchesInFlight(1);
+    const { batches, flush, releaseNext } = heldFlushes();
+    const batcher = new Batcher(flush);
+    const first = [batcher.submit(1), batcher.submit(2)];
+    await turn();
+    const later = [batcher.submit(3), batcher.submit(4)];
+    await turn();
+    await turn();
+    batcher.submit(5).catch(() => undefined);
+    await turn();
+    expect(batches).toEqual([[1, 2]]);
+    releaseNext();
+    expect(await Promise.all(first)).toEqual([10, 20]);
+    await turn();
+    expect(batches).toEqual([[1, 2], [3, 4, 5]]);
+    releaseNext();
+    expect(await Promise.all(later)).toEqual([30, 40]);
   });
 });

@@ -34,10 +34,11 @@ export const DbRandomPageCost = z.coerce.number().min(0).max(100).default(1.1);
 /**
  * `DB_BATCHES_IN_FLIGHT` of a service with a database: how many batches of each group-committed
  * write or read (`Batcher`) run at once; calls arriving meanwhile wait and share the next batch.
- * 1 by default (fewest statements per request); more shortens the waits where cores are idle.
- * Batchers with a limit of their own keep it (a refund's or retry's provider calls: 8).
+ * 2 by default; 1 spends fewer statements per request and makes each batch of a chain wait
+ * longer (see `setBatchesInFlight`). Batchers with a limit of their own keep it (the gateway's
+ * idempotency records: 1; a refund's or retry's provider calls: 8).
  */
-export const DbBatchesInFlight = z.coerce.number().int().min(1).max(64).default(1);
+export const DbBatchesInFlight = z.coerce.number().int().min(1).max(64).default(2);
 
 /**
  * `GRPC_GATHER` of a service whose clients gather their calls (see `createClient`): `1` (the
