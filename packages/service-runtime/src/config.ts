@@ -23,22 +23,27 @@ export const BaseConfig = z.object({
 export const DbPoolMax = z.coerce.number().int().min(1).default(10);
 
 /**
- * `DB_RANDOM_PAGE_COST` of a service with a database: the planner's `random_page_cost` on each
- * of its connections (1.1 by default, for a working set in memory or on SSD; `0` keeps the
- * server's setting). Postgres's own default, 4, is for spinning disks: with it, a statement
- * that looks a few dozen rows up by key in a table of a few thousand is planned as a scan of the
- * whole table.
+ * How a service with a database sets up its connections and batches, besides its pool size;
+ * spread into its config (`...DatabaseTuning.shape`) and handed to `openDatabase` with
+ * `databaseOptions`.
  */
-export const DbRandomPageCost = z.coerce.number().min(0).max(100).default(1.1);
-
-/**
- * `DB_BATCHES_IN_FLIGHT` of a service with a database: how many batches of each group-committed
- * write or read (`Batcher`) run at once; calls arriving meanwhile wait and share the next batch.
- * 2 by default; 1 spends fewer statements per request and makes each batch of a chain wait
- * longer (see `setBatchesInFlight`). Batchers with a limit of their own keep it (the gateway's
- * idempotency records: 1; a refund's or retry's provider calls: 8).
- */
-export const DbBatchesInFlight = z.coerce.number().int().min(1).max(64).default(2);
+export const DatabaseTuning = z.object({
+  /**
+   * The planner's `random_page_cost` on each connection (1.1 by default, for a working set in
+   * memory or on SSD; `0` keeps the server's setting). Postgres's own default, 4, is for
+   * spinning disks: with it, a statement that looks a few dozen rows up by key in a table of a
+   * few thousand is planned as a scan of the whole table.
+   */
+  DB_RANDOM_PAGE_COST: z.coerce.number().min(0).max(100).default(1.1),
+  /**
+   * How many batches of each group-committed write or read (`Batcher`) run at once; calls
+   * arriving meanwhile wait and share the next batch. 2 by default; 1 spends fewer statements
+   * per request and makes each batch of a chain wait longer (see `setBatchesInFlight`).
+   * Batchers with a limit of their own keep it (the gateway's idempotency records: 1; a
+   * refund's or retry's provider calls: 8).
+   */
+  DB_BATCHES_IN_FLIGHT: z.coerce.number().int().min(1).max(64).default(2),
+});
 
 /**
  * `GRPC_GATHER` of a service whose clients gather their calls (see `createClient`): `1` (the

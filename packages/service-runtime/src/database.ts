@@ -10,9 +10,9 @@ export interface DatabaseOptions {
   schema: string;
   entities: EntitySchema<any>[];
   poolMax?: number;
-  /** The planner's `random_page_cost` on every connection (see `DbRandomPageCost`); 0 or absent keeps the server's. */
+  /** The planner's `random_page_cost` on every connection (see `DatabaseTuning`); 0 or absent keeps the server's. */
   randomPageCost?: number;
-  /** The process's batches in flight per `Batcher` (see `DbBatchesInFlight`); absent keeps the current setting. */
+  /** The process's batches in flight per `Batcher` (see `DatabaseTuning`); absent keeps the current setting. */
   batchesInFlight?: number;
   logger?: Logger;
 }
@@ -29,6 +29,23 @@ export interface MigrationSource {
 }
 
 const MIGRATIONS_TABLE = 'mikro_orm_migrations';
+
+/** `openDatabase`'s options from a service's config (its URL, schema, pool size and `DatabaseTuning`), but for its entities. */
+export function databaseOptions(config: {
+  DATABASE_URL: string;
+  DB_SCHEMA: string;
+  DB_POOL_MAX: number;
+  DB_RANDOM_PAGE_COST: number;
+  DB_BATCHES_IN_FLIGHT: number;
+}): Omit<DatabaseOptions, 'entities'> {
+  return {
+    url: config.DATABASE_URL,
+    schema: config.DB_SCHEMA,
+    poolMax: config.DB_POOL_MAX,
+    randomPageCost: config.DB_RANDOM_PAGE_COST,
+    batchesInFlight: config.DB_BATCHES_IN_FLIGHT,
+  };
+}
 
 /** MikroORM pinned to the service's own schema; `migrate` applies its migrations. */
 export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {

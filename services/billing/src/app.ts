@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, startOps, postgresDependency, natsDependency, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, databaseOptions, openDatabase, SecretBox, shutdownServer, startOutboxRelay, startOps, postgresDependency, natsDependency, type Logger } from '@billing/service-runtime';
 import { MemberAnswerSchema } from './answers/member-answer.js';
 import { answersGrpc } from './answers/answers-grpc.js';
 import type { BillingConfig } from './config.js';
@@ -33,7 +33,7 @@ import { subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
 export const ENTITIES = [OutboxMessageSchema, MerchantSchema, ProductSchema, QuestionSchema, PlanSchema, MemberSchema, PaymentMethodSchema, SubscriptionSchema, MemberAnswerSchema, TransactionSchema, FeeStatementSchema];
 
 export async function openBillingDatabase(config: BillingConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX, randomPageCost: config.DB_RANDOM_PAGE_COST, batchesInFlight: config.DB_BATCHES_IN_FLIGHT });
+  return openDatabase({ ...databaseOptions(config), entities: ENTITIES });
 }
 
 export interface BillingApp {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, DbBatchesInFlight, DbPoolMax, DbRandomPageCost, DEV_ENCRYPTION_KEY, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const BillingConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
@@ -9,8 +9,7 @@ export const BillingConfig = BaseConfig.extend({
   BILLING_ENCRYPTION_KEY: z.string().min(32).default(DEV_ENCRYPTION_KEY),
   DB_SCHEMA: z.string().default('billing'),
   DB_POOL_MAX: DbPoolMax,
-  DB_RANDOM_PAGE_COST: DbRandomPageCost,
-  DB_BATCHES_IN_FLIGHT: DbBatchesInFlight,
+  ...DatabaseTuning.shape,
   /** Base URL of the sandbox payment provider (Staging merchants). */
   PAYMENT_PROVIDER_URL: z.url().default('http://127.0.0.1:8090'),
   /** Timeout of each payment-provider call; past it the call is provider_unavailable (502). */

@@ -7,6 +7,7 @@ import {
   createLogger,
   listen,
   migrate,
+  databaseOptions,
   openDatabase,
   OutboxMessageSchema,
   shutdownServer,
@@ -37,7 +38,7 @@ import { Sessions } from './sessions/sessions.js';
 export const ENTITIES = [OutboxMessageSchema, InvitationSchema, OnboardingSchema, LinkSchema, CheckoutSessionSchema, BankTokenSchema];
 
 export async function openCheckoutDatabase(config: CheckoutConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX, randomPageCost: config.DB_RANDOM_PAGE_COST, batchesInFlight: config.DB_BATCHES_IN_FLIGHT });
+  return openDatabase({ ...databaseOptions(config), entities: ENTITIES });
 }
 
 export interface CheckoutApp {

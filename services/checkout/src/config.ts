@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_INVITATION_EXPIRY_DAYS } from '@billing/contracts';
-import { BaseConfig, DbBatchesInFlight, DbPoolMax, DbRandomPageCost, GrpcGather, MessagingConfig, parseConfig } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, DbPoolMax, GrpcGather, MessagingConfig, parseConfig } from '@billing/service-runtime';
 
 export const CheckoutConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
@@ -8,8 +8,7 @@ export const CheckoutConfig = BaseConfig.extend({
   CHECKOUT_GRPC_ADDRESS: z.string().default('127.0.0.1:50053'),
   DB_SCHEMA: z.string().default('checkout'),
   DB_POOL_MAX: DbPoolMax,
-  DB_RANDOM_PAGE_COST: DbRandomPageCost,
-  DB_BATCHES_IN_FLIGHT: DbBatchesInFlight,
+  ...DatabaseTuning.shape,
   IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),
   BILLING_GRPC_URL: z.string().default('127.0.0.1:50052'),
   /** Deadline of each call to identity and billing. */

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { configureGrpcTransport, createLogger, migrate, openDatabase, grpcServiceDependency, natsDependency, postgresDependency, startOps, type Logger } from '@billing/service-runtime';
+import { configureGrpcTransport, createLogger, migrate, databaseOptions, openDatabase, grpcServiceDependency, natsDependency, postgresDependency, startOps, type Logger } from '@billing/service-runtime';
 import { apiKeyRoutes } from './api-keys/api-key-routes.js';
 import { MerchantAccess } from './auth/access.js';
 import { ApiKeyCache } from './auth/api-key-cache.js';
@@ -41,7 +41,7 @@ export const ENTITIES = [IdempotencyRecordSchema];
 
 /** The gateway's own schema: idempotency records. */
 export async function openGatewayDatabase(config: GatewayConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX, randomPageCost: config.DB_RANDOM_PAGE_COST, batchesInFlight: config.DB_BATCHES_IN_FLIGHT });
+  return openDatabase({ ...databaseOptions(config), entities: ENTITIES });
 }
 
 export interface GatewayApp {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { BaseConfig, DbBatchesInFlight, DbPoolMax, DbRandomPageCost, GrpcGather, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, DbPoolMax, GrpcGather, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const GatewayConfig = BaseConfig.extend({
   HOST: z.string().default('0.0.0.0'),
@@ -14,8 +14,7 @@ export const GatewayConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
   DB_SCHEMA: z.string().default('gateway'),
   DB_POOL_MAX: DbPoolMax,
-  DB_RANDOM_PAGE_COST: DbRandomPageCost,
-  DB_BATCHES_IN_FLIGHT: DbBatchesInFlight,
+  ...DatabaseTuning.shape,
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   /** Deadline of every forwarded gRPC call. */
   GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(5000),

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, createDeliveryChannels, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, SecretBox, shutdownServer, startOutboxRelay, startOps, postgresDependency, natsDependency, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, createDeliveryChannels, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, databaseOptions, openDatabase, SecretBox, shutdownServer, startOutboxRelay, startOps, postgresDependency, natsDependency, type Logger } from '@billing/service-runtime';
 import { ApiKeySchema } from './api-keys/api-key.js';
 import { apiKeysGrpc } from './api-keys/api-keys-grpc.js';
 import { webhookSigningGrpc } from './api-keys/webhook-signing-grpc.js';
@@ -24,7 +24,7 @@ import { TokenIssuer } from './signing-keys/token-issuer.js';
 export const ENTITIES = [OutboxMessageSchema, SigningKeySchema, MerchantUserSchema, ApiKeySchema, CredentialChangeSchema, CustomerAccountSchema, CustomerTokenSchema];
 
 export async function openIdentityDatabase(config: IdentityConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX, randomPageCost: config.DB_RANDOM_PAGE_COST, batchesInFlight: config.DB_BATCHES_IN_FLIGHT });
+  return openDatabase({ ...databaseOptions(config), entities: ENTITIES });
 }
 
 export interface IdentityApp {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, DbBatchesInFlight, DbPoolMax, DbRandomPageCost, DEV_ENCRYPTION_KEY, MessagingConfig, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, MessagingConfig, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const IdentityConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
@@ -9,8 +9,7 @@ export const IdentityConfig = BaseConfig.extend({
   IDENTITY_ENCRYPTION_KEY: z.string().min(32).default(DEV_ENCRYPTION_KEY),
   DB_SCHEMA: z.string().default('identity'),
   DB_POOL_MAX: DbPoolMax,
-  DB_RANDOM_PAGE_COST: DbRandomPageCost,
-  DB_BATCHES_IN_FLIGHT: DbBatchesInFlight,
+  ...DatabaseTuning.shape,
   /** Email (`<DATA_DIR>/mail/`) and SMS (`SMS_PROVIDER`) delivery channels. */
   ...MessagingConfig.shape,
   /** Base URL of the links in customer emails (password reset, email verification). */

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, openDatabase, shutdownServer, startOps, postgresDependency, natsDependency, grpcServiceDependency, type Logger } from '@billing/service-runtime';
+import { addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, databaseOptions, openDatabase, shutdownServer, startOps, postgresDependency, natsDependency, grpcServiceDependency, type Logger } from '@billing/service-runtime';
 import { observeGauge } from '@billing/telemetry';
 import type { WebhooksConfig } from './config.js';
 import { WEBHOOKS_CALLERS } from './grpc-callers.js';
@@ -19,7 +19,7 @@ import { SigningSecrets } from './signing/signing-secrets.js';
 export const ENTITIES = [EndpointSchema, DeliverySchema, AttemptSchema, ReplaySchema];
 
 export async function openWebhooksDatabase(config: WebhooksConfig): Promise<MikroORM> {
-  return openDatabase({ url: config.DATABASE_URL, schema: config.DB_SCHEMA, entities: ENTITIES, poolMax: config.DB_POOL_MAX, randomPageCost: config.DB_RANDOM_PAGE_COST, batchesInFlight: config.DB_BATCHES_IN_FLIGHT });
+  return openDatabase({ ...databaseOptions(config), entities: ENTITIES });
 }
 
 export interface WebhooksApp {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, DbBatchesInFlight, DbRandomPageCost, parseConfig } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, parseConfig } from '@billing/service-runtime';
 
 /** Comma-separated seconds, e.g. `5,300,1800`: the delay before each retry after the first attempt. */
 const RetrySchedule = z
@@ -16,8 +16,7 @@ export const WebhooksConfig = BaseConfig.extend({
   IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),
   DB_SCHEMA: z.string().default('webhooks'),
   DB_POOL_MAX: z.coerce.number().int().min(2).default(10),
-  DB_RANDOM_PAGE_COST: DbRandomPageCost,
-  DB_BATCHES_IN_FLIGHT: DbBatchesInFlight,
+  ...DatabaseTuning.shape,
   /** Delays before the retries, in seconds; after the last one fails the delivery is Failed. */
   WEBHOOK_RETRY_SCHEDULE: RetrySchedule.default(RetrySchedule.parse('5,300,1800,7200,18000,36000,36000')),
   /** Each retry delay is spread by up to ± this fraction, so retries of one outage do not arrive at once. */
