@@ -393,6 +393,40 @@ describe('scope and retention', () => {
   });
 });
 
+describe('storage', () => {
+  const blockOf = async (scope: string, key: string) => {
+    const [row] = await orm().em.getConnection().execute<{ block: number }[]>(
+      `select (ctid::text::point)[0]::int as block from idempotency_records where scope = ? and key = ?`,
+      [scope, key],
+    );
+    return row!.block;
+  };
+
+  it('completes a record on the page of its claim, even where claims filled that page (fillfactor)', async () => {
+    // Claims one after another until one lands on a page after the first claim's: that page then
+    // holds as many claims as inserts may put on it. The completion, a response body of 700
+    // bytes, must still fit beside them (an update in place, without new index entries).
+    const scope = `storage-${randomUUID()}`;
+    const claimOf = (key: string) => ({ scope, key, fingerprint: 'f'.repeat(64), method: 'POST', path: '/api/things', claimToken: randomUUID(), now, expiresAt: new Date(now.getTime() + RETENTION_MS) });
+    const first = claimOf(randomUUID());
+    expect(await store.claim(first)).toBe(true);
+    const page = await blockOf(scope, first.key);
+    let claims = 1;
+    for (;;) {
+      const next = claimOf(randomUUID());
+      expect(await store.claim(next)).toBe(true);
+      claims++;
+      if ((await blockOf(scope, next.key)) !== page) break;
+      if (claims > 200) throw new Error('200 claims stayed on one page');
+    }
+    expect(claims).toBeGreaterThan(2);
+    const body = JSON.stringify({ id: randomUUID(), note: 'x'.repeat(640) });
+    expect(await store.complete(scope, first.key, first.claimToken, { status: 201, headers: { 'content-type': 'application/json' }, body }, now)).toBe(true);
+    expect(await blockOf(scope, first.key)).toBe(page);
+    expect((await store.find(scope, first.key))?.responseBody).toBe(body);
+  });
+});
+
 async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
