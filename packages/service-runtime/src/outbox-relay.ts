@@ -1,10 +1,11 @@
 import { existsSync, unlinkSync } from 'node:fs';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
-import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { eventSubject, eventVersion, type EventEnvelope } from '@billing/contracts';
 import { observeGauge, publishMessage } from '@billing/telemetry';
+import { AckedPublisher } from './acked-publisher.js';
 import { queryRows, transactPrepared } from './database.js';
 import { ensureEventsStream } from './event-stream.js';
 import type { Logger } from './logger.js';
@@ -104,8 +105,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * Each round claims the oldest unpublished rows with `FOR UPDATE SKIP LOCKED` (so replicas of
  * the service split the work instead of publishing the same rows), publishes them pipelined on
  * one connection (the stream receives them in claim order) with `Nats-Msg-Id` = outbox id and
- * the trace context of a `publish` span continuing the row's trace as headers, and marks a row published only after its publish was
- * acknowledged, in the same transaction that holds the claim. A crash anywhere leaves the row
+ * the trace context of a `publish` span continuing the row's trace as headers, their
+ * acknowledgements gathered on one reply subscription (`AckedPublisher`), and marks a row
+ * published only after its publish was acknowledged, in the same transaction that holds the claim. A crash anywhere leaves the row
  * unpublished, so it is published again later: JetStream drops the repeat within the stream's
  * duplicate window and consumers de-duplicate on the event id beyond it.
  *
@@ -123,7 +125,7 @@ export class OutboxRelay {
   private readonly pruneIntervalMs: number;
   private stopped = false;
   private nc: NatsConnection | undefined;
-  private js: JetStreamClient | undefined;
+  private publisher: AckedPublisher | undefined;
   private streamReady = false;
   private listener: ListenClient | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
@@ -160,6 +162,7 @@ export class OutboxRelay {
     clearInterval(this.pruneTimer);
     await this.listener?.end().catch(() => undefined);
     await Promise.race([Promise.all(this.loops), sleep(this.publishTimeoutMs + 1000)]);
+    this.publisher?.close();
     await this.nc?.close().catch(() => undefined);
   }
 
@@ -184,8 +187,8 @@ export class OutboxRelay {
     let failures = 0;
     while (!this.stopped) {
       try {
-        const js = await this.jetstream();
-        const { claimed, failed } = await this.relayBatch(js);
+        const publisher = await this.connected();
+        const { claimed, failed } = await this.relayBatch(publisher);
         if (failed) throw failed;
         failures = 0;
         if (claimed < this.batchSize) {
@@ -204,8 +207,10 @@ export class OutboxRelay {
     }
   }
 
-  private async jetstream(): Promise<JetStreamClient> {
+  private async connected(): Promise<AckedPublisher> {
     if (!this.nc || this.nc.isClosed()) {
+      this.publisher?.close();
+      this.publisher = undefined;
       this.nc = await connect({
         servers: this.opts.natsUrl.split(','),
         name: this.opts.name,
@@ -214,7 +219,6 @@ export class OutboxRelay {
         maxReconnectAttempts: -1,
         reconnectTimeWait: 250,
       });
-      this.js = undefined;
       this.streamReady = false;
       this.opts.logger.info('outbox relay connected to NATS');
     }
@@ -222,8 +226,8 @@ export class OutboxRelay {
       await ensureEventsStream(await jetstreamManager(this.nc));
       this.streamReady = true;
     }
-    this.js ??= jetstream(this.nc);
-    return this.js;
+    this.publisher ??= new AckedPublisher(this.nc, this.publishTimeoutMs);
+    return this.publisher;
   }
 
   /**
@@ -234,7 +238,7 @@ export class OutboxRelay {
    * round): the outbox keeps its published rows for the retention period, so it grows from empty
    * to the size a plan made early would scan.
    */
-  private async relayBatch(js: JetStreamClient): Promise<{ claimed: number; failed?: unknown }> {
+  private async relayBatch(publisher: AckedPublisher): Promise<{ claimed: number; failed?: unknown }> {
     const { schema } = this.opts;
     return transactPrepared(this.opts.orm, async (query) => {
       const { rows } = await query<OutboxRow>(
@@ -248,7 +252,7 @@ export class OutboxRelay {
       // again (dropped as duplicates), so it need not wait for the WAL flush.
       await query(undefined, 'set local synchronous_commit = off', []);
       this.crashIfAsked();
-      const results = await Promise.allSettled(rows.map((row) => this.publish(js, row)));
+      const results = await Promise.allSettled(rows.map((row) => this.publish(publisher, row)));
       const acked = rows.filter((_, i) => results[i]!.status === 'fulfilled').map((r) => r.id);
       if (acked.length) {
         await query(undefined, `update "${schema}"."outbox" set "published_at" = now() where "id" = any($1::uuid[])`, [pgArray(acked)]);
@@ -260,7 +264,7 @@ export class OutboxRelay {
   }
 
   /** Publishes one row in a producer span continuing the trace of the transaction that wrote it. */
-  private publish(js: JetStreamClient, row: OutboxRow) {
+  private publish(publisher: AckedPublisher, row: OutboxRow) {
     const envelope: EventEnvelope = {
       id: row.id,
       type: row.type,
@@ -270,11 +274,7 @@ export class OutboxRelay {
       data: row.data,
     };
     const subject = eventSubject(row.type);
-    return publishMessage(subject, row.id, row.trace_context, (traceHeaders) => {
-      const h = headers();
-      for (const [k, v] of Object.entries(traceHeaders)) h.set(k, v);
-      return js.publish(subject, JSON.stringify(envelope), { msgID: row.id, headers: h, timeout: this.publishTimeoutMs });
-    });
+    return publishMessage(subject, row.id, row.trace_context, (traceHeaders) => publisher.publish(subject, JSON.stringify(envelope), row.id, traceHeaders));
   }
 
   private crashIfAsked(): void {
