@@ -13,7 +13,9 @@ interface Waiting {
  * subscription entry, a timer and a deferred per message. An outbox relay publishes every event
  * of the platform so, and on this machine that cost 22–27 µs of CPU per message against 9–12 µs
  * for a plain publish with a reply subject on a subscription shared by all of them (500-byte
- * events, 20 in flight, 20,000 each way against the local nats-server). This is that: each
+ * events, 20 in flight, 20,000 each way against the local nats-server); a relay publishing
+ * 20,000 outbox rows in rounds of 50 spent 40–41 µs of CPU per event before and 37 after (the
+ * rest is the rounds' statements and the envelopes). This is that: each
  * message carries `Nats-Msg-Id` (JetStream's de-duplication key) and a reply subject of its own
  * under one inbox; the stream's PubAck, or its error, settles that message's promise. A message
  * answered by no stream (the server's 503 "no responders"), by a JetStream error, or not at all
