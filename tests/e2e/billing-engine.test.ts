@@ -209,6 +209,33 @@ describe('billing runs', () => {
     expect((await ledger(m.id)).charges.map((c) => c.status).sort()).toEqual(['Failed', 'Settled']);
   });
 
+  it('charges a subscription behind by several periods for one period per run, never several at once', async () => {
+    const m = await billingMerchant({ plan: { interval: 'Week', amount: 10 } });
+    const behind = await m.subscriber();
+    // By day 15 three weekly periods are due (from T0, day 7 and day 14): each run charges one.
+    for (const [n, next] of [[1, day(7)], [2, day(14)], [3, day(21)]] as const) {
+      expect(await run(day(15))).toEqual({ asOf: day(15), charged: 1, succeeded: 1, failed: 0, retried: 0, terminated: 0, skipped: 0 });
+      expect((await ledger(m.id)).charges).toHaveLength(n);
+      expect(await m.sub(behind.id)).toMatchObject({ status: 'Active', nextBillingAt: next });
+    }
+    expect(await run(day(15))).toMatchObject({ charged: 0, succeeded: 0 });
+    const charges = await m.transactions(behind.id);
+    expect(charges.map((t) => [t.amount, t.status, t.occurredAt])).toEqual(Array(3).fill([10, 'Settled', day(15)]));
+  });
+
+  it('charges a new subscription cancelled at period end for its first period, and ends it when that period ends', async () => {
+    const m = await billingMerchant();
+    const sub = await m.subscriber();
+    const cancel = await api.post(`/api/Subscriptions/${sub.id}/cancel`, { atPeriodEnd: true }, { token: m.key, headers: idempotent() });
+    expect(cancel.body).toMatchObject({ status: 'Active', cancelAtPeriodEnd: true, nextBillingAt: T0 });
+    expect(await run(T0)).toEqual({ asOf: T0, charged: 1, succeeded: 1, failed: 0, retried: 0, terminated: 0, skipped: 0 });
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'Active', cancelAtPeriodEnd: true, currentPeriodStart: T0, currentPeriodEnd: '2030-02-15T00:00:00.000Z' });
+    expect(await run(day(30))).toMatchObject({ charged: 0, terminated: 0 });
+    expect(await run('2030-02-15T00:00:00.000Z')).toMatchObject({ charged: 0, succeeded: 0, terminated: 1 });
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'Cancelled', cancelledAt: '2030-02-15T00:00:00.000Z' });
+    expect((await ledger(m.id)).charges.map((c) => c.amountMinor)).toEqual([1995]);
+  });
+
   it('skips merchants without gateway credentials, ends cancel-at-period-end subscriptions, leaves paused ones', async () => {
     const unconfigured = await billingMerchant({ configured: false });
     const m = await billingMerchant();

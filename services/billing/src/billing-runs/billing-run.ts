@@ -108,7 +108,7 @@ async function outcomeOf(call: () => Promise<{ status: ChargeStatus; providerRef
  */
 export const DUE_SUBSCRIPTIONS_SQL = `select s.id from subscriptions s join merchants m on m.id = s.merchant_id
   where s.status in ('Active','PastDue') and s.next_billing_at <= ?::timestamptz
-    and (m.gateway_configured or (s.cancel_at_period_end and s.status = 'Active'))
+    and (m.gateway_configured or (s.cancel_at_period_end and s.status = 'Active' and s.next_billing_at <> s.current_period_start))
     and (s.claimed_until is null or s.claimed_until < now())
     and not (s.id = any(?::uuid[]))
     and s.id not in (select t.subscription_id from transactions t
@@ -135,7 +135,8 @@ export const TRIED_CHARGES_SQL = `select t.subscription_id, t.payment_method_id,
  * 2. reconcile provider calls a crashed or cut-off run left unconfirmed, by repeating each call
  *    with its idempotency key (the transaction id): the provider answers the first outcome, or
  *    makes the call now if it never arrived; nothing is charged twice;
- * 3. charge every due subscription, each payment method in rank order until one succeeds.
+ * 3. charge every due subscription for one period (its next, if it is behind by several, is the
+ *    next run's), each payment method in rank order until one succeeds.
  *
  * Exactly once across concurrent runs and replicas: a subscription is claimed with
  * `FOR UPDATE SKIP LOCKED` plus a lease (`claimed_until`), and its `Processing` transaction is
@@ -146,6 +147,8 @@ export class BillingRun {
   private readonly result: BillingRunResult;
   private readonly charged = new Set<string>();
   private readonly retried = new Set<string>();
+  /** The period (start, ms) each subscription has been charged for by this run: one per run (see `claimDue`). */
+  private readonly chargedPeriod = new Map<string, number>();
   /** Work that failed unexpectedly in this run is not picked up again by it. */
   private readonly excluded = new Set<string>();
 
@@ -273,7 +276,7 @@ export class BillingRun {
       this.orm.em.fork(),
       `select count(*)::int as n from subscriptions s join merchants m on m.id = s.merchant_id
         where s.status in ('Active','PastDue') and s.next_billing_at <= ?::timestamptz and not m.gateway_configured
-          and not (s.cancel_at_period_end and s.status = 'Active')`,
+          and not (s.cancel_at_period_end and s.status = 'Active' and s.next_billing_at <> s.current_period_start)`,
       [this.asOf.toISOString()],
     );
     return rows[0]!.n;
@@ -339,17 +342,26 @@ export class BillingRun {
       for (const sub of subs) {
         const merchant = merchants.get(sub.merchantId)!;
         const plan = plans.get(sub.planId);
-        if (sub.cancelAtPeriodEnd && sub.status === 'Active') {
+        // Ends at the end of its paid period; one that still owes its current period (a new
+        // subscription whose first charge is due) is charged for it first.
+        if (sub.cancelAtPeriodEnd && sub.status === 'Active' && !sub.owesCurrentPeriod()) {
           sub.endAtPeriodEnd(this.asOf);
           this.result.terminated++;
           changed.push(sub);
           events.push(...subscriptionEvents(sub));
           continue;
         }
-        if (!plan) {
+        // One period per subscription and run: a subscription behind by several periods (its
+        // merchant had no gateway, a run at a distant asOf) is not charged for all of them at
+        // once; the next run (the scheduler's, a minute later) charges the next. The same
+        // period comes back in this run only to fall back to the member's next method.
+        const due = sub.duePeriodStart()!.getTime();
+        const earlier = this.chargedPeriod.get(sub.id);
+        if (!plan || !merchant.gatewayConfigured || (earlier !== undefined && earlier !== due)) {
           this.excluded.add(sub.id);
           continue;
         }
+        this.chargedPeriod.set(sub.id, due);
         const next = (methods.get(sub.memberId) ?? []).find((pm) => !tried.get(sub.id)?.has(pm.id));
         this.charged.add(sub.id);
         if (sub.chargeAttempt() > 1) this.retried.add(sub.id);

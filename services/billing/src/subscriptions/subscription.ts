@@ -151,6 +151,16 @@ export class Subscription {
     return this.status === 'PastDue' ? this.retryCount + 2 : 1;
   }
 
+  /**
+   * Whether its current period is still to be paid: billed in advance, a period is paid by the
+   * charge due at its start, so a new subscription (no trial) or one resumed into a new period
+   * owes its current period until that charge succeeds (which moves `nextBillingAt` to its end).
+   * Cancelled with `atPeriodEnd` meanwhile, it is still charged for it and ends at its end.
+   */
+  owesCurrentPeriod(): boolean {
+    return this.status === 'Active' && this.nextBillingAt !== null && this.nextBillingAt.getTime() === this.currentPeriodStart.getTime();
+  }
+
   /** Whether a billing run at `asOf` should charge it (or end it, with cancelAtPeriodEnd). */
   isDue(asOf: Date): boolean {
     return (this.status === 'Active' || this.status === 'PastDue') && this.nextBillingAt !== null && this.nextBillingAt <= asOf;
