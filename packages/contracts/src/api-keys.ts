@@ -40,7 +40,7 @@ export const ListApiKeysQuery = z.object({ merchantId: Uuid.optional() });
  * subscribes to every type and `[]` to none. Enabling requires a URL.
  */
 export const WebhookSettings = z.object({
-    webhookUrl: z.url({ message: 'Must be an absolute URL.' }).max(2048).nullish(),
+    webhookUrl: z.url({ message: 'Must be an absolute URL.' }).max(2048, 'Must be at most 2048 characters.').nullish(),
     webhookEvents: z
       .array(z.string().refine((t) => (EVENT_TYPES as readonly string[]).includes(t), 'Unknown event type.'))
       .max(EVENT_TYPES.length * 2)

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 export const Uuid = z.uuid({ message: 'Must be a valid UUID.' });
 export const DateTime = z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time.' });
-export const Email = z.email({ message: 'Must be a valid email address.' }).max(256);
+export const Email = z.email({ message: 'Must be a valid email address.' }).max(256, 'Must be at most 256 characters.');
 
 /**
  * Free text of at most `max` characters that must hold at least one non-whitespace character.

@@ -40,7 +40,7 @@ export type MerchantUser = z.infer<typeof MerchantUser>;
 
 export const MerchantLoginRequest = z
   .object({
-    email: z.email({ message: 'Must be a valid email address.' }).min(1).max(256),
+    email: z.email({ message: 'Must be a valid email address.' }).min(1, 'Required.').max(256, 'Must be at most 256 characters.'),
     password: z.string().min(1).max(128),
   })
   .meta({ id: 'MerchantLoginRequest' });

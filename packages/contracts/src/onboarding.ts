@@ -12,15 +12,11 @@ export type OnboardingStep = (typeof ONBOARDING_STEPS)[number];
 /** Whether the invitation's email already has a customer account, and whether it has a password. */
 export const ACCOUNT_STATES = ['None', 'Unclaimed', 'Claimed'] as const;
 
-const RequiredText = (max: number) =>
-  z
-    .string('Required.')
-    .min(1, 'Required.')
-    .max(max, `Must be at most ${max} characters.`)
-    .refine((s) => s.trim().length > 0, 'Required.');
+/** Required: a string with a non-whitespace character (empty or blank: one "Required."). */
+const RequiredText = (max: number) => z.string('Required.').regex(/\S/, 'Required.').max(max, `Must be at most ${max} characters.`);
 const OptionalText = (max: number) => z.string('Must be a string.').max(max, `Must be at most ${max} characters.`).nullish();
 
-export const InvitationTokenRequest = z.object({ token: z.string('Required.').min(1, 'Required.').max(200) }).meta({ id: 'InvitationTokenRequest' });
+export const InvitationTokenRequest = z.object({ token: z.string('Required.').min(1, 'Required.').max(200, 'Must be at most 200 characters.') }).meta({ id: 'InvitationTokenRequest' });
 
 export const OnboardingPlan = z
   .object({

@@ -11,11 +11,12 @@ export function fieldPath(path: ReadonlyArray<PropertyKey>): string {
   return out || '$';
 }
 
+/** Each failing field's messages, each message once (two checks may fail with the same words). */
 export function fieldErrorsOf(error: ZodError): FieldErrors {
   const errors: FieldErrors = {};
   for (const issue of error.issues) {
-    const key = fieldPath(issue.path);
-    (errors[key] ??= []).push(issue.message);
+    const messages = (errors[fieldPath(issue.path)] ??= []);
+    if (!messages.includes(issue.message)) messages.push(issue.message);
   }
   return errors;
 }
