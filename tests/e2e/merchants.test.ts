@@ -144,6 +144,23 @@ describe('merchant users (admin)', () => {
     expect(Object.keys(weak.body.errors).sort()).toEqual(['password', 'role']);
   });
 
+  it('answers the Location of a created user with that user; another merchant\'s or an unknown user is 404', async () => {
+    const m = await createMerchant(api, admin);
+    const other = await createMerchant(api, admin);
+    const res = await api.post(`/api/admin/merchants/${m.id}/users`, { email: `${unique('loc')}@example.com`, password: 'password-123', fullName: 'Loc', role: 'Staff' }, { token: admin });
+    expect(res.status).toBe(201);
+    const location = res.headers.get('location')!;
+    expect(location).toBe(`/api/admin/merchants/${m.id}/users/${res.body.id}`);
+    const got = await api.get(location, { token: admin });
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual(res.body);
+    expect((await api.get(`/api/admin/merchants/${other.id}/users/${res.body.id}`, { token: admin })).status).toBe(404);
+    expect((await api.get(`/api/admin/merchants/${m.id}/users/6d1f7c39-5d0c-4a4e-9d59-0d0b4f1d1c11`, { token: admin })).status).toBe(404);
+    expect((await api.get(`/api/admin/merchants/${m.id}/users/not-a-uuid`, { token: admin })).status).toBe(400);
+    const { key } = await createApiKey(api, admin, m.id);
+    expect((await api.get(location, { token: key })).status).toBe(401);
+  });
+
   it('stores the password as a scrypt hash', async () => {
     const m = await createMerchant(api, admin);
     const { user, password } = await createMerchantUser(api, admin, m.id);

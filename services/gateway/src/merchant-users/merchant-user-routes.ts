@@ -47,6 +47,20 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       },
     }),
     defineRoute({
+      method: 'GET',
+      url: '/api/admin/merchants/:id/users/:userId',
+      tag: 'Admin',
+      summary: 'Get a merchant user',
+      description: 'Where the Location of a created merchant user points. Another merchant\'s user, or an unknown one, is 404.',
+      auth: { admin: true },
+      params: z.object({ id: Uuid, userId: Uuid }),
+      responses: { 200: MerchantUser, 400: null, 404: null },
+      handler: async ({ params, principal }) => {
+        const scope = await merchantCallScope(access, principal, params.id);
+        return ok(toMerchantUser(await users.GetMerchantUser({ scope, userId: params.userId })));
+      },
+    }),
+    defineRoute({
       method: 'PATCH',
       url: '/api/admin/merchants/:id/users/:userId',
       tag: 'Admin',

@@ -42,6 +42,7 @@ Text (contract section 2)
 Merchants
 - providerMerchantProfileId is null until gateway credentials are configured.
 - PUT /api/admin/merchants/{id}/provider: absent or null fields leave stored values unchanged.
+- GET /api/admin/merchants/{id}/users/{userId} (platform admin) reads one merchant user, where the Location of POST /api/admin/merchants/{id}/users points; a user of another merchant, or an unknown one, is 404.
 
 API keys and webhooks
 - PUT /api/ApiKeys/{id}/webhook: absent fields are unchanged; webhookUrl null clears it; enabling webhooks requires a URL (400 naming webhookUrl); a revoked key's webhook cannot be changed (409).

@@ -1,6 +1,6 @@
 import { merchantFilter, requireMerchantScope, requireScope, type ServiceImpl } from '@billing/service-runtime';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
-import { CreateMerchantUserRequest, DomainError, MERCHANT_TOKEN_TTL_SECONDS, MerchantLoginRequest, parseOrThrow, UpdateMerchantUserRequest } from '@billing/contracts';
+import { CreateMerchantUserRequest, DomainError, isUuidText, MERCHANT_TOKEN_TTL_SECONDS, MerchantLoginRequest, parseOrThrow, UpdateMerchantUserRequest } from '@billing/contracts';
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import type { LoginLockout } from '../passwords/login-lockout.js';
 import type { PasswordHasher } from '../passwords/password-hasher.js';
@@ -33,6 +33,13 @@ export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer:
         if (effect) em.persist(CredentialChange.of('merchant_user', user.id, effect === 'revoked'));
         return user.toView();
       });
+    },
+
+    GetMerchantUser: async (req) => {
+      const scope = requireScope(req.scope);
+      const user = isUuidText(req.userId) ? await orm.em.fork().findOne(MerchantUser, { id: req.userId.toLowerCase(), ...merchantFilter(scope) }) : null;
+      if (!user) throw new DomainError('not_found', 'Merchant user not found.');
+      return user.toView();
     },
 
     LoginMerchantUser: async (req) => {
