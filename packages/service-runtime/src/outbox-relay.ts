@@ -107,9 +107,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * one connection (the stream receives them in claim order) with `Nats-Msg-Id` = outbox id and
  * the trace context of a `publish` span continuing the row's trace as headers, their
  * acknowledgements gathered on one reply subscription (`AckedPublisher`), and marks a row
- * published only after its publish was acknowledged, in the same transaction that holds the claim. A crash anywhere leaves the row
- * unpublished, so it is published again later: JetStream drops the repeat within the stream's
- * duplicate window and consumers de-duplicate on the event id beyond it.
+ * published only after its publish was acknowledged, in the same transaction that holds the
+ * claim. A crash anywhere leaves the row unpublished, so it is published again later: JetStream
+ * drops the repeat within the stream's duplicate window and consumers de-duplicate on the event
+ * id beyond it.
  *
  * The relay wakes on a Postgres NOTIFY sent at commit by the outbox trigger (see
  * `outboxNotifySql`), on `nudge()`, and otherwise every `pollIntervalMs`. NATS or Postgres being
