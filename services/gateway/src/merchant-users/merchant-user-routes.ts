@@ -14,6 +14,14 @@ export function toMerchantUser(u: MerchantUser__Output): MerchantUser {
 
 export function merchantUserRoutes(backends: Backends, access: MerchantAccess, feed: CredentialFeed): RouteSpec[] {
   const users = backends.identity.merchantUsers;
+  /** What the routes of one merchant user (the platform admin's) share. */
+  const oneUser = {
+    url: '/api/admin/merchants/:id/users/:userId',
+    tag: 'Admin',
+    auth: { admin: true },
+    params: z.object({ id: Uuid, userId: Uuid }),
+    responses: { 200: MerchantUser, 400: null, 404: null },
+  } as const;
   return [
     defineRoute({
       method: 'POST',
@@ -47,29 +55,21 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       },
     }),
     defineRoute({
+      ...oneUser,
       method: 'GET',
-      url: '/api/admin/merchants/:id/users/:userId',
-      tag: 'Admin',
       summary: 'Get a merchant user',
       description: 'Where the Location of a created merchant user points. Another merchant\'s user, or an unknown one, is 404.',
-      auth: { admin: true },
-      params: z.object({ id: Uuid, userId: Uuid }),
-      responses: { 200: MerchantUser, 400: null, 404: null },
       handler: async ({ params, principal }) => {
         const scope = await merchantCallScope(access, principal, params.id);
         return ok(toMerchantUser(await users.GetMerchantUser({ scope, userId: params.userId })));
       },
     }),
     defineRoute({
+      ...oneUser,
       method: 'PATCH',
-      url: '/api/admin/merchants/:id/users/:userId',
-      tag: 'Admin',
       summary: 'Activate, deactivate or change the role of a merchant user',
       description: "Deactivating a user, or changing the role, ends the user's existing tokens: the next request with one is 401.",
-      auth: { admin: true },
-      params: z.object({ id: Uuid, userId: Uuid }),
       body: UpdateMerchantUserRequest,
-      responses: { 200: MerchantUser, 400: null, 404: null },
       handler: async ({ params, body, principal }) => {
         const scope = await merchantCallScope(access, principal, params.id);
         const before = Date.now();
