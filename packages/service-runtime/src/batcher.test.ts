@@ -60,3 +60,25 @@ describe('Batcher in flight', () => {
     expect(await Promise.all(later)).toEqual([30, 40]);
   });
 });
+
+describe('Batcher keys', () => {
+  it('never runs two items with one key at once: the later waits for the batch in flight with its key', async () => {
+    const { batches, flush, releaseNext } = heldFlushes();
+    const batcher = new Batcher(flush, { keyOf: (i: number) => String(i % 10) });
+    const first = batcher.submit(1);
+    await turn();
+    // Key 1 is in flight: 11 waits, 2 goes out in the second batch beside it.
+    const again = batcher.submit(11);
+    const other = batcher.submit(2);
+    await turn();
+    expect(batches).toEqual([[1], [2]]);
+    releaseNext();
+    expect(await first).toBe(10);
+    await turn();
+    await turn();
+    expect(batches).toEqual([[1], [2], [11]]);
+    releaseNext();
+    releaseNext();
+    expect(await Promise.all([other, again])).toEqual([20, 110]);
+  });
+});

@@ -20,9 +20,12 @@ export interface BatcherOptions<I> {
   /** Flushes running at once; more calls wait and join the next batch. Default: the process's `setBatchesInFlight` (2). */
   maxInFlight?: number;
   /**
-   * Items with equal keys never share a flush (a later one waits for the next batch), for
-   * statements that may touch a row at most once, such as `INSERT ... ON CONFLICT DO UPDATE`.
-   * An item without a key (undefined) shares a flush with any other.
+   * Items with equal keys never share a flush, nor run in two flushes at once: a later one waits
+   * for the batch in flight with its key to finish, and then sees what it wrote. For statements
+   * that may touch a row at most once, such as `INSERT ... ON CONFLICT DO UPDATE`, and for
+   * decisions that read before they write (a repeated caller-chosen id must find the row its
+   * first request inserted, not race it). An item without a key (undefined) shares a flush with
+   * any other.
    */
   keyOf?: (item: I) => string | undefined;
 }
@@ -52,6 +55,8 @@ export class Batcher<I, O> {
   private queue: Pending<I, O>[] = [];
   private scheduled = false;
   private inFlight = 0;
+  /** Keys of the items in the batches in flight (see `keyOf`). */
+  private readonly keysInFlight = new Set<string>();
   private readonly maxBatch: number;
 
   /** `flush` answers one result per item, in the items' order. */
@@ -86,32 +91,36 @@ export class Batcher<I, O> {
 
   private drain(): void {
     while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
-      const batch = this.take();
+      const { batch, keys } = this.take();
+      // Every queued item waits for a batch in flight with its key; its end drains again.
+      if (batch.length === 0) return;
+      for (const key of keys) this.keysInFlight.add(key);
       this.inFlight++;
       void this.send(batch).finally(() => {
+        for (const key of keys) this.keysInFlight.delete(key);
         this.inFlight--;
         this.schedule();
       });
     }
   }
 
-  /** The next batch: up to maxBatch items in arrival order, no two with the same key. */
-  private take(): Pending<I, O>[] {
+  /** The next batch: up to maxBatch items in arrival order, no two with the same key, none with the key of a batch in flight. */
+  private take(): { batch: Pending<I, O>[]; keys: Set<string> } {
     const { keyOf } = this.opts;
-    if (!keyOf) return this.queue.splice(0, this.maxBatch);
+    const keys = new Set<string>();
+    if (!keyOf) return { batch: this.queue.splice(0, this.maxBatch), keys };
     const batch: Pending<I, O>[] = [];
     const rest: Pending<I, O>[] = [];
-    const keys = new Set<string>();
     for (const p of this.queue) {
       const key = keyOf(p.item);
-      if (batch.length >= this.maxBatch || (key !== undefined && keys.has(key))) rest.push(p);
+      if (batch.length >= this.maxBatch || (key !== undefined && (keys.has(key) || this.keysInFlight.has(key)))) rest.push(p);
       else {
         if (key !== undefined) keys.add(key);
         batch.push(p);
       }
     }
     this.queue = rest;
-    return batch;
+    return { batch, keys };
   }
 
   private async send(batch: Pending<I, O>[]): Promise<void> {
