@@ -236,6 +236,30 @@ describe('billing runs', () => {
     expect((await ledger(m.id)).charges.map((c) => c.amountMinor)).toEqual([1995]);
   });
 
+  it('resumes a paused subscription at its resumeAt: within its paid period without a charge, after it with a new period charged', async () => {
+    const m = await billingMerchant();
+    const within = await m.subscriber();
+    const after = await m.subscriber();
+    expect(await run(T0)).toMatchObject({ charged: 2, succeeded: 2 });
+    const pause = (id: string, resumeAt: string) => api.post(`/api/Subscriptions/${id}/pause`, { resumeAt }, { token: m.key, headers: idempotent() });
+    // pause checks resumeAt against the real clock: both dates are after it (T0 is in 2030).
+    expect((await pause(within.id, day(10))).body).toMatchObject({ status: 'Paused', resumeAt: day(10) });
+    expect((await pause(after.id, day(40))).body).toMatchObject({ status: 'Paused', resumeAt: day(40) });
+
+    expect(await run(day(9))).toMatchObject({ charged: 0 });
+    expect((await m.sub(within.id)).status).toBe('Paused');
+    expect(await run(day(10))).toMatchObject({ charged: 0 });
+    expect(await m.sub(within.id)).toMatchObject({ status: 'Active', pausedAt: null, currentPeriodStart: T0, nextBillingAt: '2030-02-15T00:00:00.000Z' });
+    expect(await outbox('subscription.resumed', 'id', within.id)).toHaveLength(1);
+    expect((await m.sub(after.id)).status).toBe('Paused');
+
+    // Also due by day 41: the renewal of the one resumed within its period (February 15).
+    expect(await run(day(41))).toMatchObject({ charged: 2, succeeded: 2 });
+    expect(await m.sub(after.id)).toMatchObject({ status: 'Active', currentPeriodStart: day(40), nextBillingAt: '2030-03-24T00:00:00.000Z' });
+    expect((await m.transactions(after.id)).map((t) => t.occurredAt).sort()).toEqual([T0, day(41)]);
+    expect(sumMinor((await ledger(m.id)).charges)).toBe(4 * 1995);
+  });
+
   it('skips merchants without gateway credentials, ends cancel-at-period-end subscriptions, leaves paused ones', async () => {
     const unconfigured = await billingMerchant({ configured: false });
     const m = await billingMerchant();

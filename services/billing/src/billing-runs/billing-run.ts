@@ -12,6 +12,7 @@ import type { BillingSchedule } from '../plans/billing-interval.js';
 import { recordSubscriptionEvents } from '../subscriptions/subscriptions-grpc.js';
 import { parseRetryOffsets, Subscription, type DunningPolicy } from '../subscriptions/subscription.js';
 import { subscriptionOfRow, subscriptionsWithPlansSql, type SubscriptionRow } from '../subscriptions/subscription-row.js';
+import { SubscriptionStore } from '../subscriptions/subscription-store.js';
 import { Transaction, transactionEventData } from '../transactions/transaction.js';
 import {
   insertEvents,
@@ -131,6 +132,7 @@ export const TRIED_CHARGES_SQL = `select t.subscription_id, t.payment_method_id,
 
 /**
  * One billing run at `asOf` (contract §10), in order:
+ * 0. resume the paused subscriptions whose `resumeAt` has come;
  * 1. settle `Processing` bank charges whose settlement window has passed;
  * 2. reconcile provider calls a crashed or cut-off run left unconfirmed, by repeating each call
  *    with its idempotency key (the transaction id): the provider answers the first outcome, or
@@ -163,6 +165,7 @@ export class BillingRun {
   }
 
   async execute(): Promise<BillingRunResult> {
+    await this.resumeDue();
     await this.settleBankCharges();
     await this.reconcileUnconfirmed();
     this.result.skipped = await this.countSkipped();
@@ -178,6 +181,48 @@ export class BillingRun {
 
   private excludedIds(): string[] {
     return [...this.excluded];
+  }
+
+  // ── 0. resumption ─────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Resumes the paused subscriptions whose `resumeAt` has come, at their `resumeAt`, as a resume
+   * through the API would (`Subscription.resume`, written by the same optimistic transition,
+   * with `subscription.resumed`): a pause that covered the next due date starts a new period at
+   * `resumeAt`, which this run then charges. A subscription changed meanwhile (resumed, cancelled,
+   * paused again with another date) is left as it is.
+   */
+  private async resumeDue(): Promise<void> {
+    const store = new SubscriptionStore(this.orm);
+    const seen = new Set<string>();
+    for (;;) {
+      const rows = await queryRows<{ id: string }>(
+        this.orm.em.fork(),
+        `select id from subscriptions where status = 'Paused' and resume_at is not null and resume_at <= ?::timestamptz and not (id = any(?::uuid[]))
+          order by resume_at limit ?`,
+        [this.asOf.toISOString(), [...seen], this.opts.chunkSize],
+      );
+      if (rows.length === 0) return;
+      await Promise.all(
+        rows.map(async ({ id }) => {
+          seen.add(id);
+          try {
+            await store.transition({
+              scope: { kind: 'platform' },
+              id,
+              change: (sub, plan) => {
+                if (sub.status !== 'Paused' || !sub.resumeAt || sub.resumeAt > this.asOf) return;
+                // Cannot happen (a foreign key); not a DomainError, so it is logged below.
+                if (!plan) throw new Error(`plan ${sub.planId} of subscription ${sub.id} is missing`);
+                sub.resume(plan, sub.resumeAt);
+              },
+            });
+          } catch (e) {
+            this.logger.warn({ err: e, subscriptionId: id }, 'resuming a paused subscription at its resumeAt failed; the next run tries again');
+          }
+        }),
+      );
+    }
   }
 
   // ── 1. bank settlement ────────────────────────────────────────────────────────────────────

@@ -15,4 +15,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { name: 'Migration20261122190000_member_answers', load: async () => (await import('./Migration20261122190000_member_answers.js')).Migration20261122190000_member_answers },
   { name: 'Migration20261124000000_retry_unique', load: async () => (await import('./Migration20261124000000_retry_unique.js')).Migration20261124000000_retry_unique },
   { name: 'Migration20261124100000_retry_unique_originals', load: async () => (await import('./Migration20261124100000_retry_unique_originals.js')).Migration20261124100000_retry_unique_originals },
+  { name: 'Migration20261124130000_paused_resume_at', load: async () => (await import('./Migration20261124130000_paused_resume_at.js')).Migration20261124130000_paused_resume_at },
 ];
