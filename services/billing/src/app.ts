@@ -69,6 +69,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
     providers,
     { chunkSize: config.BILLING_RUN_CHUNK_SIZE, workers: config.BILLING_RUN_WORKERS, concurrency: config.BILLING_RUN_CONCURRENCY, leaseMs: config.BILLING_CLAIM_LEASE_MS },
     logger,
+    writers.subscriptions,
   );
   addGrpcService(server, 'billing.v1.BillingRuns', logger, billingRunsGrpc(runner));
   addGrpcService(server, 'billing.v1.Transactions', logger, transactionsGrpc(orm, providers, config.BILLING_CLAIM_LEASE_MS, config.BILLING_RUN_CONCURRENCY));

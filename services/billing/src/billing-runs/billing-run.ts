@@ -12,7 +12,7 @@ import type { BillingSchedule } from '../plans/billing-interval.js';
 import { recordSubscriptionEvents } from '../subscriptions/subscriptions-grpc.js';
 import { parseRetryOffsets, Subscription, type DunningPolicy } from '../subscriptions/subscription.js';
 import { subscriptionOfRow, subscriptionsWithPlansSql, type SubscriptionRow } from '../subscriptions/subscription-row.js';
-import { SubscriptionStore } from '../subscriptions/subscription-store.js';
+import type { SubscriptionStore } from '../subscriptions/subscription-store.js';
 import { Transaction, transactionEventData } from '../transactions/transaction.js';
 import {
   insertEvents,
@@ -99,6 +99,12 @@ async function outcomeOf(call: () => Promise<{ status: ChargeStatus; providerRef
 }
 
 /**
+ * A subscription `s` a run ends instead of charging: cancelled at period end, Active, and its
+ * current period paid (the SQL of `cancelAtPeriodEnd && !owesCurrentPeriod()`, `claimDue`).
+ */
+const ENDS_AT_PERIOD_END_SQL = `s.cancel_at_period_end and s.status = 'Active' and s.next_billing_at <> s.current_period_start`;
+
+/**
  * A chunk of due subscriptions to claim (parameters: as of, the ids this run excluded, the chunk
  * size). A subscription with an unconfirmed call waits for reconciliation: its id is among the
  * unconfirmed calls' subscriptions, which the statement reads once and hashes (`not in` on the
@@ -109,7 +115,7 @@ async function outcomeOf(call: () => Promise<{ status: ChargeStatus; providerRef
  */
 export const DUE_SUBSCRIPTIONS_SQL = `select s.id from subscriptions s join merchants m on m.id = s.merchant_id
   where s.status in ('Active','PastDue') and s.next_billing_at <= ?::timestamptz
-    and (m.gateway_configured or (s.cancel_at_period_end and s.status = 'Active' and s.next_billing_at <> s.current_period_start))
+    and (m.gateway_configured or (${ENDS_AT_PERIOD_END_SQL}))
     and (s.claimed_until is null or s.claimed_until < now())
     and not (s.id = any(?::uuid[]))
     and s.id not in (select t.subscription_id from transactions t
@@ -147,10 +153,9 @@ export const TRIED_CHARGES_SQL = `select t.subscription_id, t.payment_method_id,
  */
 export class BillingRun {
   private readonly result: BillingRunResult;
-  private readonly charged = new Set<string>();
-  private readonly retried = new Set<string>();
-  /** The period (start, ms) each subscription has been charged for by this run: one per run (see `claimDue`). */
+  /** The period (start, ms) each subscription has been charged for by this run: one per run (see `claimDue`); its size is `charged`. */
   private readonly chargedPeriod = new Map<string, number>();
+  private readonly retried = new Set<string>();
   /** Work that failed unexpectedly in this run is not picked up again by it. */
   private readonly excluded = new Set<string>();
 
@@ -160,6 +165,8 @@ export class BillingRun {
     private readonly opts: BillingRunOptions,
     private readonly logger: Logger,
     private readonly asOf: Date,
+    /** The service's subscription writes, shared with the API's pause, resume and cancel. */
+    private readonly subscriptions: SubscriptionStore,
   ) {
     this.result = { asOf, charged: 0, succeeded: 0, failed: 0, retried: 0, terminated: 0, skipped: 0 };
   }
@@ -170,7 +177,7 @@ export class BillingRun {
     await this.reconcileUnconfirmed();
     this.result.skipped = await this.countSkipped();
     await Promise.all(Array.from({ length: this.opts.workers }, () => this.chargeDueLoop()));
-    this.result.charged = this.charged.size;
+    this.result.charged = this.chargedPeriod.size;
     this.result.retried = this.retried.size;
     return this.result;
   }
@@ -193,7 +200,6 @@ export class BillingRun {
    * paused again with another date) is left as it is.
    */
   private async resumeDue(): Promise<void> {
-    const store = new SubscriptionStore(this.orm);
     const seen = new Set<string>();
     for (;;) {
       const rows = await queryRows<{ id: string }>(
@@ -207,7 +213,7 @@ export class BillingRun {
         rows.map(async ({ id }) => {
           seen.add(id);
           try {
-            await store.transition({
+            await this.subscriptions.transition({
               scope: { kind: 'platform' },
               id,
               change: (sub, plan) => {
@@ -321,7 +327,7 @@ export class BillingRun {
       this.orm.em.fork(),
       `select count(*)::int as n from subscriptions s join merchants m on m.id = s.merchant_id
         where s.status in ('Active','PastDue') and s.next_billing_at <= ?::timestamptz and not m.gateway_configured
-          and not (s.cancel_at_period_end and s.status = 'Active' and s.next_billing_at <> s.current_period_start)`,
+          and not (${ENDS_AT_PERIOD_END_SQL})`,
       [this.asOf.toISOString()],
     );
     return rows[0]!.n;
@@ -408,7 +414,6 @@ export class BillingRun {
         }
         this.chargedPeriod.set(sub.id, due);
         const next = (methods.get(sub.memberId) ?? []).find((pm) => !tried.get(sub.id)?.has(pm.id));
-        this.charged.add(sub.id);
         if (sub.chargeAttempt() > 1) this.retried.add(sub.id);
         if (!next) {
           // Every method declined (or the member has none): the period's charge failed.

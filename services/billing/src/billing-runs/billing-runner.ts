@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Logger } from '@billing/service-runtime';
 import { recordBillingRun, recordCharge } from '@billing/telemetry';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
+import type { SubscriptionStore } from '../subscriptions/subscription-store.js';
 import { BillingRun, type BillingRunOptions, type BillingRunResult } from './billing-run.js';
 
 /**
@@ -18,12 +19,13 @@ export class BillingRunner {
     private readonly providers: PaymentProviders,
     private readonly opts: BillingRunOptions,
     private readonly logger: Logger,
+    private readonly subscriptions: SubscriptionStore,
   ) {}
 
   async run(asOf: Date = new Date()): Promise<BillingRunResult> {
     const started = performance.now();
     try {
-      const result = await new BillingRun(this.orm, this.providers, this.opts, this.logger, asOf).execute();
+      const result = await new BillingRun(this.orm, this.providers, this.opts, this.logger, asOf, this.subscriptions).execute();
       recordBillingRun('succeeded', (performance.now() - started) / 1000);
       recordCharge('succeeded', result.succeeded);
       recordCharge('failed', result.failed);
