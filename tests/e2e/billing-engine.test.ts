@@ -591,6 +591,19 @@ describe('fees and fee statements', () => {
     expect((await api.patch(`/api/admin/merchants/${randomUUID()}`, { platformFeeFixed: 1 }, { token: admin })).status).toBe(404);
   });
 
+  it('takes the fixed fee in major units of the charge currency: 0.30 is 0 yen, the percentage whole yen', async () => {
+    const yen = await billingMerchant({ plan: { amount: 2100, currency: 'JPY' }, merchant: { platformFeeFixed: 1.5 } });
+    const sub = await yen.subscriber();
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 1 });
+    const [t] = await yen.transactions(sub.id);
+    const gen = await api.post('/api/admin/fee-statements/generate', { merchantId: yen.id, periodStart: '2030-01-01', periodEnd: '2030-02-01', currency: 'JPY' }, { token: admin });
+    expect(gen.status).toBe(201);
+    // 1.5 % of 2,100 yen is 31.5 → 32 (half-even), and the fixed 1.50 → 2 yen: 34 yen, not 32 + 150.
+    expect(gen.body).toMatchObject({ currency: 'JPY', transactionCount: 1, totalFees: 34, totalNet: 2066 });
+    const lines = await api.get(`/api/FeeStatements/${gen.body.id}/lines`, { token: yen.key });
+    expect(lines.body.items).toEqual([expect.objectContaining({ transactionId: t.id, amount: 2100, feeAmount: 34, netAmount: 2066 })]);
+  });
+
   it('generates, finalises and pays a statement whose totals are the sums of its lines', async () => {
     const m = await billingMerchant({ merchant: { platformFeePercent: 2.9, platformFeeFixed: 0.25 }, plan: { amount: 123.45 } });
     const subs = [await m.subscriber(), await m.subscriber(), await m.subscriber([{ ...CARD, last4: '0002' }])];

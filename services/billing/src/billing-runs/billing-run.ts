@@ -434,7 +434,7 @@ export class BillingRun {
           currency: plan.currency,
           attempt: sub.chargeAttempt(),
           periodStart: sub.duePeriodStart(),
-          feeMinor: platformFee(plan.amountMinor, merchant.feeTerms()),
+          feeMinor: platformFee(plan.amountMinor, plan.currency, merchant.feeTerms()),
           claimedUntil: until,
           occurredAt: this.asOf,
         });

@@ -31,9 +31,9 @@ export class Merchant {
   billingRetryOffsetsDays: string = DEFAULT_RETRY_OFFSETS_DAYS;
   billingTerminalAction: TerminalAction = 'Cancel';
   bankSettlementWindowDays = 3;
-  /** Platform fee per settled charge: exact decimal percentage plus minor units (1.5 % + 30). */
+  /** Platform fee per settled charge: exact decimal percentage plus hundredths of the charge currency's major unit (1.5 % + 30 for 0.30). */
   platformFeePercent: string = DEFAULT_FEE_TERMS.percent;
-  platformFeeFixedMinor: number = DEFAULT_FEE_TERMS.fixedMinor;
+  platformFeeFixedMinor: number = DEFAULT_FEE_TERMS.fixedHundredths;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
 
@@ -66,7 +66,7 @@ export class Merchant {
   }
 
   feeTerms(): FeeTerms {
-    return { percent: normalisePercent(this.platformFeePercent), fixedMinor: Number(this.platformFeeFixedMinor) };
+    return { percent: normalisePercent(this.platformFeePercent), fixedHundredths: Number(this.platformFeeFixedMinor) };
   }
 
   /** Absent (undefined or null) fields keep their stored value; credentials stay write-only. */

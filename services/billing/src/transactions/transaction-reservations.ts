@@ -62,7 +62,7 @@ interface LockedCharge {
 function lockedChargeOf(r: LockedRow): LockedCharge {
   return {
     charge: transactionOfRow(r),
-    merchant: { providerEnvironment: r.provider_environment, feeTerms: { percent: normalisePercent(r.platform_fee_percent), fixedMinor: Number(r.platform_fee_fixed_minor) } },
+    merchant: { providerEnvironment: r.provider_environment, feeTerms: { percent: normalisePercent(r.platform_fee_percent), fixedHundredths: Number(r.platform_fee_fixed_minor) } },
   };
 }
 
@@ -228,7 +228,7 @@ export class TransactionReservations {
         attempt: f.attempt + 1,
         originalTransactionId: f.id,
         periodStart: f.periodStart,
-        feeMinor: platformFee(f.amountMinor, merchant.feeTerms),
+        feeMinor: platformFee(f.amountMinor, f.currency, merchant.feeTerms),
         claimedUntil: lease,
       });
       if (sub) {

@@ -104,7 +104,7 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       tag: 'Admin',
       summary: "Update a merchant's billing terms",
       description:
-        'Platform fee per settled charge (platformFeePercent, e.g. 1.5 for 1.5 %, at most 4 decimals; platformFeeFixed, e.g. 0.30, in the charge currency\'s major units), billingRetryOffsetsDays, billingTerminalAction (Cancel | Pause), bankSettlementWindowDays. Absent or null fields are unchanged. A new fee applies to charges made afterwards; a charge keeps the fee computed when it was made. The percentage part is rounded half-even to the cent.',
+        'Platform fee per settled charge (platformFeePercent, e.g. 1.5 for 1.5 %, at most 4 decimals; platformFeeFixed, e.g. 0.30, in the charge currency\'s major units), billingRetryOffsetsDays, billingTerminalAction (Cancel | Pause), bankSettlementWindowDays. Absent or null fields are unchanged. A new fee applies to charges made afterwards; a charge keeps the fee computed when it was made. The percentage and fixed parts are each rounded half-even to the charge currency\'s minor unit (0.30 JPY is 0 yen).',
       auth: { admin: true },
       params: IdParams,
       body: UpdateMerchantBillingRequest,
