@@ -50,6 +50,15 @@ describe('errors raised by the framework are problem details with a trace id', (
     expectProblem(await http('POST', '/api/admin/merchants', { token: adminToken(), body: '{"name": ', headers: { 'content-type': 'application/json' } }), 400);
   });
 
+  it('a body nested thousands deep is 400, even on an anonymous endpoint (it was a 500)', async () => {
+    const deep = (n: number) => `{"d":"x","s":"y","extra":${'['.repeat(n)}${']'.repeat(n)}}`;
+    for (const body of [deep(5_000), deep(50_000), '['.repeat(10_000) + ']'.repeat(10_000)]) {
+      const res = await http('POST', '/api/Checkout/sessions/resolve', { body, headers: { 'content-type': 'application/json' } });
+      expectProblem(res, 400);
+      expect(JSON.stringify(res.body.errors)).toContain('nested at most 32');
+    }
+  });
+
   it('a body over 1 MiB is 413', async () => {
     const big = JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) });
     expectProblem(await http('POST', '/api/admin/merchants', { token: adminToken(), body: big, headers: { 'content-type': 'application/json' } }), 413);

@@ -85,7 +85,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
         run,
       ),
   };
-  const { app, register } = buildHttpServer({ logger, authenticator, pipeline, trustProxy: config.TRUST_PROXY });
+  const { app, register } = buildHttpServer({ logger, authenticator, pipeline, trustProxy: config.TRUST_PROXY, bodyMaxDepth: config.BODY_MAX_DEPTH });
 
   const routes: RouteSpec[] = [
     ...merchantRoutes(backends),

@@ -32,6 +32,8 @@ export const GatewayConfig = BaseConfig.extend({
     .string()
     .optional()
     .transform((v) => (v === undefined || v === '' || v === 'false' ? false : v === 'true' ? true : /^\d+$/.test(v) ? Number(v) : v)),
+  /** Arrays and objects a JSON request body may nest, the body itself the first; deeper is 400. */
+  BODY_MAX_DEPTH: z.coerce.number().int().min(2).max(1000).default(32),
   /** Base URL the gateway is reachable at, used in Location headers and links. */
   PUBLIC_BASE_URL: z.string().optional(),
   /** How long an Idempotency-Key is kept; after it the key may be reused (contract: 24 h). */

@@ -1,4 +1,4 @@
-import { DomainError } from '@billing/contracts';
+import { DomainError, fieldPath } from '@billing/contracts';
 import { describe, expect, it } from 'vitest';
 import { assertStorableText, assertUtf8Query, decodeUtf8Body } from './input-policy.js';
 
@@ -30,6 +30,15 @@ describe('input policy', () => {
     const bad = Buffer.concat([Buffer.from('{"ok":"\ufffd","name":"x'), Buffer.from([0xff]), Buffer.from('"}')]);
     expect(fieldsOf(() => decodeUtf8Body(bad))).toEqual(['name']);
     expect(fieldsOf(() => decodeUtf8Body(Buffer.from([0x7b, 0xff])))).toEqual(['$']);
+  });
+
+  it('refuses a body nested deeper than the limit, where it went too deep, without exhausting the stack', () => {
+    const nested = (depth: number): unknown => JSON.parse(`${'['.repeat(depth)}"x"${']'.repeat(depth)}`);
+    expect(fieldsOf(() => assertStorableText({ body: { a: { b: [1] } } }, 3))).toEqual([]);
+    expect(fieldsOf(() => assertStorableText({ body: { a: { b: [[1]] } } }, 3))).toEqual(['a.b[0]']);
+    expect(fieldsOf(() => assertStorableText({ body: nested(20_000) }))).toEqual([fieldPath(Array(32).fill(0))]);
+    const invalidDeep = Buffer.concat([Buffer.from('['.repeat(20_000) + '"'), Buffer.from([0xff]), Buffer.from('"' + ']'.repeat(20_000))]);
+    expect(fieldsOf(() => decodeUtf8Body(invalidDeep))).toEqual(['$']);
   });
 
   it('refuses percent-encoded bytes in the query that are not UTF-8', () => {

@@ -6,7 +6,9 @@ import { DomainError, fieldPath, type FieldErrors } from '@billing/contracts';
  * - a body that is not valid UTF-8 is 400 (never silently replaced by U+FFFD);
  * - a NUL (U+0000) or a lone UTF-16 surrogate (which no UTF-8 text can carry; `\ud800` in JSON)
  *   in any body string, at any depth, or in any query value is 400 naming the field;
- * - text is otherwise passed on exactly as sent: no trimming, no normalisation.
+ * - text is otherwise passed on exactly as sent: no trimming, no normalisation;
+ * - a body nested deeper than `BODY_MAX_DEPTH` arrays and objects is 400 (no API body needs more
+ *   than a few levels, and checking an unbounded depth would exhaust the stack: a 500).
  */
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -18,6 +20,9 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 const NUL_MESSAGE = 'Must not contain a NUL character (U+0000).';
 const SURROGATE_MESSAGE = 'Must be valid Unicode text (no unpaired surrogates).';
 const INVALID_UTF8_MESSAGE = 'Must be valid UTF-8.';
+/** Default of `BODY_MAX_DEPTH`: arrays and objects inside one another, the body itself the first. */
+export const DEFAULT_BODY_MAX_DEPTH = 32;
+const tooDeep = (maxDepth: number) => `Must be nested at most ${maxDepth} arrays and objects deep.`;
 
 /** Why `s` cannot be stored as text, or undefined when it can. */
 function textProblem(s: string): string | undefined {
@@ -26,29 +31,39 @@ function textProblem(s: string): string | undefined {
   return undefined;
 }
 
-/** Adds a problem for every string (value or property name) in `value` that cannot be stored. */
-function collect(value: unknown, path: PropertyKey[], errors: FieldErrors): void {
+/**
+ * Adds a problem for every string (value or property name) in `value` that cannot be stored, and
+ * for the first array or object nested deeper than `maxDepth` (its contents are not visited).
+ */
+function collect(value: unknown, path: PropertyKey[], errors: FieldErrors, maxDepth: number, depth = 0): void {
   if (typeof value === 'string') {
     const problem = textProblem(value);
     if (problem) (errors[fieldPath(path)] ??= []).push(problem);
-  } else if (Array.isArray(value)) {
-    value.forEach((v, i) => collect(v, [...path, i], errors));
-  } else if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      const keyProblem = textProblem(k);
-      // A bad property name is named by its escaped form, so the path itself stays printable.
-      if (keyProblem) (errors[fieldPath([...path, JSON.stringify(k).slice(1, -1)])] ??= []).push(keyProblem);
-      else collect(v, [...path, k], errors);
-    }
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  if (depth >= maxDepth) {
+    (errors[fieldPath(path)] ??= []).push(tooDeep(maxDepth));
+    return;
+  }
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => collect(v, [...path, i], errors, maxDepth, depth + 1));
+    return;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    const keyProblem = textProblem(k);
+    // A bad property name is named by its escaped form, so the path itself stays printable.
+    if (keyProblem) (errors[fieldPath([...path, JSON.stringify(k).slice(1, -1)])] ??= []).push(keyProblem);
+    else collect(v, [...path, k], errors, maxDepth, depth + 1);
   }
 }
 
 /** The JSON body text of `raw`, or a 400 naming the field holding invalid UTF-8 where it can. */
-export function decodeUtf8Body(raw: Buffer): string {
+export function decodeUtf8Body(raw: Buffer, maxDepth = DEFAULT_BODY_MAX_DEPTH): string {
   try {
     return utf8.decode(raw);
   } catch {
-    throw DomainError.validation(invalidUtf8Fields(raw), 'The request body is not valid UTF-8.');
+    throw DomainError.validation(invalidUtf8Fields(raw, maxDepth), 'The request body is not valid UTF-8.');
   }
 }
 
@@ -57,7 +72,7 @@ export function decodeUtf8Body(raw: Buffer): string {
  * lossy decode turned into U+FFFD whose JSON form does not appear in the raw bytes (a genuine
  * U+FFFD sent as UTF-8 does). `$` when the body is not JSON or the field cannot be told.
  */
-function invalidUtf8Fields(raw: Buffer): FieldErrors {
+function invalidUtf8Fields(raw: Buffer, maxDepth: number): FieldErrors {
   const errors: FieldErrors = {};
   let parsed: unknown;
   try {
@@ -66,6 +81,7 @@ function invalidUtf8Fields(raw: Buffer): FieldErrors {
     return { $: [INVALID_UTF8_MESSAGE] };
   }
   const visit = (value: unknown, path: PropertyKey[]): void => {
+    if (path.length > maxDepth) return; // named as `$` below, unless a shallower field is named
     if (typeof value === 'string') {
       if (value.includes('\ufffd') && !raw.includes(Buffer.from(JSON.stringify(value).slice(1, -1)))) (errors[fieldPath(path)] ??= []).push(INVALID_UTF8_MESSAGE);
     } else if (Array.isArray(value)) value.forEach((v, i) => visit(v, [...path, i]));
@@ -84,11 +100,11 @@ function invalidUtf8Fields(raw: Buffer): FieldErrors {
  * Throws a 400 naming every body field and query value that holds text no service may store.
  * Query values are named by their parameter (`email`); body fields by their JSON path.
  */
-export function assertStorableText(input: { body?: unknown; query?: unknown; params?: unknown }): void {
+export function assertStorableText(input: { body?: unknown; query?: unknown; params?: unknown }, maxDepth = DEFAULT_BODY_MAX_DEPTH): void {
   const errors: FieldErrors = {};
-  if (input.query !== undefined) collect(input.query, [], errors);
-  if (input.params !== undefined) collect(input.params, [], errors);
-  if (input.body !== undefined) collect(input.body, [], errors);
+  if (input.query !== undefined) collect(input.query, [], errors, maxDepth);
+  if (input.params !== undefined) collect(input.params, [], errors, maxDepth);
+  if (input.body !== undefined) collect(input.body, [], errors, maxDepth);
   if (Object.keys(errors).length > 0) throw DomainError.validation(errors);
 }
 

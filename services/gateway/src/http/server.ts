@@ -9,7 +9,7 @@ import { authorize } from '../auth/access.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import { parseBearer } from '../auth/bearer.js';
 import type { Principal } from '../auth/principal.js';
-import { assertStorableText, assertUtf8Query, decodeUtf8Body } from './input-policy.js';
+import { assertStorableText, assertUtf8Query, decodeUtf8Body, DEFAULT_BODY_MAX_DEPTH } from './input-policy.js';
 import { HTTP_STATUS, problemOf, PROBLEM_CONTENT_TYPE } from './problem.js';
 import type { RouteContext, RouteResult, RouteSpec } from './route.js';
 
@@ -48,6 +48,8 @@ export interface HttpServerOptions {
   pipeline?: RequestPipeline;
   /** fastify `trustProxy`: true, a hop count, or addresses/CIDRs of trusted proxies. */
   trustProxy?: boolean | number | string;
+  /** Arrays and objects a JSON body may nest (BODY_MAX_DEPTH); deeper is 400. */
+  bodyMaxDepth?: number;
 }
 
 function sendProblem(reply: FastifyReply, request: FastifyRequest, e: DomainError, status = HTTP_STATUS[e.code]): FastifyReply {
@@ -92,7 +94,7 @@ function tracedServer(handler: (req: IncomingMessage, res: ServerResponse) => vo
 }
 
 export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance; register(spec: RouteSpec): void } {
-  const { logger, authenticator, pipeline = {} } = opts;
+  const { logger, authenticator, pipeline = {}, bodyMaxDepth = DEFAULT_BODY_MAX_DEPTH } = opts;
   const httpLog = logger.child({ component: 'http' });
   const accessLog = logger.child({ component: 'access' });
   const app: FastifyInstance = Fastify({
@@ -130,7 +132,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     req.rawBody = typeof body === 'string' ? Buffer.from(body) : body;
     let text: string;
     try {
-      text = decodeUtf8Body(req.rawBody);
+      text = decodeUtf8Body(req.rawBody, bodyMaxDepth);
     } catch (e) {
       return done(e as Error, undefined);
     }
@@ -167,7 +169,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
         // Text no service may store is refused first, like malformed JSON: before a credential
         // costs a lookup, and before the idempotency step, so it never claims (or burns) a key.
         assertUtf8Query(request.url);
-        assertStorableText({ query: request.query, params: request.params, body: request.body });
+        assertStorableText({ query: request.query, params: request.params, body: request.body }, bodyMaxDepth);
         pipeline.admit?.(spec, request, reply);
         let principal: Principal | undefined;
         if (!('anonymous' in spec.auth)) {
