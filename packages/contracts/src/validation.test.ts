@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { UpdateWebhookRequest } from './api-keys.js';
+import { CustomerLoginRequest, CustomerSignupRequest, ResetPasswordRequest } from './customers.js';
+import { CreateMerchantUserRequest, MerchantLoginRequest } from './merchant-users.js';
 import { SaveOnboardingDetailsRequest } from './onboarding.js';
 import { fieldErrorsOf } from './validation.js';
 
@@ -27,5 +29,16 @@ describe('field errors', () => {
     expect(UpdateWebhookRequest.safeParse({ id: ID, merchantId: ID, webhookUrl: url(2048) }).success).toBe(true);
     expect(errorsOf(UpdateWebhookRequest, { id: ID, merchantId: ID, webhookUrl: url(2049) })).toEqual({ webhookUrl: ['Must be at most 2048 characters.'] });
     expect(errorsOf(UpdateWebhookRequest, { id: ID, merchantId: ID, webhookUrl: 'not a url' })).toEqual({ webhookUrl: ['Must be an absolute URL.'] });
+  });
+
+  it('refuse a password of whitespace alone, like every required text (contract §2)', () => {
+    const blank = { password: ['Must contain a character other than whitespace.'] };
+    const signup = { email: 'a@example.com', firstName: 'Ada', lastName: 'L', dateOfBirth: '1990-01-01' };
+    expect(errorsOf(CustomerSignupRequest, { ...signup, password: ' '.repeat(8) })).toEqual(blank);
+    expect(CustomerSignupRequest.safeParse({ ...signup, password: ' pass word ' }).success).toBe(true);
+    expect(errorsOf(CustomerLoginRequest, { email: 'a@example.com', password: '\t ' })).toEqual(blank);
+    expect(errorsOf(ResetPasswordRequest, { token: 'x'.repeat(43), newPassword: ' '.repeat(9) })).toEqual({ newPassword: blank.password });
+    expect(errorsOf(CreateMerchantUserRequest, { email: 'o@example.com', password: ' '.repeat(9), fullName: 'O', role: 'Owner' })).toEqual(blank);
+    expect(errorsOf(MerchantLoginRequest, { email: 'o@example.com', password: '  ' })).toEqual(blank);
   });
 });
