@@ -194,6 +194,36 @@ describe('scope', () => {
     expect(rb.headers.get('idempotent-replayed')).toBeNull();
     expect(rb.body.merchantId).toBe(b.id);
   });
+
+  it("is the merchant for the platform admin too: the admin repeating a merchant's key replays, by body merchantId or the path's resource", async () => {
+    const admin = platform.adminToken;
+    const as = (token: string, key: string) => ({ token, headers: { 'idempotency-key': key } });
+    // Named in the body: a subscription create.
+    const key = randomUUID();
+    const body = { merchantId: a.id, memberId: await newMember(a), planId: a.planId };
+    const first = await subscribe(a, body, key);
+    expect(first.status).toBe(201);
+    const again = await api.post('/api/Subscriptions', body, as(admin, key));
+    expect([again.status, again.headers.get('idempotent-replayed'), again.body.id]).toEqual([201, 'true', first.body.id]);
+
+    // Named by the path alone: a payment method added to the member (no merchantId in the
+    // body), concurrently by the merchant and the admin, is added once; then a pause.
+    const memberId = await newMember(a);
+    const card = { type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2040 };
+    const pmKey = randomUUID();
+    const added = await Promise.all([a.key, admin, a.key, admin].map((t) => api.post(`/api/members/${memberId}/payment-methods`, card, as(t, pmKey))));
+    const ids = new Set(added.filter((r) => r.status === 201).map((r) => r.body.id));
+    expect(added.every((r) => r.status === 201 || r.status === 409), JSON.stringify(added.map((r) => r.status))).toBe(true);
+    expect(ids.size).toBe(1);
+    const methods = await api.get(`/api/members/${memberId}/payment-methods`, { token: a.key });
+    expect(methods.body).toHaveLength(1);
+
+    const pauseKey = randomUUID();
+    const paused = await api.post(`/api/Subscriptions/${first.body.id}/pause`, {}, as(a.key, pauseKey));
+    expect(paused.status).toBe(200);
+    const replayed = await api.post(`/api/Subscriptions/${first.body.id}/pause`, {}, as(admin, pauseKey));
+    expect([replayed.status, replayed.headers.get('idempotent-replayed')]).toEqual([200, 'true']);
+  });
 });
 
 describe('durability', () => {

@@ -45,6 +45,12 @@ export interface RouteSpec<PS extends ZodType | undefined = any, QS extends ZodT
   responses: Record<number, ZodType | null>;
   /** Requires an `Idempotency-Key` header and replays outcomes (interface.md idempotency rules). */
   idempotent?: boolean;
+  /**
+   * The merchant owning the resource the path parameter `param` names, asked only for the
+   * platform admin on an idempotent route whose body names no merchant: its keys are then scoped
+   * to that merchant, as the merchant's own are (contract §3: (merchant, key)).
+   */
+  ownerOf?: { param: string; merchantOf(id: string): Promise<string> };
   /** OpenAPI operationId; by default derived from method and path (`operationIdOf`). */
   operationId?: string;
   /** Examples shown in the API reference: a request body, and response bodies by status. */

@@ -31,13 +31,20 @@ export interface IdempotentRequest {
   rawBody: Buffer | undefined;
   /** Undefined on an anonymous route. */
   principal: Principal | undefined;
+  /** The merchant a credential without one of its own (the platform admin) acts for, when known. */
+  actingFor?: string;
   traceId?: string;
 }
 
-/** Scope of a key: the credential's merchant; the platform admin (and any other credential) its own. */
-export function scopeOf(principal: Principal | undefined): string {
+/**
+ * Scope of a key (contract §3: (merchant, key)): the credential's merchant, or the merchant the
+ * platform admin acts for, so that a key the admin repeats on a merchant's resource replays the
+ * merchant's outcome instead of running again; the admin acting for no known merchant (and any
+ * other credential) has a scope of its own.
+ */
+export function scopeOf(principal: Principal | undefined, actingFor?: string): string {
   if (!principal) return 'anonymous';
-  return merchantOf(principal) ?? credentialId(principal);
+  return merchantOf(principal) ?? actingFor ?? credentialId(principal);
 }
 
 /** Path as compared: without the query, lower-cased (paths match case-insensitively), no trailing slash. */
@@ -86,7 +93,7 @@ export class IdempotencyEngine {
 
   async run(request: IdempotentRequest, run: () => Promise<RouteResult>): Promise<RouteResult> {
     const key = parseIdempotencyKey(request.key);
-    const scope = scopeOf(request.principal);
+    const scope = scopeOf(request.principal, request.actingFor);
     const method = request.method.toUpperCase();
     const path = normalisePath(request.url);
     const fingerprint = fingerprintOf(method, path, request.rawBody);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AddPaymentMethodFromTokenRequest, AddPaymentMethodRequest, PAYMENT_METHOD_TYPES, PaymentMethod, ReorderPaymentMethodsRequest, Uuid } from '@billing/contracts';
+import { PLATFORM_SCOPE } from '@billing/service-runtime';
 import type { MerchantAccess } from '../auth/access.js';
 import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
@@ -35,6 +36,8 @@ function addedOrExisting(res: AddPaymentMethodReply__Output): RouteResult {
 
 export function paymentMethodRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const methods = backends.billing.paymentMethods;
+  /** For the platform admin's Idempotency-Keys: the member's merchant. */
+  const ownerOf = { param: 'memberId', merchantOf: async (id: string) => (await backends.billing.members.GetMember({ scope: PLATFORM_SCOPE, id })).merchantId };
   return [
     defineRoute({
       method: 'POST',
@@ -45,6 +48,7 @@ export function paymentMethodRoutes(backends: Backends, access: MerchantAccess):
         'Stores the result of client-side tokenisation: type Card (brand, last4, expiryMonth, expiryYear; not expired) or BankAccount (accountName, bsb as 123-456 or 123456, last4). last4 is exactly 4 digits. Fields that would carry a full number or security code (cardNumber, number, pan, accountNumber, cvc, cvv, ...) are refused with 400 and never stored or logged. The method is appended at the lowest rank; the first one becomes the default. Emits payment_method.added. Requires an Idempotency-Key.',
       auth: { merchant: 'Staff' },
       idempotent: true,
+      ownerOf,
       params: MemberParams,
       body: AddPaymentMethodRequest,
       responses: { 201: PaymentMethod, 400: null, 403: null, 404: null },
@@ -74,6 +78,7 @@ export function paymentMethodRoutes(backends: Backends, access: MerchantAccess):
         "The token (e.g. a btok_ from capture-bank) is validated with the merchant's payment provider, which supplies type, last4 and the other details. Unknown token, another merchant's token, or a token already attached to another member: 400 naming providerToken. The same token for the same member returns the existing method with 200. Provider unreachable or timing out: 502 (safe to retry with backoff). Requires an Idempotency-Key.",
       auth: { merchant: 'Staff' },
       idempotent: true,
+      ownerOf,
       params: MemberParams,
       body: AddPaymentMethodFromTokenRequest,
       responses: { 200: PaymentMethod, 201: PaymentMethod, 400: null, 403: null, 404: null, 502: null },

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CancelSubscriptionRequest, CreateSubscriptionRequest, ListSubscriptionsQuery, Paged, PauseSubscriptionRequest, ResumeSubscriptionRequest, Subscription, SUBSCRIPTION_STATUSES, toPage, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
+import { PLATFORM_SCOPE } from '@billing/service-runtime';
 import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
@@ -31,6 +32,8 @@ const IdParams = z.object({ id: Uuid });
 
 export function subscriptionRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const subscriptions = backends.billing.subscriptions;
+  /** For the platform admin's Idempotency-Keys: the subscription's merchant. */
+  const ownerOf = { param: 'id', merchantOf: async (id: string) => (await subscriptions.GetSubscription({ scope: PLATFORM_SCOPE, id })).merchantId };
   return [
     defineRoute({
       method: 'POST',
@@ -90,6 +93,7 @@ export function subscriptionRoutes(backends: Backends, access: MerchantAccess): 
       description: 'Active or PastDue → Paused; billing stops. resumeAt (optional, in the future) records when it should resume. Paused or Cancelled: 409. Emits subscription.paused. Requires an Idempotency-Key.',
       auth: { merchant: 'Staff' },
       idempotent: true,
+      ownerOf,
       params: IdParams,
       body: PauseSubscriptionRequest,
       responses: { 200: Subscription, 400: null, 404: null, 409: null },
@@ -108,6 +112,7 @@ export function subscriptionRoutes(backends: Backends, access: MerchantAccess): 
         'Paused → Active. If the pause covered the next due date, a new period starts now and is due at once; otherwise the paid period continues. Not Paused: 409. Emits subscription.resumed. Requires an Idempotency-Key.',
       auth: { merchant: 'Staff' },
       idempotent: true,
+      ownerOf,
       params: IdParams,
       body: ResumeSubscriptionRequest,
       responses: { 200: Subscription, 404: null, 409: null },
@@ -126,6 +131,7 @@ export function subscriptionRoutes(backends: Backends, access: MerchantAccess): 
         'Cancels now (status Cancelled, cancelledAt set, emits subscription.cancelled). With atPeriodEnd true an Active subscription stays Active with cancelAtPeriodEnd true and is cancelled by the billing run when its period ends (the event is emitted then); a Paused or PastDue one is cancelled at once. Already Cancelled: 409. Requires an Idempotency-Key.',
       auth: { merchant: 'Staff' },
       idempotent: true,
+      ownerOf,
       params: IdParams,
       body: CancelSubscriptionRequest,
       responses: { 200: Subscription, 404: null, 409: null },

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DomainError, ListTransactionsQuery, Paged, RefundTransactionRequest, RetryTransactionRequest, toPage, Transaction, Uuid } from '@billing/contracts';
 import { MoneyError, toMajorUnits, toMinorUnits } from '@billing/money';
 import type { MerchantAccess } from '../auth/access.js';
+import { PLATFORM_SCOPE } from '@billing/service-runtime';
 import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
@@ -31,6 +32,8 @@ const IdParams = z.object({ id: Uuid });
 
 export function transactionRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const transactions = backends.billing.transactions;
+  /** For the platform admin's Idempotency-Keys: the transaction's merchant. */
+  const ownerOf = { param: 'id', merchantOf: async (id: string) => (await transactions.GetTransaction({ scope: PLATFORM_SCOPE, id })).merchantId };
   return [
     defineRoute({
       method: 'GET',
@@ -66,6 +69,7 @@ export function transactionRoutes(backends: Backends, access: MerchantAccess): R
         'A Failed charge → 201 with a new Charge of attempt + 1 on the same payment method for the same period (status Settled, Processing or Failed as the provider answers). Not a Failed charge, already retried, or its period collected since: 409. Provider unreachable: 502 (the new charge stays Processing and the next billing run completes it with the same provider idempotency key). Requires an Idempotency-Key.',
       auth: { merchant: 'Staff' },
       idempotent: true,
+      ownerOf,
       params: IdParams,
       body: RetryTransactionRequest,
       responses: { 201: Transaction, 400: null, 404: null, 409: null, 502: null },
@@ -84,6 +88,7 @@ export function transactionRoutes(backends: Backends, access: MerchantAccess): R
         '`amount` (decimal, major units) defaults to the remaining refundable amount; partial refunds are allowed and all refunds of a charge together never exceed it, even when concurrent. amount ≤ 0: 400. Not a Settled charge, or more than is left: 409. Provider unreachable: 502. 201 with the Refund transaction (positive amount, originalTransactionId = the charge); emits transaction.refunded. Requires an Idempotency-Key.',
       auth: { merchant: 'Staff' },
       idempotent: true,
+      ownerOf,
       params: IdParams,
       body: RefundTransactionRequest,
       responses: { 201: Transaction, 400: null, 404: null, 409: null, 502: null },
