@@ -209,6 +209,43 @@ describe('billing runs', () => {
     expect((await ledger(m.id)).charges.map((c) => c.status).sort()).toEqual(['Failed', 'Settled']);
   });
 
+  it('walks the retry ladder with bank debits that fail at settlement, and does not bill the next period while one is unsettled', async () => {
+    // Weekly, offsets 1 and 3 days, a 3-day window: retries that fail only at settlement.
+    const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3, billingRetryOffsetsDays: '1,3' }, plan: { interval: 'Week' } });
+    const poor = await m.subscriber([{ ...BANK, last4: '9002' }]);
+    expect(await run(T0)).toMatchObject({ charged: 1, failed: 0 });
+    expect(await run(day(3))).toMatchObject({ failed: 1 }); // attempt 1 fails at settlement: dunning from day 3
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'PastDue', nextBillingAt: day(4) });
+    expect(await run(day(4))).toMatchObject({ charged: 1, retried: 1, failed: 0 }); // retry 1 (attempt 2), Processing
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'Active', nextBillingAt: day(7) });
+    // Day 7: the next period is due, but retry 1 is still unsettled: it settles first (fails),
+    // and retry 2 (due at day 3 + 3) is made instead, for the period still owed.
+    expect(await run(day(7))).toMatchObject({ charged: 1, retried: 1, failed: 1, terminated: 0 });
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'Active', currentPeriodStart: T0, nextBillingAt: day(7) });
+    expect(await run(day(8))).toMatchObject({ charged: 0 }); // retry 2 unsettled: the next period waits
+    // Day 10: retry 2, the last, fails at settlement: the terminal action, Cancel.
+    expect(await run(day(10))).toMatchObject({ charged: 0, failed: 1, terminated: 1 });
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'Cancelled' });
+    expect((await m.transactions(poor.id)).map((t) => [t.attempt, t.status, t.occurredAt, t.failureReason])).toEqual([
+      [1, 'Failed', T0, 'insufficient_funds'],
+      [2, 'Failed', day(4), 'insufficient_funds'],
+      [3, 'Failed', day(7), 'insufficient_funds'],
+    ]);
+    expect(await outbox('subscription.cancelled', 'id', poor.id)).toHaveLength(1);
+  });
+
+  it('retries a declined card once per run even when several retry dates have passed, counting subscriptions', async () => {
+    const m = await billingMerchant({ merchant: { billingRetryOffsetsDays: '1,3,7' } });
+    const declined = await m.subscriber([{ ...CARD, last4: '0002' }]);
+    expect(await run(T0)).toMatchObject({ charged: 1, failed: 1 });
+    // Every retry date has passed by day 20: one retry per run, each run's counts of one subscription.
+    expect(await run(day(20))).toEqual({ asOf: day(20), charged: 1, succeeded: 0, failed: 1, retried: 1, terminated: 0, skipped: 0 });
+    expect(await run(day(20))).toMatchObject({ charged: 1, failed: 1, retried: 1, terminated: 0 });
+    expect(await run(day(20))).toMatchObject({ charged: 1, failed: 1, retried: 1, terminated: 1 });
+    expect((await m.transactions(declined.id)).map((t) => t.attempt)).toEqual([1, 2, 3, 4]);
+    expect((await ledger(m.id)).charges).toHaveLength(4);
+  });
+
   it('charges a subscription behind by several periods for one period per run, never several at once', async () => {
     const m = await billingMerchant({ plan: { interval: 'Week', amount: 10 } });
     const behind = await m.subscriber();

@@ -119,7 +119,7 @@ export const DUE_SUBSCRIPTIONS_SQL = `select s.id from subscriptions s join merc
     and (s.claimed_until is null or s.claimed_until < now())
     and not (s.id = any(?::uuid[]))
     and s.id not in (select t.subscription_id from transactions t
-                      where t.status = 'Processing' and t.provider_ref is null and t.subscription_id is not null)
+                      where t.status = 'Processing' and t.subscription_id is not null and (t.provider_ref is null or t.kind = 'Charge'))
   order by s.next_billing_at, s.id limit ? for update of s skip locked`;
 
 /**
@@ -153,9 +153,11 @@ export const TRIED_CHARGES_SQL = `select t.subscription_id, t.payment_method_id,
  */
 export class BillingRun {
   private readonly result: BillingRunResult;
-  /** The period (start, ms) each subscription has been charged for by this run: one per run (see `claimDue`); its size is `charged`. */
-  private readonly chargedPeriod = new Map<string, number>();
+  /** The period (start, ms) and attempt each subscription has been charged for by this run: one of each per run (see `claimDue`); its size is `charged`. */
+  private readonly chargedPeriod = new Map<string, string>();
   private readonly retried = new Set<string>();
+  /** Subscriptions whose charge failed in this run (declined by every method, or at settlement); its size is `failed`. */
+  private readonly failed = new Set<string>();
   /** Work that failed unexpectedly in this run is not picked up again by it. */
   private readonly excluded = new Set<string>();
 
@@ -179,6 +181,7 @@ export class BillingRun {
     await Promise.all(Array.from({ length: this.opts.workers }, () => this.chargeDueLoop()));
     this.result.charged = this.chargedPeriod.size;
     this.result.retried = this.retried.size;
+    this.result.failed = this.failed.size;
     return this.result;
   }
 
@@ -278,8 +281,8 @@ export class BillingRun {
             const sub = subs.get(t.subscriptionId);
             const m = merchants.get(t.merchantId)!;
             if (sub && t.periodStart && sub.currentPeriodStart.getTime() === t.periodStart.getTime()) {
-              const o = sub.recordFailedSettlement(t.periodStart, dunningPolicyOf(m), this.asOf);
-              if (o) this.result.failed++;
+              const o = sub.recordFailedSettlement(t.periodStart, t.attempt, dunningPolicyOf(m), this.asOf);
+              if (o) this.failed.add(sub.id);
               if (o === 'terminated') this.result.terminated++;
               recordSubscriptionEvents(em, sub);
             }
@@ -402,11 +405,12 @@ export class BillingRun {
           events.push(...subscriptionEvents(sub));
           continue;
         }
-        // One period per subscription and run: a subscription behind by several periods (its
-        // merchant had no gateway, a run at a distant asOf) is not charged for all of them at
-        // once; the next run (the scheduler's, a minute later) charges the next. The same
-        // period comes back in this run only to fall back to the member's next method.
-        const due = sub.duePeriodStart()!.getTime();
+        // One period and one attempt per subscription and run: a subscription behind by several
+        // periods (its merchant had no gateway, a run at a distant asOf) is not charged for all
+        // of them at once, nor is a card declined again at once for each retry whose date has
+        // passed; the next run (the scheduler's, a minute later) makes the next. The same period
+        // and attempt come back in this run only to fall back to the member's next method.
+        const due = `${sub.duePeriodStart()!.getTime()}/${sub.chargeAttempt()}`;
         const earlier = this.chargedPeriod.get(sub.id);
         if (!plan || !merchant.gatewayConfigured || (earlier !== undefined && earlier !== due)) {
           this.excluded.add(sub.id);
@@ -418,7 +422,7 @@ export class BillingRun {
         if (!next) {
           // Every method declined (or the member has none): the period's charge failed.
           const outcome = sub.recordFailedCharge(dunningPolicyOf(merchant), this.asOf);
-          this.result.failed++;
+          this.failed.add(sub.id);
           if (outcome === 'terminated') this.result.terminated++;
           changed.push(sub);
           events.push(...subscriptionEvents(sub));
@@ -631,7 +635,7 @@ async function recordOutcomesOnce(
     const sub = t.subscriptionId ? locked.subs.get(t.subscriptionId) : undefined;
     if (!sub || !t.periodStart || sub.duePeriodStart()?.getTime() !== t.periodStart.getTime() || (sub.status !== 'Active' && sub.status !== 'PastDue')) return;
     if (advancesPeriod(o)) {
-      sub.advancePeriod(locked.plans.get(sub.planId)!, asOf);
+      sub.advancePeriod(locked.plans.get(sub.planId)!, asOf, { processing: o.status === 'Processing' });
       sub.claimedUntil = null;
       advanced.push(sub);
       advancedBy.push(t.id);

@@ -183,6 +183,33 @@ describe('Subscription transitions', () => {
       expect([s.status, s.currentPeriodStart.toISOString(), s.nextBillingAt?.toISOString(), s.retryCount]).toEqual(['Active', T0.toISOString(), '2026-02-28T10:00:00.000Z', 0]);
     });
 
+    it('a first bank debit failing at settlement starts dunning then; a processing retry failing goes on with the ladder', () => {
+      const s = start();
+      s.advancePeriod(MONTHLY, T0, { processing: true }); // attempt 1, a bank debit, Processing
+      expect(s.recordFailedSettlement(T0, 1, POLICY, later(3))).toBe('past_due');
+      expect([s.status, s.nextBillingAt?.toISOString(), s.chargeAttempt()]).toEqual(['PastDue', later(4).toISOString(), 2]);
+      s.advancePeriod(MONTHLY, later(4), { processing: true }); // attempt 2 (retry 1), Processing
+      expect([s.status, s.nextBillingAt?.toISOString()]).toEqual(['Active', '2026-02-28T10:00:00.000Z']);
+      // Retry 1 fails at settlement three days later: retry 2 is at 3 + 3 days, retry 3 at 3 + 7.
+      expect(s.recordFailedSettlement(T0, 2, POLICY, later(7))).toBe('retry_scheduled');
+      expect([s.status, s.duePeriodStart()?.toISOString(), s.nextBillingAt?.toISOString(), s.chargeAttempt()]).toEqual(['PastDue', T0.toISOString(), later(6).toISOString(), 3]);
+      s.advancePeriod(MONTHLY, later(7), { processing: true }); // attempt 3
+      expect(s.recordFailedSettlement(T0, 3, POLICY, later(10))).toBe('retry_scheduled');
+      expect([s.nextBillingAt?.toISOString(), s.chargeAttempt()]).toEqual([later(10).toISOString(), 4]);
+      s.advancePeriod(MONTHLY, later(10), { processing: true }); // attempt 4, the last retry
+      expect(s.recordFailedSettlement(T0, 4, POLICY, later(13))).toBe('terminated');
+      expect(s.status).toBe('Cancelled');
+    });
+
+    it('a settled charge ends dunning for good: a later first debit failing at settlement starts it afresh', () => {
+      const s = start();
+      s.recordFailedCharge(POLICY, T0);
+      s.advancePeriod(MONTHLY, later(1)); // the retry settled at once
+      s.advancePeriod(MONTHLY, later(28), { processing: true }); // the next period, attempt 1
+      expect(s.recordFailedSettlement(s.currentPeriodStart, 1, POLICY, later(31))).toBe('past_due');
+      expect([s.nextBillingAt?.toISOString(), s.chargeAttempt()]).toEqual([later(32).toISOString(), 2]);
+    });
+
     it('ends a subscription flagged cancelAtPeriodEnd instead of charging it', () => {
       const s = start();
       s.cancel(true, T0);

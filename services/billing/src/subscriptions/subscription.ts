@@ -168,9 +168,11 @@ export class Subscription {
 
   /**
    * Billing run: the charge for the period due (`duePeriodStart`) succeeded or is processing.
-   * That period becomes current, dunning ends, and the next period is due at its end.
+   * That period becomes current, dunning ends, and the next period is due at its end. A
+   * processing charge (a bank debit) may still fail at settlement: when it was a retry, dunning
+   * then goes on from where it was (`recordFailedSettlement`), so when it started is kept.
    */
-  advancePeriod(schedule: BillingSchedule, now = new Date()): void {
+  advancePeriod(schedule: BillingSchedule, now = new Date(), charge: { processing?: boolean } = {}): void {
     if (this.status !== 'Active' && this.status !== 'PastDue') throw new DomainError('invalid_transition', `A ${this.status} subscription is not billed.`);
     const start = this.duePeriodStart();
     if (!start) throw new DomainError('invalid_transition', 'Nothing is due.');
@@ -179,7 +181,7 @@ export class Subscription {
     this.currentPeriodEnd = periodEnd(start, schedule, this.billingAnchor);
     this.nextBillingAt = this.currentPeriodEnd;
     this.dunningPeriodStart = null;
-    this.dunningStartedAt = null;
+    if (!charge.processing) this.dunningStartedAt = null;
     this.retryCount = 0;
     this.updatedAt = now;
   }
@@ -227,12 +229,21 @@ export class Subscription {
   }
 
   /**
-   * A Processing bank charge of a past period failed at settlement: the period is collected
-   * again, as after a failed charge at `at`.
+   * A Processing bank charge of the current period (`periodStart`), its `attempt`, failed at
+   * settlement: the period is collected again. A first charge's failure starts dunning at `at`,
+   * as a declined charge does; a retry's failure is that retry failing, so dunning goes on where
+   * it was: the retries already run count, the next is at its offset from when dunning started
+   * (due at once when that has passed), and when none is left the terminal action applies.
    */
-  recordFailedSettlement(periodStart: Date, policy: DunningPolicy, at: Date): FailureOutcome | null {
+  recordFailedSettlement(periodStart: Date, attempt: number, policy: DunningPolicy, at: Date): FailureOutcome | null {
     if (this.status !== 'Active') return null;
     this.nextBillingAt = periodStart;
+    if (attempt > 1) {
+      this.status = 'PastDue';
+      this.dunningPeriodStart = periodStart;
+      this.dunningStartedAt ??= at;
+      this.retryCount = attempt - 2; // the retries before this one; recordFailedCharge counts this one
+    }
     return this.recordFailedCharge(policy, at);
   }
 
