@@ -294,12 +294,25 @@ describe('POST /api/Checkout/sessions/me/complete', () => {
     expect(res.body).toMatchObject({ status: 'Failed', failureReason: expect.stringContaining('live subscription') });
   });
 
-  it('400 naming missing customer details; 404 for another sessionId; 400 without a providerToken', async () => {
+  it('Failed 400 naming missing customer details or for an empty token, 409 for a plan deactivated since; 404 for another sessionId; 400 without a providerToken', async () => {
     const s = await openSession(api, m, { customer: undefined });
     const token = await captureBank(api, s);
     const missing = await complete(api, s, token);
     expect(missing.status).toBe(400);
-    expect(Object.keys(missing.body.errors).sort()).toEqual(['email', 'firstName', 'lastName']);
+    // interface.md: complete's 400 answers a completion result, not problem details.
+    expect(missing.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(missing.body).toMatchObject({ status: 'Failed', returnUrl: expect.any(String), failureReason: expect.stringContaining('email, firstName, lastName') });
+    const empty = await complete(api, s, '');
+    expect([empty.status, empty.body.status]).toEqual([400, 'Failed']);
+
+    const planned = await setUpCheckoutMerchant(api, admin);
+    const late = await openSession(api, planned);
+    const lateToken = await captureBank(api, late);
+    expect((await api.patch(`/api/Plans/${planned.planId}`, { isActive: false }, { token: planned.key })).status).toBe(200);
+    const inactive = await complete(api, late, lateToken);
+    expect(inactive.status).toBe(409);
+    expect(inactive.body).toMatchObject({ status: 'Failed', failureReason: 'The plan is no longer active.' });
+
     const other = await openSession(api, m);
     expect((await api.post('/api/Checkout/sessions/me/complete', { sessionId: other.sessionId, providerToken: token }, { token: s.token })).status).toBe(404);
     expect((await api.post('/api/Checkout/sessions/me/complete', { sessionId: s.sessionId }, { token: s.token })).status).toBe(400);

@@ -86,7 +86,8 @@ export const CaptureBankRequest = z
 export const BankCaptureResult = z.object({ providerToken: z.string().nullable() }).meta({ id: 'BankCaptureResult' });
 
 export const CompleteCheckoutRequest = z
-  .object({ sessionId: Uuid, providerToken: z.string('Required.').min(1, 'Required.').max(128) })
+  // An empty token is answered as an unknown one: a Failed completion result (interface.md), not a problem.
+  .object({ sessionId: Uuid, providerToken: z.string('Required.').max(128) })
   .meta({ id: 'CompleteCheckoutRequest' });
 
 /** Checkout completion result (interface.md): 200 Completed, 400 or 409 Failed, 409 Pending. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DateTime, Paged, PageQuery, Uuid } from './common.js';
+import { Currency } from './plans.js';
 import { DateOrDateTime } from './subscriptions.js';
 
 export const FEE_STATEMENT_STATUSES = ['Draft', 'Finalised', 'Paid'] as const;
@@ -48,7 +49,7 @@ export const GenerateFeeStatementRequest = z
     merchantId: Uuid,
     periodStart: DateOrDateTime,
     periodEnd: DateOrDateTime,
-    currency: z.string().regex(/^[A-Z]{3}$/, 'Must be an ISO 4217 code.').nullish(),
+    currency: Currency.nullish(),
   })
   .meta({ id: 'GenerateFeeStatementRequest' });
 

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { UpdateWebhookRequest } from './api-keys.js';
 import { CustomerLoginRequest, CustomerSignupRequest, ResetPasswordRequest } from './customers.js';
 import { CreateMerchantUserRequest, MerchantLoginRequest } from './merchant-users.js';
+import { GenerateFeeStatementRequest } from './fee-statements.js';
 import { SaveOnboardingDetailsRequest } from './onboarding.js';
 import { fieldErrorsOf } from './validation.js';
 
@@ -40,5 +41,11 @@ describe('field errors', () => {
     expect(errorsOf(ResetPasswordRequest, { token: 'x'.repeat(43), newPassword: ' '.repeat(9) })).toEqual({ newPassword: blank.password });
     expect(errorsOf(CreateMerchantUserRequest, { email: 'o@example.com', password: ' '.repeat(9), fullName: 'O', role: 'Owner' })).toEqual(blank);
     expect(errorsOf(MerchantLoginRequest, { email: 'o@example.com', password: '  ' })).toEqual(blank);
+  });
+
+  it('take a fee statement currency in lower case, upper-cased, like a plan currency', () => {
+    const period = { merchantId: ID, periodStart: '2030-01-01', periodEnd: '2030-02-01' };
+    expect(GenerateFeeStatementRequest.parse({ ...period, currency: 'kwd' }).currency).toBe('KWD');
+    expect(Object.keys(errorsOf(GenerateFeeStatementRequest, { ...period, currency: 'XXX' }))).toEqual(['currency']);
   });
 });

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { DomainError, isUuidText, type FieldErrors } from '@billing/contracts';
+import { DomainError, isUuidText } from '@billing/contracts';
 import { Batcher, faultInjector, insertOutboxSql, queryPrepared, rowsByItem, scopeOfMerchant, toOutboxJsonRow, type Logger, type OutboxJsonRow } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import type { CompletionResult__Output as CompletionResult } from '@billing/proto-types/checkout/v1/CompletionResult';
@@ -34,7 +34,12 @@ interface TakenSession {
 }
 
 const completed = (s: { returnUrl: string }): CompletionResult => ({ status: 'Completed', returnUrl: s.returnUrl, failureKind: '' });
-const failed = (s: { returnUrl: string }, kind: 'invalid_token' | 'subscription_exists', reason: string): CompletionResult => ({ status: 'Failed', returnUrl: s.returnUrl, failureReason: reason, failureKind: kind });
+/**
+ * Why a completion failed: its status is 409 for `subscription_exists` and `plan_inactive` (the
+ * state of the merchant's data), else 400 (what the customer sent or left out).
+ */
+type FailureKind = 'invalid_token' | 'subscription_exists' | 'customer_incomplete' | 'invalid_customer' | 'plan_inactive';
+const failed = (s: { returnUrl: string }, kind: FailureKind, reason: string): CompletionResult => ({ status: 'Failed', returnUrl: s.returnUrl, failureReason: reason, failureKind: kind });
 
 /**
  * Completes a checkout session: one business operation across identity and billing. Each step
@@ -62,9 +67,9 @@ export class SessionCompletion {
     if (!session) throw new DomainError('not_found', 'Checkout session not found.');
     if (session.status === 'Completed') return completed(session);
     if (!session.tokenCaptured) return failed(session, 'invalid_token', 'The provider token is unknown or was not captured for this checkout session.');
-    const missing: FieldErrors = {};
-    for (const f of ['email', 'firstName', 'lastName'] as const) if (!session[f]) missing[f] = ['Required before completing: send it with PATCH /api/Checkout/sessions/me/customer.'];
-    if (Object.keys(missing).length) throw DomainError.validation(missing);
+    // interface.md: complete's 400 and 409 answer a completion result, which the hosted page acts on.
+    const missing = (['email', 'firstName', 'lastName'] as const).filter((f) => !session[f]);
+    if (missing.length) return failed(session, 'customer_incomplete', `The customer's ${missing.join(', ')} must be given first (PATCH /api/Checkout/sessions/me/customer).`);
 
     if (!session.leased) {
       const now = await this.orm.em.fork().findOneOrFail(CheckoutSession, { id: session.id });
@@ -178,6 +183,11 @@ export class SessionCompletion {
         return failed(s, 'invalid_token', 'The payment provider does not accept this token for this customer.');
       }
       if (e instanceof DomainError && e.code === 'subscription_exists') return failed(s, 'subscription_exists', 'The customer already has a live subscription to this plan.');
+      if (e instanceof DomainError && e.code === 'unprocessable') return failed(s, 'plan_inactive', 'The plan is no longer active.');
+      if (e instanceof DomainError && e.code === 'validation_failed') {
+        const fields = Object.keys(e.extensions.errors ?? {}).join(', ');
+        return failed(s, 'invalid_customer', `The customer's details are not valid${fields ? ` (${fields})` : ''}: correct them with PATCH /api/Checkout/sessions/me/customer.`);
+      }
       throw e;
     }
   }

@@ -160,13 +160,13 @@ export function checkoutRoutes(backends: Backends, access: MerchantAccess): Rout
       tag: 'Hosted checkout',
       summary: 'Complete the checkout',
       description:
-        'Checkout-session token only. Ensures the customer account (unclaimed when new), the member (the existing one for the email), the payment method (from the token) and the subscription, then fires checkout.completed (data: sessionId, memberId, paymentMethodId, subscriptionId, planId, customerAccountId, email, firstName, lastName, completedAt) exactly once. 200 { status: "Completed", returnUrl, failureReason: null }; a repeated call answers the same and creates nothing. 400 { status: "Failed", failureReason }: the token is unknown, another session\'s or another merchant\'s. 409 { status: "Failed" }: the member already has a live subscription to the plan. 409 { status: "Pending" }: another completion of the session is running; retry shortly. These three bodies are completion results, not problem details. Customer details missing: 400 problem naming them; sessionId other than the token\'s: 404; provider unreachable: 502.',
+        'Checkout-session token only. Ensures the customer account (unclaimed when new), the member (the existing one for the email), the payment method (from the token) and the subscription, then fires checkout.completed (data: sessionId, memberId, paymentMethodId, subscriptionId, planId, customerAccountId, email, firstName, lastName, completedAt) exactly once. 200 { status: "Completed", returnUrl, failureReason: null }; a repeated call answers the same and creates nothing. 400 { status: "Failed", failureReason }: the token is empty, unknown, another session\'s or another merchant\'s; the customer\'s email, firstName or lastName is missing or not valid (failureReason names them). 409 { status: "Failed" }: the member already has a live subscription to the plan, or the plan is no longer active. 409 { status: "Pending" }: another completion of the session is running; retry shortly. These bodies are completion results, not problem details. sessionId other than the token\'s: 404; provider unreachable: 502 (problem details).',
       auth: { checkout: true },
       body: CompleteCheckoutRequest,
       responses: { 200: CheckoutCompletionResult, 400: CheckoutCompletionResult, 404: null, 409: CheckoutCompletionResult, 502: null },
       handler: async ({ body, principal }) => {
         const r = await checkout.CompleteSession({ ...sessionOf(principal, body.sessionId), providerToken: body.providerToken });
-        const status = r.status === 'Completed' ? 200 : r.status === 'Pending' || r.failureKind === 'subscription_exists' ? 409 : 400;
+        const status = r.status === 'Completed' ? 200 : r.status === 'Pending' || r.failureKind === 'subscription_exists' || r.failureKind === 'plan_inactive' ? 409 : 400;
         return { status, body: { status: r.status, returnUrl: orNull(r.returnUrl), failureReason: orNull(r.failureReason) }, contentType: 'application/json; charset=utf-8' };
       },
     }),
