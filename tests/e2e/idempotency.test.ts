@@ -204,7 +204,7 @@ describe('scope', () => {
     const first = await subscribe(a, body, key);
     expect(first.status).toBe(201);
     const again = await api.post('/api/Subscriptions', body, as(admin, key));
-    expect([again.status, again.headers.get('idempotent-replayed'), again.body.id]).toEqual([201, 'true', first.body.id]);
+    expect([again.status, again.headers.get('idempotent-replayed'), again.body.id], JSON.stringify(again.body)).toEqual([201, 'true', first.body.id]);
 
     // Named by the path alone: a payment method added to the member (no merchantId in the
     // body), concurrently by the merchant and the admin, is added once; then a pause.

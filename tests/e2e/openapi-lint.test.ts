@@ -101,5 +101,12 @@ describe('the gateway answers with the documented rate-limit headers', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('ratelimit-limit')).toMatch(/^\d+$/);
     expect(res.headers.get('ratelimit-remaining')).toMatch(/^\d+$/);
+    // They name the limit closest to running out as a share of its quota, among those the
+    // structured RateLimit and RateLimit-Policy fields list.
+    const items = (h: string) => new Map([...h.matchAll(/"([^"]+)";(\w)=(\d+)/g)].map((m) => [m[1]!, Number(m[3])]));
+    const quota = items(res.headers.get('ratelimit-policy')!);
+    const left = items(res.headers.get('ratelimit')!);
+    const tightest = [...left].sort(([a, r], [b, s]) => r / quota.get(a)! - s / quota.get(b)!)[0]!;
+    expect([res.headers.get('ratelimit-limit'), res.headers.get('ratelimit-remaining')]).toEqual([String(quota.get(tightest[0])), String(tightest[1])]);
   });
 });

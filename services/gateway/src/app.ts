@@ -13,6 +13,7 @@ import { customerRoutes } from './customers/customer-routes.js';
 import type { GatewayConfig } from './config.js';
 import type { RouteSpec } from './http/route.js';
 import { buildHttpServer, type RequestPipeline } from './http/server.js';
+import { actingFor } from './idempotency/acting-for.js';
 import { startExpiryJob } from './idempotency/expiry-job.js';
 import { IdempotencyEngine } from './idempotency/idempotency-engine.js';
 import { IdempotencyRecordSchema } from './idempotency/idempotency-record.js';
@@ -79,9 +80,17 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     beforeAuthentication: (request, reply) => limits.beforeAuthentication(request, reply),
     authenticationFailed: (request) => limits.authenticationFailed(request),
     limitRate: (request, principal, reply) => limits.limitCredential(request, principal, reply),
-    runIdempotent: (_spec, request, principal, run) =>
+    runIdempotent: async (spec, request, principal, run) =>
       idempotency.run(
-        { method: request.method, url: request.url, key: request.headers['idempotency-key'], rawBody: request.rawBody, principal, traceId: request.traceId },
+        {
+          method: request.method,
+          url: request.url,
+          key: request.headers['idempotency-key'],
+          rawBody: request.rawBody,
+          principal,
+          actingFor: await actingFor(spec, principal, request),
+          traceId: request.traceId,
+        },
         run,
       ),
   };

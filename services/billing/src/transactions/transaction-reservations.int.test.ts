@@ -181,7 +181,7 @@ describe('TransactionReservations.retry', () => {
     const r = await reservations.retry({ scope: o.scope, id: failed });
     const merchant = await orm().em.fork().findOneOrFail(Merchant, { id: o.merchantId });
     expect(r.t).toMatchObject({ kind: 'Charge', status: 'Processing', attempt: 3, originalTransactionId: failed, subscriptionId: sub, paymentMethodId: o.paymentMethodId, amountMinor: 1995, periodStart: new Date(PERIOD) });
-    expect(r.t.feeMinor).toBe(platformFee(1995, merchant.feeTerms()));
+    expect(r.t.feeMinor).toBe(platformFee(1995, 'AUD', merchant.feeTerms()));
     expect(r.t.feeMinor).toBe(100);
     expect(r.merchant).toEqual({ providerEnvironment: 'Production' });
     await expectStored(r);

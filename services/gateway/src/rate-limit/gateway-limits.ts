@@ -123,8 +123,11 @@ export class GatewayLimits {
     decisions.push(decision);
     reply.header('ratelimit-policy', decisions.map((d) => policyItem(d.limiter.name, d.limiter.policy)).join(', '));
     reply.header('ratelimit', decisions.map((d) => `"${d.limiter.name}";r=${d.remaining};t=${d.resetSeconds}`).join(', '));
-    // The earlier drafts' fields too, for clients that read them: the limit closest to running out.
-    const tightest = decisions.reduce((x, y) => (y.remaining < x.remaining ? y : x));
+    // The earlier drafts' fields too, for clients that read them: the limit closest to running
+    // out, as a share of its quota (by count, an untouched small bucket, such as the 30 failed
+    // authentications, would hide a large one that is nearly spent).
+    const share = (d: RateDecision) => d.remaining / d.limiter.policy.burst;
+    const tightest = decisions.reduce((x, y) => (share(y) < share(x) ? y : x));
     reply.header('ratelimit-limit', String(tightest.limiter.policy.burst));
     reply.header('ratelimit-remaining', String(tightest.remaining));
     if (!decision.allowed) {
