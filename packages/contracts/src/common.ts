@@ -11,6 +11,12 @@ export const Email = z.email({ message: 'Must be a valid email address.' }).max(
 export const NonBlankText = (max: number) =>
   z.string().max(max, `Must be at most ${max} characters.`).regex(/\S/, 'Must contain a non-whitespace character.');
 
+/**
+ * A password schema that also refuses whitespace alone, like every required text (contract §2);
+ * its lengths are the caller's (new passwords 8 to 128, sign-ins 1 to 128).
+ */
+export const nonBlankPassword = (s: z.ZodString) => s.regex(/\S/, 'Must contain a character other than whitespace.');
+
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, Uuid } from './common.js';
+import { DateTime, nonBlankPassword, Uuid } from './common.js';
 
 /** Customer-scope bearer tokens live one hour. */
 export const CUSTOMER_TOKEN_TTL_SECONDS = 3600;
@@ -63,9 +63,7 @@ export const CUSTOMER_OPTIONAL_PROFILE_FIELDS = Object.keys(ProfileFields) as (k
 const RequiredEmail = z
   .email({ error: (issue) => (issue.input === undefined || issue.input === null ? 'Required.' : 'Must be a valid email address.') })
   .max(256, 'Must be at most 256 characters.');
-/** A password, like every required text (contract §2), holds a character other than whitespace. */
-export const BLANK_PASSWORD_MESSAGE = 'Must contain a character other than whitespace.';
-const NewPassword = z.string(required()).min(8, 'Must be at least 8 characters.').max(128, 'Must be at most 128 characters.').regex(/\S/, BLANK_PASSWORD_MESSAGE);
+const NewPassword = nonBlankPassword(z.string(required()).min(8, 'Must be at least 8 characters.').max(128, 'Must be at most 128 characters.'));
 
 export const CustomerSignupRequest = z
   .object({
@@ -83,7 +81,7 @@ export type CustomerSignupRequest = z.infer<typeof CustomerSignupRequest>;
 export const CustomerLoginRequest = z
   .object({
     email: RequiredEmail,
-    password: z.string(required()).min(1, 'Required.').max(128, 'Must be at most 128 characters.').regex(/\S/, BLANK_PASSWORD_MESSAGE),
+    password: nonBlankPassword(z.string(required()).min(1, 'Required.').max(128, 'Must be at most 128 characters.')),
   })
   .meta({ id: 'CustomerLoginRequest' });
 export type CustomerLoginRequest = z.infer<typeof CustomerLoginRequest>;

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { DateTime, NonBlankText, Email, Uuid } from './common.js';
-import { BLANK_PASSWORD_MESSAGE } from './customers.js';
+import { DateTime, NonBlankText, Email, nonBlankPassword, Uuid } from './common.js';
 
 /** Ordered from least to most privileged; a role includes every role before it. */
 export const MERCHANT_ROLES = ['Viewer', 'Staff', 'Admin', 'Owner'] as const;
@@ -10,7 +9,7 @@ export function roleAtLeast(role: MerchantRole, needed: MerchantRole): boolean {
   return MERCHANT_ROLES.indexOf(role) >= MERCHANT_ROLES.indexOf(needed);
 }
 
-export const Password = z.string().min(8, 'Must be at least 8 characters.').max(128, 'Must be at most 128 characters.').regex(/\S/, BLANK_PASSWORD_MESSAGE);
+export const Password = nonBlankPassword(z.string().min(8, 'Must be at least 8 characters.').max(128, 'Must be at most 128 characters.'));
 
 export const CreateMerchantUserRequest = z
   .object({
@@ -42,7 +41,7 @@ export type MerchantUser = z.infer<typeof MerchantUser>;
 export const MerchantLoginRequest = z
   .object({
     email: z.email({ message: 'Must be a valid email address.' }).min(1, 'Required.').max(256, 'Must be at most 256 characters.'),
-    password: z.string().min(1).max(128).regex(/\S/, BLANK_PASSWORD_MESSAGE),
+    password: nonBlankPassword(z.string().min(1).max(128)),
   })
   .meta({ id: 'MerchantLoginRequest' });
 export type MerchantLoginRequest = z.infer<typeof MerchantLoginRequest>;

@@ -159,8 +159,8 @@ export const TRIED_CHARGES_SQL = `select t.subscription_id, t.payment_method_id,
  */
 export class BillingRun {
   private readonly result: BillingRunResult;
-  /** The period (start, ms) and attempt each subscription has been charged for by this run: one of each per run (see `claimDue`); its size is `charged`. */
-  private readonly chargedPeriod = new Map<string, string>();
+  /** The period (start, ms) and attempt, `start/attempt`, each subscription has been charged for by this run: one of each per run (see `claimDue`); its size is `charged`. */
+  private readonly chargedFor = new Map<string, string>();
   private readonly retried = new Set<string>();
   /** Subscriptions whose charge failed in this run (declined by every method, or at settlement); its size is `failed`. */
   private readonly failed = new Set<string>();
@@ -185,7 +185,7 @@ export class BillingRun {
     await this.reconcileUnconfirmed();
     this.result.skipped = await this.countSkipped();
     await Promise.all(Array.from({ length: this.opts.workers }, () => this.chargeDueLoop()));
-    this.result.charged = this.chargedPeriod.size;
+    this.result.charged = this.chargedFor.size;
     this.result.retried = this.retried.size;
     this.result.failed = this.failed.size;
     return this.result;
@@ -417,12 +417,12 @@ export class BillingRun {
         // passed; the next run (the scheduler's, a minute later) makes the next. The same period
         // and attempt come back in this run only to fall back to the member's next method.
         const due = `${sub.duePeriodStart()!.getTime()}/${sub.chargeAttempt()}`;
-        const earlier = this.chargedPeriod.get(sub.id);
+        const earlier = this.chargedFor.get(sub.id);
         if (!plan || !merchant.gatewayConfigured || (earlier !== undefined && earlier !== due)) {
           this.excluded.add(sub.id);
           continue;
         }
-        this.chargedPeriod.set(sub.id, due);
+        this.chargedFor.set(sub.id, due);
         const next = (methods.get(sub.memberId) ?? []).find((pm) => !tried.get(sub.id)?.has(pm.id));
         if (sub.chargeAttempt() > 1) this.retried.add(sub.id);
         if (!next) {
