@@ -161,6 +161,43 @@ describe('merchant users (admin)', () => {
     expect((await api.get(location, { token: key })).status).toBe(401);
   });
 
+  it('lets an Owner manage the users of its own merchant; lower roles are 403, an API key 401', async () => {
+    const m = await createMerchant(api, admin);
+    const other = await createMerchant(api, admin);
+    const owner = await createMerchantUser(api, admin, m.id, 'Owner');
+    const email = `${unique('own')}@example.com`;
+    const made = await api.post(`/api/admin/merchants/${m.id}/users`, { email, password: 'password-123', fullName: 'Staffer', role: 'Staff' }, { token: owner.token });
+    expect(made.status).toBe(201);
+    expect(made.body).toEqual({ id: expect.any(String), merchantId: m.id, email, fullName: 'Staffer', role: 'Staff', isActive: true });
+    const location = made.headers.get('location')!;
+    expect((await api.get(location, { token: owner.token })).body).toEqual(made.body);
+    const promoted = await api.patch(location, { role: 'Admin' }, { token: owner.token });
+    expect(promoted.status).toBe(200);
+    expect(promoted.body.role).toBe('Admin');
+    // The promoted user signs in as Admin, and an Admin does not manage users.
+    const asAdmin = (await api.post('/api/auth/login', { email, password: 'password-123' })).body.token;
+    for (const role of ['Admin', 'Staff', 'Viewer']) {
+      const lower = role === 'Admin' ? { token: asAdmin } : await createMerchantUser(api, admin, m.id, role);
+      const create = await api.post(`/api/admin/merchants/${m.id}/users`, { email: `${unique()}@example.com`, password: 'password-123', fullName: 'X', role: 'Staff' }, { token: lower.token });
+      expect(create.status, role).toBe(403);
+      expect(create.body.type).toMatch(/forbidden$/);
+      expect((await api.patch(location, { isActive: false }, { token: lower.token })).status, role).toBe(403);
+      expect((await api.get(location, { token: lower.token })).status, role).toBe(403);
+    }
+    // Another merchant's users are out of the Owner's reach; an API key is not a credential for them.
+    const foreign = await createMerchantUser(api, admin, other.id, 'Staff');
+    expect((await api.patch(`/api/admin/merchants/${other.id}/users/${foreign.user.id}`, { isActive: false }, { token: owner.token })).status).toBe(403);
+    expect((await api.patch(`/api/admin/merchants/${m.id}/users/${foreign.user.id}`, { isActive: false }, { token: owner.token })).status).toBe(404);
+    expect((await api.get('/api/Merchants/me', { token: foreign.token })).status).toBe(200);
+    const { key } = await createApiKey(api, admin, m.id);
+    expect((await api.post(`/api/admin/merchants/${m.id}/users`, { email: `${unique()}@example.com`, password: 'password-123', fullName: 'K', role: 'Staff' }, { token: key })).status).toBe(401);
+    // The Owner deactivating a user ends that user's tokens, as the platform admin's does.
+    expect((await api.patch(location, { isActive: false }, { token: owner.token })).status).toBe(200);
+    expect((await api.get('/api/Merchants/me', { token: asAdmin })).status).toBe(401);
+    // Other admin endpoints stay the platform admin's.
+    expect((await api.get(`/api/admin/merchants/${m.id}`, { token: owner.token })).status).toBe(401);
+  });
+
   it('stores the password as a scrypt hash', async () => {
     const m = await createMerchant(api, admin);
     const { user, password } = await createMerchantUser(api, admin, m.id);

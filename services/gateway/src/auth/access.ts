@@ -5,12 +5,13 @@ import { merchantOf, type Principal, type PrincipalKind } from './principal.js';
 
 /**
  * What a route requires of its caller. `merchant` means a merchant credential (API key or
- * merchant user) or the platform admin; `role` is the least merchant-user role allowed.
+ * merchant user) or the platform admin, and names the least merchant-user role allowed;
+ * `apiKeys: false` leaves API keys out (a credential of the wrong kind, 401).
  */
 export type AuthRequirement =
   | { anonymous: true }
   | { admin: true }
-  | { merchant: MerchantRole }
+  | { merchant: MerchantRole; apiKeys?: false }
   | { customer: true }
   | { checkout: true };
 
@@ -22,7 +23,7 @@ export function authorize(principal: Principal | undefined, req: AuthRequirement
   if ('anonymous' in req) return;
   if (!principal) throw new DomainError('unauthenticated', 'A valid bearer credential is required.');
   const allowed: PrincipalKind[] =
-    'admin' in req ? ['admin'] : 'merchant' in req ? ['admin', 'apiKey', 'merchantUser'] : 'customer' in req ? ['customer'] : ['checkout'];
+    'admin' in req ? ['admin'] : 'merchant' in req ? (req.apiKeys === false ? ['admin', 'merchantUser'] : ['admin', 'apiKey', 'merchantUser']) : 'customer' in req ? ['customer'] : ['checkout'];
   if (!allowed.includes(principal.kind)) throw new DomainError('unauthenticated', 'This credential cannot be used for this endpoint.');
   if ('merchant' in req) {
     const role = principal.kind === 'merchantUser' ? principal.role : principal.kind === 'apiKey' ? API_KEY_ROLE : 'Owner';

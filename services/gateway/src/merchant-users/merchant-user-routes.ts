@@ -14,13 +14,17 @@ export function toMerchantUser(u: MerchantUser__Output): MerchantUser {
 
 export function merchantUserRoutes(backends: Backends, access: MerchantAccess, feed: CredentialFeed): RouteSpec[] {
   const users = backends.identity.merchantUsers;
-  /** What the routes of one merchant user (the platform admin's) share. */
+  /**
+   * What the routes of one merchant user share. Contract §1: "Owner: Admin plus merchant users",
+   * so besides the platform admin an Owner of the merchant manages its users; every other role
+   * is 403. API keys are integration credentials, not among them (401).
+   */
   const oneUser = {
     url: '/api/admin/merchants/:id/users/:userId',
     tag: 'Admin',
-    auth: { admin: true },
+    auth: { merchant: 'Owner', apiKeys: false },
     params: z.object({ id: Uuid, userId: Uuid }),
-    responses: { 200: MerchantUser, 400: null, 404: null },
+    responses: { 200: MerchantUser, 400: null, 403: null, 404: null },
   } as const;
   return [
     defineRoute({
@@ -43,11 +47,11 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       url: '/api/admin/merchants/:id/users',
       tag: 'Admin',
       summary: 'Create a merchant user',
-      description: 'Email is unique across all merchant users (409).',
-      auth: { admin: true },
+      description: 'The platform admin, or an Owner of the merchant (another role or another merchant: 403; an API key: 401). Email is unique across all merchant users (409).',
+      auth: { merchant: 'Owner', apiKeys: false },
       params: z.object({ id: Uuid }),
       body: CreateMerchantUserRequest,
-      responses: { 201: MerchantUser, 400: null, 404: null, 409: null },
+      responses: { 201: MerchantUser, 400: null, 403: null, 404: null, 409: null },
       handler: async ({ params, body, principal }) => {
         const scope = await merchantCallScope(access, principal, params.id);
         const user = await users.CreateMerchantUser({ ...body, scope }, { deadlineMs: PASSWORD_WORK_DEADLINE_MS });
