@@ -171,6 +171,11 @@ describe('merchant users (admin)', () => {
     expect(made.body).toEqual({ id: expect.any(String), merchantId: m.id, email, fullName: 'Staffer', role: 'Staff', isActive: true });
     const location = made.headers.get('location')!;
     expect((await api.get(location, { token: owner.token })).body).toEqual(made.body);
+    const listed = await api.get(`/api/admin/merchants/${m.id}/users?pageSize=1&page=2`, { token: owner.token });
+    expect(listed.status).toBe(200);
+    expect(listed.body).toEqual({ items: [made.body], page: 2, pageSize: 1, totalCount: 2, totalPages: 2, hasNextPage: false, hasPreviousPage: true });
+    expect((await api.get(`/api/admin/merchants/${m.id}/users`, { token: admin })).body.items.map((u: { id: string }) => u.id)).toEqual([owner.user.id, made.body.id]);
+    expect((await api.get(`/api/admin/merchants/${other.id}/users`, { token: owner.token })).status).toBe(403);
     const promoted = await api.patch(location, { role: 'Admin' }, { token: owner.token });
     expect(promoted.status).toBe(200);
     expect(promoted.body.role).toBe('Admin');
@@ -183,6 +188,7 @@ describe('merchant users (admin)', () => {
       expect(create.body.type).toMatch(/forbidden$/);
       expect((await api.patch(location, { isActive: false }, { token: lower.token })).status, role).toBe(403);
       expect((await api.get(location, { token: lower.token })).status, role).toBe(403);
+      expect((await api.get(`/api/admin/merchants/${m.id}/users`, { token: lower.token })).status, role).toBe(403);
     }
     // Another merchant's users are out of the Owner's reach; an API key is not a credential for them.
     const foreign = await createMerchantUser(api, admin, other.id, 'Staff');

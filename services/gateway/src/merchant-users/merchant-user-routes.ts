@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreateMerchantUserRequest, MERCHANT_ROLES, MerchantLoginRequest, MerchantSignInResult, MerchantUser, UpdateMerchantUserRequest, Uuid } from '@billing/contracts';
+import { CreateMerchantUserRequest, MERCHANT_ROLES, MerchantLoginRequest, MerchantSignInResult, MerchantUser, Paged, PageQuery, toPage, UpdateMerchantUserRequest, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { merchantCallScope } from '../auth/call-scope.js';
 import type { CredentialFeed } from '../auth/credential-feed.js';
@@ -56,6 +56,22 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
         const scope = await merchantCallScope(access, principal, params.id);
         const user = await users.CreateMerchantUser({ ...body, scope }, { deadlineMs: PASSWORD_WORK_DEADLINE_MS });
         return created(toMerchantUser(user), `/api/admin/merchants/${params.id}/users/${user.id}`);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/admin/merchants/:id/users',
+      tag: 'Admin',
+      summary: "List a merchant's users",
+      description: 'The platform admin, or an Owner of the merchant (another role or another merchant: 403; an API key: 401). Oldest first, in the paged shape.',
+      auth: { merchant: 'Owner', apiKeys: false },
+      params: z.object({ id: Uuid }),
+      query: PageQuery,
+      responses: { 200: Paged(MerchantUser), 400: null, 403: null, 404: null },
+      handler: async ({ params, query, principal }) => {
+        const scope = await merchantCallScope(access, principal, params.id);
+        const res = await users.ListMerchantUsers({ scope, page: query.page, pageSize: query.pageSize });
+        return ok(toPage(res.items.map(toMerchantUser), res.totalCount, query));
       },
     }),
     defineRoute({

@@ -42,7 +42,7 @@ Text (contract section 2)
 Merchants
 - providerMerchantProfileId is null until gateway credentials are configured.
 - PUT /api/admin/merchants/{id}/provider: absent or null fields leave stored values unchanged.
-- Merchant users (POST /api/admin/merchants/{id}/users, GET and PATCH /api/admin/merchants/{id}/users/{userId}): the platform admin, or a merchant user with the Owner role for its own merchant (contract §1: "Owner: Admin plus merchant users"); any lower role is 403, and so is naming another merchant; an API key is 401 (an integration credential, of the wrong kind here). An Owner may create users of any role, Owner included, and change or deactivate any user of its merchant.
+- Merchant users (POST and GET /api/admin/merchants/{id}/users, the latter listing them oldest first in the paged shape; GET and PATCH /api/admin/merchants/{id}/users/{userId}): the platform admin, or a merchant user with the Owner role for its own merchant (contract §1: "Owner: Admin plus merchant users"); any lower role is 403, and so is naming another merchant; an API key is 401 (an integration credential, of the wrong kind here). An Owner may create users of any role, Owner included, and change or deactivate any user of its merchant.
 - GET /api/admin/merchants/{id}/users/{userId} reads one merchant user, where the Location of POST /api/admin/merchants/{id}/users points; a user of another merchant, or an unknown one, is 404.
 
 API keys and webhooks

@@ -42,6 +42,15 @@ export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer:
       return user.toView();
     },
 
+    ListMerchantUsers: async (req) => {
+      const [items, total] = await orm.em.fork().findAndCount(
+        MerchantUser,
+        { merchantId: requireMerchantScope(req.scope) },
+        { orderBy: { createdAt: 'asc', id: 'asc' }, limit: req.pageSize, offset: (req.page - 1) * req.pageSize },
+      );
+      return { items: items.map((u) => u.toView()), totalCount: total };
+    },
+
     LoginMerchantUser: async (req) => {
       const input = parseOrThrow(MerchantLoginRequest, req);
       const email = input.email.toLowerCase();
