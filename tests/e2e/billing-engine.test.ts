@@ -612,6 +612,10 @@ describe('retry and refund', () => {
     expect((await api.get(`/api/Transactions?merchantId=${m.id}`, { token: other.key })).status).toBe(403);
     expect((await api.post('/api/admin/billing-runs', { asOf: T0 }, { token: m.key })).status).toBe(401);
     expect((await api.post('/api/admin/billing-runs', { asOf: 'yesterday' }, { token: admin })).status).toBe(400);
+    // Year 0000 is no instant storage holds (it was a 500).
+    const yearZero = await api.post('/api/admin/billing-runs', { asOf: '0000-01-01T00:00:00Z' }, { token: admin });
+    expect(yearZero.status).toBe(400);
+    expect(yearZero.body.errors.asOf).toBeDefined();
   });
 });
 
@@ -639,6 +643,13 @@ describe('fees and fee statements', () => {
     expect(gen.body).toMatchObject({ currency: 'JPY', transactionCount: 1, totalFees: 34, totalNet: 2066 });
     const lines = await api.get(`/api/FeeStatements/${gen.body.id}/lines`, { token: yen.key });
     expect(lines.body.items).toEqual([expect.objectContaining({ transactionId: t.id, amount: 2100, feeAmount: 34, netAmount: 2066 })]);
+  });
+
+  it('refuses a period bound in year 0000 (it was a 500)', async () => {
+    const m = await createMerchant(api, admin);
+    const res = await api.post('/api/admin/fee-statements/generate', { merchantId: m.id, periodStart: '0000-01-01T00:00:00Z', periodEnd: '0000-12-01' }, { token: admin });
+    expect(res.status).toBe(400);
+    expect(Object.keys(res.body.errors).sort()).toEqual(['periodEnd', 'periodStart']);
   });
 
   it('generates, finalises and pays a statement whose totals are the sums of its lines', async () => {

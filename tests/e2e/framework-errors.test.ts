@@ -78,6 +78,19 @@ describe('errors raised by the framework are problem details with a trace id', (
     expectProblem(res, 400);
   });
 
+  it('a path that is not percent-encoded UTF-8 is 400 (raised by the router; it was fastify JSON without a trace id)', async () => {
+    for (const path of ['/api/Transactions/%FF', '/api/Members/%E0%A4%A', '/api/Products/%C0%AF/questions']) {
+      const res = await http('GET', path, { token: adminToken() });
+      expectProblem(res, 400);
+      expect(res.headers['cache-control']).toBe('no-store');
+    }
+  });
+
+  it('a path segment longer than any id is 404 (raised by the router; it was a 414 in fastify JSON)', async () => {
+    expectProblem(await http('GET', `/api/Members/${'a'.repeat(2_000)}`, { token: adminToken() }), 404);
+    expectProblem(await http('GET', `/api/Products/${'b'.repeat(501)}/questions`, { token: adminToken() }), 404);
+  });
+
   it('a header name with a space is 400 (raised by the HTTP parser)', async () => {
     expectProblem(await rawRequest(Buffer.from('GET /health HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n')), 400);
   });

@@ -121,6 +121,17 @@ describe('POST /api/Subscriptions', () => {
     expect(noKey.status).toBe(400);
   });
 
+  it('refuses a startDate outside the years 0001 to 9999 UTC (year 0000 was a 500)', async () => {
+    const member = await createMember(api, a);
+    for (const startDate of ['0000-01-01T00:00:00Z', '0000-06-01', '9999-12-31T23:30:00-01:00']) {
+      const res = await subscribe({ memberId: member.id, startDate });
+      expect(res.status, startDate).toBe(400);
+      expect(res.body.errors.startDate, startDate).toBeDefined();
+    }
+    const latest = await subscribe({ memberId: member.id, startDate: '9999-12-31T00:00:00Z' });
+    expect(latest.status).toBeLessThan(500);
+  });
+
   it('needs the Staff role', async () => {
     const member = await createMember(api, a);
     const viewer = await createMerchantUser(api, admin, a.id, 'Viewer');

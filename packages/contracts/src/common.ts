@@ -1,7 +1,18 @@
 import { z } from 'zod';
 
 export const Uuid = z.uuid({ message: 'Must be a valid UUID.' });
-export const DateTime = z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time.' });
+/** Instants a date or date-time may name: years 0001 to 9999 in UTC, what storage and ISO 8601's four-digit years hold. */
+const EARLIEST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+const LATEST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+const RANGE_MESSAGE = 'Must fall in the years 0001 to 9999 (UTC).';
+const inRange = (s: string) => {
+  const t = Date.parse(s);
+  return t >= EARLIEST_INSTANT && t <= LATEST_INSTANT;
+};
+
+export const DateTime = z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time.' }).refine(inRange, RANGE_MESSAGE);
+/** A calendar date (`YYYY-MM-DD`), read as midnight UTC. */
+export const IsoDate = z.iso.date({ message: 'Must be an ISO 8601 date or date-time.' }).refine(inRange, RANGE_MESSAGE);
 export const Email = z.email({ message: 'Must be a valid email address.' }).max(256, 'Must be at most 256 characters.');
 
 /**
@@ -32,9 +43,12 @@ export function distinctUuids(ids: readonly string[]): string[] {
   return [...new Set(ids.filter(isUuidText).map((id) => id.toLowerCase()))];
 }
 
-/** Query `page`/`pageSize` of every paged collection (pageSize at most 200). */
+/** Largest `page`: pages are int32 (interface.md), so a larger one is 400 rather than wrapping. */
+export const MAX_PAGE = 2_147_483_647;
+
+/** Query `page`/`pageSize` of every paged collection (page 1 to MAX_PAGE, pageSize at most 200). */
 export const PageQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
+  page: z.coerce.number().int().min(1).max(MAX_PAGE).default(1),
   pageSize: z.coerce.number().int().min(1).max(200).default(50),
 });
 export type PageQuery = z.infer<typeof PageQuery>;

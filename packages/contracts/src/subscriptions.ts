@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, PageQuery, Uuid } from './common.js';
+import { DateTime, IsoDate, PageQuery, Uuid } from './common.js';
 
 /**
  * Active → Paused (pause) → Active (resume); Active → PastDue (failed charge, billing run);
@@ -32,7 +32,7 @@ export const Subscription = z
 export type Subscription = z.infer<typeof Subscription>;
 
 /** A date-time, or a calendar date (`2026-01-31`, meaning 00:00 UTC). */
-export const DateOrDateTime = z.union([DateTime, z.iso.date({ message: 'Must be an ISO 8601 date or date-time.' })]);
+export const DateOrDateTime = z.union([DateTime, IsoDate]);
 
 export const CreateSubscriptionRequest = z
   .object({

@@ -3,6 +3,8 @@ import { EntitySchema } from '@mikro-orm/postgresql';
 import { DomainError, type SubscriptionStatus } from '@billing/contracts';
 import { addDays, periodEnd, type BillingSchedule } from '../plans/billing-interval.js';
 
+const LATEST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+
 export type SubscriptionEventType = 'subscription.created' | 'subscription.paused' | 'subscription.resumed' | 'subscription.cancelled' | 'subscription.past_due';
 
 /** What the merchant decided happens when a charge fails (contract §7, §10). */
@@ -81,6 +83,8 @@ export class Subscription {
     } else {
       Object.assign(s, { currentPeriodStart: start, currentPeriodEnd: periodEnd(start, input.plan), nextBillingAt: start, billingAnchor: start });
     }
+    // Instants are stored as years 0001 to 9999: a first period (or trial) must end by then.
+    if (!(s.currentPeriodEnd.getTime() <= LATEST_INSTANT)) throw DomainError.field('startDate', 'The first period would end after the year 9999.');
     s.record('subscription.created');
     return s;
   }

@@ -1,7 +1,8 @@
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
-import { DateOrDateTime, DomainError, isUuidText, pageWindow, parseOrThrow, SUBSCRIPTION_STATUSES } from '@billing/contracts';
+import { DomainError, isUuidText, pageWindow, parseOrThrow, SUBSCRIPTION_STATUSES } from '@billing/contracts';
 import { recordEvent, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { findScoped } from '../merchant-scope.js';
+import { parseInstant } from '../transactions/instant.js';
 import { Subscription } from './subscription.js';
 import { SubscriptionStore, type TransitionRequest } from './subscription-store.js';
 
@@ -13,14 +14,6 @@ export function findSubscription(em: EntityManager, scope: CallScope, id: string
 /** Writes the events the aggregate recorded to the outbox, in the caller's transaction. */
 export function recordSubscriptionEvents(em: EntityManager, sub: Subscription): void {
   for (const type of sub.pullEvents()) recordEvent(em, { type, merchantId: sub.merchantId, data: sub.toView() });
-}
-
-function parseInstant(field: string, value: string | undefined): Date | null {
-  if (!value) return null;
-  const text = parseOrThrow(DateOrDateTime, value) as string;
-  const date = new Date(/^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text);
-  if (Number.isNaN(date.getTime())) throw DomainError.field(field, 'Must be an ISO 8601 date or date-time.');
-  return date;
 }
 
 async function liveSubscriptionOf(em: EntityManager, memberId: string, planId: string): Promise<Subscription | null> {

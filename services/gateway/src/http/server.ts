@@ -14,6 +14,8 @@ import { HTTP_STATUS, problemOf, PROBLEM_CONTENT_TYPE } from './problem.js';
 import type { RouteContext, RouteResult, RouteSpec } from './route.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+/** Longest path segment a route parameter matches; ids are far shorter. */
+const MAX_PARAM_LENGTH = 500;
 /** Every response, success or error, carries the request's trace id (W3C trace id, 32 hex) in this header. */
 export const TRACE_ID_HEADER = 'x-trace-id';
 
@@ -93,6 +95,29 @@ function tracedServer(handler: (req: IncomingMessage, res: ServerResponse) => vo
   return server;
 }
 
+/** The trace id and security headers the first hook sets, for requests that never reach it. */
+function startResponse(request: FastifyRequest, reply: FastifyReply): void {
+  request.traceId = currentTraceId() ?? traceIdOf(request.headers.traceparent) ?? randomBytes(16).toString('hex');
+  reply.header(TRACE_ID_HEADER, request.traceId);
+  reply.header('x-content-type-options', 'nosniff');
+  // API responses carry tokens, plaintext keys and signing secrets: never stored by any cache.
+  if (/^\/api(?:[/?]|$)/i.test(request.url)) reply.header('cache-control', 'no-store');
+}
+
+/**
+ * The router's own errors. A path segment that is not percent-encoded UTF-8 is 400; one longer
+ * than any identifier (maxParamLength) names nothing, so it is 404 like any unknown id.
+ */
+function answerFrameworkError(err: Error, request: FastifyRequest, reply: FastifyReply): void {
+  startResponse(request, reply);
+  const code = (err as { code?: string }).code;
+  const e =
+    code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? new DomainError('not_found', `No resource at ${request.url.split('?')[0].slice(0, 200)}…: a path segment is over ${MAX_PARAM_LENGTH} characters.`)
+      : new DomainError('bad_request', 'The request path is not valid percent-encoded UTF-8.');
+  sendProblem(reply, request, e);
+}
+
 export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance; register(spec: RouteSpec): void } {
   const { logger, authenticator, pipeline = {}, bodyMaxDepth = DEFAULT_BODY_MAX_DEPTH } = opts;
   const httpLog = logger.child({ component: 'http' });
@@ -102,11 +127,14 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     // share of the hot path); errors are logged below with the request's trace id instead.
     logger: false,
     bodyLimit: BODY_LIMIT_BYTES,
-    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: 500 },
+    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Only behind a known proxy may X-Forwarded-For name the client (it keys anonymous rate limits).
     trustProxy: (opts.trustProxy ?? false) as boolean,
     // Errors Node's HTTP parser raises before fastify sees a request (431, bad header bytes).
     clientErrorHandler: answerClientError,
+    // Errors the router raises before any hook runs (a path that is not percent-encoded UTF-8,
+    // a path segment over maxParamLength): problem details with a trace id like every other.
+    frameworkErrors: answerFrameworkError,
     // Without span recording there is no http instrumentation to open each request's trace
     // context; the server does it, so the trace id reaches gRPC metadata, logs and outbox rows.
     ...(propagatesContextManually() ? { serverFactory: tracedServer } : {}),
@@ -118,11 +146,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
   // continue any `traceparent`); on untraced paths (/health) the caller's `traceparent`, else
   // (and without tracing, in unit tests) a fresh one.
   app.addHook('onRequest', (request, reply, done) => {
-    request.traceId = currentTraceId() ?? traceIdOf(request.headers.traceparent) ?? randomBytes(16).toString('hex');
-    reply.header(TRACE_ID_HEADER, request.traceId);
-    reply.header('x-content-type-options', 'nosniff');
-    // API responses carry tokens, plaintext keys and signing secrets: never stored by any cache.
-    if (/^\/api(?:[/?]|$)/i.test(request.url)) reply.header('cache-control', 'no-store');
+    startResponse(request, reply);
     done();
   });
   // JSON parser that tolerates an empty body (POST /pause with a JSON content type) and marks

@@ -36,7 +36,9 @@ Text (contract section 2)
 - A required text field (names, question text, option labels, fullName, firstName, lastName) must contain at least one non-whitespace character, else 400 naming it; whitespace-only optional text is stored as sent, an empty optional string counts as absent where the field says so (customer profile).
 - A request body that is not valid UTF-8 is 400 with "errors" naming the field that holds the bad bytes ("$" when it cannot be told). Invalid bytes are never replaced with U+FFFD.
 - A NUL (U+0000) or an unpaired UTF-16 surrogate (e.g. "\\ud800") in any body string at any depth, in a property name, in a query value or a path segment is 400 with "errors" naming every such field by its camelCase JSON path ("customer.email", "items[0].name") or query parameter name; percent-encoded bytes in the query that are not UTF-8 ("%FF") likewise.
+- A request path whose percent-encoded bytes are not UTF-8 ("/api/Transactions/%FF") is 400; a path segment over 500 characters names no resource (ids are far shorter), so it is 404. Both are problem details with a trace id, raised before authentication.
 - These checks run before authentication and before the Idempotency-Key is looked at (like malformed JSON), so a refused request never claims or consumes a key. As a backstop, text the database refuses is 400 bad-request, never 500.
+- Dates and date-times (startDate, resumeAt, asOf, periodStart, periodEnd, expiresAt) must fall in the years 0001 to 9999 UTC, else 400 naming the field; year 0000 exists in no calendar storage holds. A subscription whose first period (or trial) would end after 9999 is 400 naming startDate.
 - Codes are normalised, not stored as sent: currency is upper-cased, a BSB is stored as 123-456.
 
 Merchants
@@ -51,7 +53,7 @@ API keys and webhooks
 - GET /api/ApiKeys/{id} reads one key (never its secret).
 
 Collections
-- Paged collections take page (from 1) and pageSize (1..200, default 50).
+- Paged collections take page (1 to 2147483647, the int32 range of interface.md) and pageSize (1..200, default 50); outside those ranges is 400 naming the parameter, never a wrapped or clamped page. A page past the last is an empty page of the collection (hasNextPage false).
 
 Idempotency
 - Endpoints that take Idempotency-Key check it after authentication and before anything else, the body's validation included: missing, empty (or blank) or over 255 characters is 400 with "errors" naming "Idempotency-Key". Any characters are accepted; the key is compared exactly (case-sensitive).
