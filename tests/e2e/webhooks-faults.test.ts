@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, unique, type ApiClient } from '../support/fixtures.js';
+import { apiClient, eventually, unique, type ApiClient } from '../support/fixtures.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { memberEvent, onlyFor, webhookFixtures, type TestKey } from '../support/webhook-fixtures.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -21,6 +21,7 @@ let fx: ReturnType<typeof webhookFixtures>;
 let db: pg.Client;
 const crashDir = mkdtempSync(join(tmpdir(), 'bp-relay-crash-'));
 const crashFile = join(crashDir, 'crash-before-publish');
+const identityCrashFile = join(crashDir, 'identity-crash-before-publish');
 
 beforeAll(async () => {
   platform = await startTestPlatform({
@@ -36,6 +37,7 @@ beforeAll(async () => {
         WEBHOOK_ENDPOINT_CONCURRENCY: '4',
       },
       billing: { OUTBOX_RELAY_CRASH_FILE: crashFile, OUTBOX_POLL_MS: '200' },
+      identity: { OUTBOX_RELAY_CRASH_FILE: identityCrashFile, OUTBOX_POLL_MS: '200' },
     },
   });
   api = apiClient(platform.gatewayUrl!);
@@ -129,6 +131,37 @@ describe('event backbone faults', () => {
     expect(reqs.filter((r) => r.payload?.data?.email === email).every((r) => r.verified)).toBe(true);
     const after = await db.query(`select "published_at" from "billing"."outbox" where "data"->>'email' = $1`, [email]);
     expect(after.rows[0].published_at).not.toBeNull();
+  }, 120_000);
+
+  it("delivers an event that reached the bus before the webhook change made just before it (identity's event held back by a crash)", async () => {
+    // Regression: each service publishes from its own outbox, so billing's member.created can
+    // reach the webhooks service before identity's api_key event of a webhook enabled a moment
+    // earlier; the member's event then found no endpoint and was never delivered.
+    const ep = await endpoint('before-change');
+    const late = await fx.createKey(ep.merchantId);
+    const latePath = `/late-endpoint/${randomUUID()}`;
+    // The key's creation is published before the relay is told to crash.
+    await eventually(async () => (await db.query(`select 1 from "identity"."outbox" where "published_at" is null`)).rows.length === 0 || undefined);
+    writeFileSync(identityCrashFile, '');
+    // Identity commits the change, then its relay kills it before publishing the api_key event.
+    await api
+      .put(`/api/ApiKeys/${late.id}/webhook`, { id: late.id, merchantId: ep.merchantId, webhookUrl: receiver.url(latePath), webhookEvents: null, webhookEnabled: true }, { token: late.key })
+      .catch(() => undefined);
+    receiver.secret(latePath, late.signingSecret);
+    const end = Date.now() + 20_000;
+    while (platform.processes.identity!.running() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    expect(platform.processes.identity!.running()).toBe(false);
+    const change = await db.query(`select "published_at" from "identity"."outbox" where "type" like 'api_key.%' and "data"->>'apiKeyId' = $1 and "data"->>'webhookEnabled' = 'true'`, [late.id]);
+    expect(change.rows).toEqual([{ published_at: null }]);
+
+    // A member created after the change reaches the webhooks service first (the admin token needs no identity).
+    const member = await fx.createMember(ep.merchantId, platform.adminToken);
+    await receiver.waitFor(ep.path, (r) => memberEvent(r, member.id).length > 0);
+    expect(memberEvent(receiver.received(latePath), member.id)).toHaveLength(0);
+
+    await platform.processes.identity!.start();
+    const reqs = await receiver.waitFor(latePath, (r) => memberEvent(r, member.id).length > 0, 30_000);
+    expect(memberEvent(reqs, member.id).every((r) => r.verified)).toBe(true);
   }, 120_000);
 
   it('holds at most WEBHOOK_ENDPOINT_CONCURRENCY requests open to a receiver that never answers, and keeps delivering to others', async () => {

@@ -102,6 +102,41 @@ describe('ingestEvents', () => {
     expect((await deliveries()).map((d: { url: string }) => d.url)).toEqual(['https://example.com/v6']);
   });
 
+  it('delivers an event that arrived before the change enabling its endpoint when it occurred after that change, once', async () => {
+    // Events reach the bus through each service's outbox: billing's member.created can arrive
+    // before identity's api_key event for a webhook enabled just before it (it was never delivered).
+    const key = randomUUID();
+    const enabled = endpointEvent({ apiKeyId: key, version: 2 });
+    const at = (e: EventEnvelope, ms: number) => ({ ...e, occurredAt: new Date(Date.parse(enabled.occurredAt) + ms).toISOString() });
+    const after = at(event('member.created', { id: 'after' }), 5);
+    const before = at(event('member.created', { id: 'before' }), -5);
+    const otherMerchant = at(event('member.created', { id: 'other' }, randomUUID()), 5);
+    const internal = at(event('billing_run.completed'), 5);
+    await ingestEvents(orm(), [before, after, otherMerchant, internal], always);
+    expect(await deliveries()).toHaveLength(0);
+
+    const res = await ingestEvents(orm(), [enabled], always);
+    expect(res.deliveries).toBe(1);
+    expect(await deliveries()).toEqual([expect.objectContaining({ event_id: after.id, api_key_id: key, url: 'https://example.com/hook', status: 'Pending', lease_until: null })]);
+    // The same change again, or an older state of the key, adds nothing.
+    await ingestEvents(orm(), [enabled, endpointEvent({ apiKeyId: key, version: 1 })], always);
+    expect(await deliveries()).toHaveLength(1);
+    // A later change of the live endpoint (before `after` occurred) does not deliver again what it already has.
+    await ingestEvents(orm(), [at(endpointEvent({ apiKeyId: key, version: 3, webhookUrl: 'https://example.com/moved' }), 1)], always);
+    expect(await deliveries()).toHaveLength(1);
+  });
+
+  it('catches up only the event types the endpoint subscribes to, and nothing for a change that leaves it disabled', async () => {
+    const [subscribed, disabled] = [randomUUID(), randomUUID()];
+    const member = event('member.created');
+    const sub = event('subscription.created');
+    await new Promise((r) => setTimeout(r, 5));
+    await ingestEvents(orm(), [member, sub], always);
+    const past = (e: EventEnvelope) => ({ ...e, occurredAt: new Date(Date.parse(member.occurredAt) - 1).toISOString() });
+    await ingestEvents(orm(), [past(endpointEvent({ apiKeyId: subscribed, webhookEvents: ['subscription.created'] })), past(endpointEvent({ apiKeyId: disabled, webhookEnabled: false }))], always);
+    expect((await deliveries()).map((d: { event_id: string; api_key_id: string }) => [d.event_id, d.api_key_id])).toEqual([[sub.id, subscribed]]);
+  });
+
   it('delivers nothing for revoked keys, other merchants, internal types, or an empty subscription', async () => {
     await ingestEvents(
       orm(),

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { ApiKeyEndpointState, isApiKeyEventType, isWebhookEventType, type EventEnvelope, type WebhookPayload } from '@billing/contracts';
 import { queryPrepared, queryRows } from '@billing/service-runtime';
 import type { DeliveryJob } from '../deliveries/delivery-job.js';
@@ -54,14 +54,15 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
     const fresh = unique.filter((e) => freshIds.has(e.id));
     const bodies = new Map(rows.map((r) => [r.id, r.body]));
 
-    const states = newestStates(
-      fresh.filter((e) => isApiKeyEventType(e.type)).flatMap((e) => {
-        const parsed = ApiKeyEndpointState.safeParse(e.data);
-        return parsed.success ? [parsed.data] : [];
-      }),
-    );
+    const changes = fresh.flatMap((e) => {
+      if (!isApiKeyEventType(e.type)) return [];
+      const parsed = ApiKeyEndpointState.safeParse(e.data);
+      return parsed.success ? [{ state: parsed.data, occurredAt: e.occurredAt }] : [];
+    });
+    const states = newestStates(changes.map((c) => c.state));
+    let applied = new Set<string>();
     if (states.length) {
-      await queryRows(
+      const updated = await queryRows<{ api_key_id: string }>(
         em,
         `insert into "endpoints" ("api_key_id", "merchant_id", "url", "event_types", "enabled", "revoked", "version", "updated_at")
          select s."api_key_id", s."merchant_id", s."url", nullif(s."event_types", 'null'::jsonb), s."enabled", s."revoked", s."version", now()
@@ -69,9 +70,11 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
          on conflict ("api_key_id") do update set
            "merchant_id" = excluded."merchant_id", "url" = excluded."url", "event_types" = excluded."event_types", "enabled" = excluded."enabled",
            "revoked" = excluded."revoked", "version" = excluded."version", "updated_at" = excluded."updated_at"
-         where "endpoints"."version" < excluded."version"`,
+         where "endpoints"."version" < excluded."version"
+         returning "api_key_id"`,
         [JSON.stringify(states.map((s) => ({ api_key_id: s.apiKeyId, merchant_id: s.merchantId, url: s.webhookUrl, event_types: s.webhookEvents, enabled: s.webhookEnabled, revoked: s.revoked, version: s.version })))],
       );
+      applied = new Set(updated.map((r) => r.api_key_id));
       // A revoked key's pending deliveries will never be attempted: they have failed.
       const revoked = states.filter((s) => s.revoked).map((s) => s.apiKeyId);
       if (revoked.length) {
@@ -84,23 +87,64 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
     }
 
     const webhookEvents = fresh.filter((e) => isWebhookEventType(e.type));
-    if (webhookEvents.length === 0) return { fresh: fresh.length, duplicates: batch.length - fresh.length, deliveries: 0, jobs: [] };
-
-    const endpointRows = await queryRows<EndpointRow>(em, ENDPOINTS_OF_MERCHANTS.replace('$1', '?'), [`{${merchantsOf(webhookEvents).join(',')}}`]);
-    const { deliveries, jobs } = planDeliveries(webhookEvents, endpointRows, bodies, opts);
-    if (deliveries.length) {
-      await queryRows(
-        em,
-        `insert into "deliveries" ("id", "event_id", "event_type", "merchant_id", "api_key_id", "url", "status", "scheduled_attempts", "next_attempt_at", "lease_until", "created_at", "updated_at")
-         select r."id", r."event_id", r."event_type", r."merchant_id", r."api_key_id", r."url", 'Pending', 0, now(), r."lease_until", now(), now()
-           from jsonb_to_recordset(?::jsonb) as r("id" uuid, "event_id" uuid, "event_type" text, "merchant_id" uuid, "api_key_id" uuid, "url" text, "lease_until" timestamptz)
-         on conflict ("event_id", "api_key_id") do nothing`,
-        [JSON.stringify(deliveries)],
-      );
+    let planned: { deliveries: DeliveryRow[]; jobs: DeliveryJob[] } = { deliveries: [], jobs: [] };
+    if (webhookEvents.length) {
+      const endpointRows = await queryRows<EndpointRow>(em, ENDPOINTS_OF_MERCHANTS.replace('$1', '?'), [`{${merchantsOf(webhookEvents).join(',')}}`]);
+      planned = planDeliveries(webhookEvents, endpointRows, bodies, opts);
+      if (planned.deliveries.length) {
+        await queryRows(
+          em,
+          `insert into "deliveries" ("id", "event_id", "event_type", "merchant_id", "api_key_id", "url", "status", "scheduled_attempts", "next_attempt_at", "lease_until", "created_at", "updated_at")
+           select r."id", r."event_id", r."event_type", r."merchant_id", r."api_key_id", r."url", 'Pending', 0, now(), r."lease_until", now(), now()
+             from jsonb_to_recordset(?::jsonb) as r("id" uuid, "event_id" uuid, "event_type" text, "merchant_id" uuid, "api_key_id" uuid, "url" text, "lease_until" timestamptz)
+           on conflict ("event_id", "api_key_id") do nothing`,
+          [JSON.stringify(planned.deliveries)],
+        );
+      }
     }
-    return { fresh: fresh.length, duplicates: batch.length - fresh.length, deliveries: deliveries.length, jobs };
+    const caughtUp = await catchUpEndpoints(em, changes, applied);
+    return { fresh: fresh.length, duplicates: batch.length - fresh.length, deliveries: planned.deliveries.length + caughtUp, jobs: planned.jobs };
   });
 }
+
+/**
+ * Events reach the bus from each service's own outbox, so an event can arrive before the
+ * `api_key.*` event of a webhook change that happened earlier (an endpoint enabled, then at once
+ * a member created: identity's relay may publish after billing's). Such an event found no
+ * endpoint when it was ingested. When a change makes an endpoint live, every event of its
+ * merchant already in the inbox that occurred at or after the change, and that it accepts, gets
+ * its Pending delivery now (none twice: one per event and key); the scheduler starts them.
+ * Returns how many were created. (`received_at`, on this database's clock, only narrows the
+ * search to recent events on its index; the five minutes allow for the services' clocks.)
+ */
+async function catchUpEndpoints(em: EntityManager, changes: { state: ApiKeyEndpointState; occurredAt: string }[], applied: Set<string>): Promise<number> {
+  // Per key that is live now: the earliest of this batch's changes that left it live.
+  const since = new Map<string, { state: ApiKeyEndpointState; since: string }>();
+  const newest = new Map(newestStates(changes.map((c) => c.state)).map((s) => [s.apiKeyId, s]));
+  for (const c of changes) {
+    const state = newest.get(c.state.apiKeyId)!;
+    if (!applied.has(state.apiKeyId) || !isLive(state) || !isLive(c.state)) continue;
+    const seen = since.get(state.apiKeyId);
+    if (!seen || Date.parse(c.occurredAt) < Date.parse(seen.since)) since.set(state.apiKeyId, { state, since: c.occurredAt });
+  }
+  if (since.size === 0) return 0;
+  const rows = [...since.values()].map(({ state, since }) => ({ api_key_id: state.apiKeyId, merchant_id: state.merchantId, url: state.webhookUrl, event_types: state.webhookEvents, since }));
+  const created = await queryRows<{ id: string }>(
+    em,
+    `insert into "deliveries" ("id", "event_id", "event_type", "merchant_id", "api_key_id", "url", "status", "scheduled_attempts", "next_attempt_at", "lease_until", "created_at", "updated_at")
+     select gen_random_uuid(), e."id", e."type", e."merchant_id", s."api_key_id", s."url", 'Pending', 0, now(), null, now(), now()
+       from jsonb_to_recordset(?::jsonb) as s("api_key_id" uuid, "merchant_id" uuid, "url" text, "event_types" jsonb, "since" timestamptz)
+       join "events" e on e."received_at" >= s."since" - interval '5 minutes' and e."merchant_id" = s."merchant_id" and e."occurred_at" >= s."since" and e."body" is not null
+        and (nullif(s."event_types", 'null'::jsonb) is null or s."event_types" @> to_jsonb(e."type"))
+     on conflict ("event_id", "api_key_id") do nothing
+     returning "id"`,
+    [JSON.stringify(rows)],
+  );
+  return created.length;
+}
+
+const isLive = (s: ApiKeyEndpointState) => s.webhookEnabled && !s.revoked && !!s.webhookUrl;
+
 
 interface EndpointRow {
   api_key_id: string;
