@@ -38,6 +38,8 @@ describe('Authorization header', () => {
     expect(res.status).toBe(401);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(res.body).toMatchObject({ status: 401, type: expect.stringMatching(/unauthenticated$/), title: expect.any(String), detail: expect.any(String) });
+    // RFC 9110 §15.5.2 / RFC 6750 §3: a 401 names the bearer scheme, and says when the credential sent was refused.
+    expect(res.headers.get('www-authenticate')).toBe(make ? 'Bearer realm="api", error="invalid_token"' : 'Bearer realm="api"');
   });
 
   it('accepts exactly "Bearer <credential>"', async () => {

@@ -58,6 +58,8 @@ function sendProblem(reply: FastifyReply, request: FastifyRequest, e: DomainErro
   const retry = e.extensions.retryAfterSeconds;
   if (typeof retry === 'number') reply.header('retry-after', String(Math.max(1, Math.ceil(retry))));
   else if (status === 503) reply.header('retry-after', '1');
+  // RFC 9110 §15.5.2: a 401 names the scheme it wants (RFC 6750: a bearer credential).
+  if (status === 401) reply.header('www-authenticate', request.headers.authorization ? 'Bearer realm="api", error="invalid_token"' : 'Bearer realm="api"');
   const problem = problemOf(e, request.url.split('?')[0], status);
   problem.traceId = request.traceId ?? problem.traceId;
   return reply.code(status).type(PROBLEM_CONTENT_TYPE).send(problem);

@@ -7,6 +7,7 @@
  */
 const SECTIONS_TEXT = `Authentication
 - Authorization must be exactly "Bearer <credential>" (capital B, one space, no further whitespace); anything else is 401.
+- Every 401 carries WWW-Authenticate: Bearer realm="api", with error="invalid_token" when an Authorization header was sent (RFC 6750).
 - Credential kinds: platform admin token, API key (sk_...), merchant-user JWT, customer JWT, checkout-session JWT. Each JWT kind has its own "aud" and header "typ"; ES256 only; a token of the wrong kind for an endpoint is 401.
 - API keys act with the reach of an Admin merchant user. The platform admin token may name any existing merchant.
 - Public signing keys: GET /.well-known/jwks.json.
