@@ -91,6 +91,9 @@ async function billingMerchant(opts: { merchant?: Record<string, unknown>; plan?
 
 const sumMinor = (xs: { amountMinor: number }[]) => xs.reduce((n, x) => n + x.amountMinor, 0);
 
+/** Charges in attempt order (a manual retry occurs now, before a run's asOf in 2030; the API lists by occurredAt). */
+const byAttempt = <T extends { attempt: number }>(ts: T[]) => [...ts].sort((a, b) => a.attempt - b.attempt);
+
 async function outbox(type: string, field: string, id: string) {
   return (await db.query(`select data from billing.outbox where type = $1 and data->>$2 = $3`, [type, field, id])).rows.map((r) => r.data);
 }
@@ -462,6 +465,118 @@ describe('retry and refund', () => {
     await fault(m.id, { down: true });
     expect((await api.post(`/api/Transactions/${settled.id}/refund`, { amount: 1 }, { token: m.key, headers: idempotent() })).status).toBe(502);
     await fault(m.id, null);
+  });
+
+  it('retries a declined charge on the method ranked first now: a card added and made the default, or the declined one removed', async () => {
+    const m = await billingMerchant();
+    const DECLINED = { ...CARD, last4: '0002' };
+    const promoted = await m.subscriber([DECLINED]);
+    const removed = await m.subscriber([DECLINED]);
+    await run(T0);
+    const [failed] = await m.transactions(promoted.id);
+    const [failedToo] = await m.transactions(removed.id);
+    expect([failed.status, failedToo.status]).toEqual(['Failed', 'Failed']);
+    expect((await m.sub(promoted.id)).status).toBe('PastDue');
+
+    // The customer adds a new card and makes it the default; then staff retry.
+    const card = await addPaymentMethod(api, m, promoted.memberId);
+    const reorder = await api.post(`/api/members/${promoted.memberId}/payment-methods/reorder`, { orderedIds: [card.id, failed.paymentMethodId] }, { token: m.key });
+    expect(reorder.status).toBe(200);
+    const retry = await api.post(`/api/Transactions/${failed.id}/retry`, {}, { token: m.key, headers: idempotent() });
+    expect(retry.status).toBe(201);
+    expect(retry.body).toMatchObject({ kind: 'Charge', status: 'Settled', attempt: 2, paymentMethodId: card.id, originalTransactionId: failed.id });
+    expect(await m.sub(promoted.id)).toMatchObject({ status: 'Active', currentPeriodStart: T0 });
+
+    // The other adds a card and the declined one is removed (the charge keeps no method).
+    const other = await addPaymentMethod(api, m, removed.memberId);
+    await db.query(`delete from billing.payment_methods where id = $1`, [failedToo.paymentMethodId]);
+    const second = await api.post(`/api/Transactions/${failedToo.id}/retry`, {}, { token: m.key, headers: idempotent() });
+    expect(second.status).toBe(201);
+    expect(second.body).toMatchObject({ status: 'Settled', attempt: 2, paymentMethodId: other.id, originalTransactionId: failedToo.id });
+    expect((await m.sub(removed.id)).status).toBe('Active');
+
+    const l = await ledger(m.id);
+    expect(l.charges.map((c) => [c.idempotencyKey, c.paymentMethod.last4, c.status]).sort()).toEqual(
+      [[failed.id, '0002', 'Failed'], [failedToo.id, '0002', 'Failed'], [retry.body.id, '4242', 'Settled'], [second.body.id, '4242', 'Settled']].sort(),
+    );
+  });
+
+  it('retries against the methods in rank order until one succeeds, each try a retry of the one before', async () => {
+    const m = await billingMerchant();
+    const DECLINED = { ...CARD, last4: '0002' };
+    // Both methods declined in the run; a good card is added ranked first, or ranked last.
+    const first = await m.subscriber([DECLINED, DECLINED]);
+    const last = await m.subscriber([DECLINED, DECLINED]);
+    expect(await run(T0)).toMatchObject({ charged: 2, failed: 2 });
+    const failedFirst = byAttempt(await m.transactions(first.id)).at(-1);
+    const failedLast = byAttempt(await m.transactions(last.id)).at(-1);
+
+    const good = await addPaymentMethod(api, m, first.memberId);
+    const methods = (await api.get(`/api/members/${first.memberId}/payment-methods`, { token: m.key })).body as { id: string }[];
+    const ranked = [good.id, ...methods.map((pm) => pm.id).filter((id) => id !== good.id)];
+    expect((await api.post(`/api/members/${first.memberId}/payment-methods/reorder`, { orderedIds: ranked }, { token: m.key })).status).toBe(200);
+    const retry = await api.post(`/api/Transactions/${failedFirst.id}/retry`, {}, { token: m.key, headers: idempotent() });
+    expect(retry.body).toMatchObject({ status: 'Settled', attempt: 2, paymentMethodId: good.id, originalTransactionId: failedFirst.id });
+    expect(byAttempt(await m.transactions(first.id)).map((t) => [t.attempt, t.status])).toEqual([[1, 'Failed'], [1, 'Failed'], [2, 'Settled']]);
+
+    // Ranked last: the declined methods are tried again first, each try its own Charge of the next attempt.
+    const fallback = await addPaymentMethod(api, m, last.memberId);
+    const retried = await api.post(`/api/Transactions/${failedLast.id}/retry`, {}, { token: m.key, headers: idempotent() });
+    expect(retried.status).toBe(201);
+    expect(retried.body).toMatchObject({ status: 'Settled', attempt: 4, paymentMethodId: fallback.id });
+    const txns = byAttempt(await m.transactions(last.id));
+    expect(txns.map((t) => [t.attempt, t.status])).toEqual([[1, 'Failed'], [1, 'Failed'], [2, 'Failed'], [3, 'Failed'], [4, 'Settled']]);
+    expect(txns.slice(2).map((t) => t.originalTransactionId)).toEqual([failedLast.id, txns[2].id, txns[3].id]);
+    expect(txns[2].paymentMethodId).not.toBe(txns[3].paymentMethodId);
+    expect(await m.sub(last.id)).toMatchObject({ status: 'Active', currentPeriodStart: T0 });
+    for (const t of txns.slice(2, 4)) expect(await outbox('transaction.failed', 'id', t.id)).toHaveLength(1);
+    expect((await ledger(m.id)).charges.filter((c) => c.status === 'Settled')).toHaveLength(2);
+  });
+
+  it('answers the last declined try when every method declines the retry, and 409 charging nothing when the member has no method', async () => {
+    const m = await billingMerchant();
+    const DECLINED = { ...CARD, last4: '0002' };
+    const sub = await m.subscriber([DECLINED, DECLINED]);
+    await run(T0);
+    const failed = byAttempt(await m.transactions(sub.id)).at(-1);
+    const retry = await api.post(`/api/Transactions/${failed.id}/retry`, {}, { token: m.key, headers: idempotent() });
+    expect(retry.status).toBe(201);
+    const txns = byAttempt(await m.transactions(sub.id));
+    expect(txns.map((t) => [t.attempt, t.status])).toEqual([[1, 'Failed'], [1, 'Failed'], [2, 'Failed'], [3, 'Failed']]);
+    expect(retry.body).toEqual(txns[3]);
+    expect(retry.body).toMatchObject({ failureReason: 'card_declined', originalTransactionId: txns[2].id });
+    expect((await m.sub(sub.id)).status).toBe('PastDue');
+    // Only the latest try is retried again.
+    expect((await api.post(`/api/Transactions/${txns[2].id}/retry`, {}, { token: m.key, headers: idempotent() })).status).toBe(409);
+
+    await db.query(`delete from billing.payment_methods where member_id = $1`, [sub.memberId]);
+    const none = await api.post(`/api/Transactions/${retry.body.id}/retry`, {}, { token: m.key, headers: idempotent() });
+    expect(none.status).toBe(409);
+    expect(none.body.detail).toMatch(/no payment method/);
+    expect(await m.transactions(sub.id)).toHaveLength(4);
+    expect((await ledger(m.id)).charges).toHaveLength(4);
+  });
+
+  it('numbers a billing run retry after the manual retries of its period, without counting them on the retry ladder', async () => {
+    const m = await billingMerchant({ merchant: { billingRetryOffsetsDays: '1,3' } });
+    const sub = await m.subscriber([{ ...CARD, last4: '0002' }]);
+    await run(T0);
+    const attempts = async () => byAttempt(await m.transactions(sub.id)).map((t) => t.attempt);
+    const retryLatest = async () => {
+      const latest = byAttempt(await m.transactions(sub.id)).at(-1);
+      const res = await api.post(`/api/Transactions/${latest.id}/retry`, {}, { token: m.key, headers: idempotent() });
+      expect(res.body).toMatchObject({ status: 'Failed', attempt: latest.attempt + 1 });
+    };
+    await retryLatest();
+    expect(await attempts()).toEqual([1, 2]);
+    expect(await run(day(1))).toMatchObject({ charged: 1, retried: 1, failed: 1 });
+    expect(await attempts()).toEqual([1, 2, 3]);
+    // The manual retry took no place on the ladder: the run's retry was the first of two.
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'PastDue', nextBillingAt: day(3) });
+    await retryLatest();
+    expect(await run(day(3))).toMatchObject({ charged: 1, retried: 1, failed: 1, terminated: 1 });
+    expect(await attempts()).toEqual([1, 2, 3, 4, 5]);
+    expect((await m.sub(sub.id)).status).toBe('Cancelled');
   });
 
   it('fails a refund the provider refuses for good with 409, releases its amount, and refunds nothing', async () => {

@@ -129,18 +129,19 @@ export const DUE_SUBSCRIPTIONS_SQL = `select s.id from subscriptions s join merc
   order by s.next_billing_at, s.id limit ? for update of s skip locked`;
 
 /**
- * The billing-run charges of some subscriptions (parameter: their ids), to tell the payment
- * methods already tried for a due period: each subscription's looked up on an index by
- * subscription, in a lateral subquery that `offset 0` keeps the planner from flattening. As
+ * The charges of some subscriptions (parameter: their ids), to tell the attempt a due period is
+ * charged with (after its manual retries, `manual`) and the payment methods already tried in that
+ * attempt (its billing-run charges): each subscription's looked up on an index by subscription,
+ * in a lateral subquery that `offset 0` keeps the planner from flattening. As
  * `subscription_id = any(…)`, planned on statistics taken before a run made its charges, the
  * read took an index of every charge without an original (or the whole table) and filtered by
  * subscription, each chunk reading all the charges the run had made so far (auto_explain on the
  * billing-run bench: 64,000 rows removed and 109 ms for one chunk).
  */
-export const TRIED_CHARGES_SQL = `select t.subscription_id, t.payment_method_id, t.period_start, t.attempt
+export const TRIED_CHARGES_SQL = `select t.subscription_id, t.payment_method_id, t.period_start, t.attempt, t.original_transaction_id is not null as manual
   from unnest(?::uuid[]) as s(id)
   cross join lateral (select * from transactions t
-                       where t.subscription_id = s.id and t.kind = 'Charge' and t.original_transaction_id is null offset 0) t`;
+                       where t.subscription_id = s.id and t.kind = 'Charge' offset 0) t`;
 
 /**
  * One billing run at `asOf` (contract §10), in order:
@@ -382,16 +383,21 @@ export class BillingRun {
         if (list) list.push(pm);
         else methods.set(pm.memberId, [pm]);
       }
-      // Methods already tried for each subscription's due period and attempt (earlier chunks of this or a crashed run).
-      const tried = new Map<string, Set<string>>();
-      const triedRows = await queryRows<{ subscription_id: string; payment_method_id: string | null; period_start: Date; attempt: number }>(em, TRIED_CHARGES_SQL, [
+      const triedRows = await queryRows<{ subscription_id: string; payment_method_id: string | null; period_start: Date; attempt: number; manual: boolean }>(em, TRIED_CHARGES_SQL, [
         subs.map((s) => s.id),
       ]);
       const byId = new Map(subs.map((s) => [s.id, s]));
-      for (const r of triedRows) {
-        const s = byId.get(r.subscription_id)!;
-        if (new Date(r.period_start).getTime() === s.duePeriodStart()?.getTime() && r.attempt === s.chargeAttempt() && r.payment_method_id) {
-          (tried.get(s.id) ?? tried.set(s.id, new Set()).get(s.id)!).add(r.payment_method_id);
+      const ofDuePeriod = triedRows.filter((r) => new Date(r.period_start).getTime() === byId.get(r.subscription_id)!.duePeriodStart()?.getTime());
+      // Each due period's attempt: the dunning's (`chargeAttempt`), moved on by one for each
+      // manual retry of the period, which takes the next attempt number without counting as a
+      // retry of the ladder, so the numbers of a period's charges keep increasing.
+      const attempts = new Map(subs.map((s) => [s.id, s.chargeAttempt()]));
+      for (const r of ofDuePeriod) if (r.manual) attempts.set(r.subscription_id, attempts.get(r.subscription_id)! + 1);
+      // Methods already tried in each subscription's attempt (earlier chunks of this or a crashed run).
+      const tried = new Map<string, Set<string>>();
+      for (const r of ofDuePeriod) {
+        if (!r.manual && r.attempt === attempts.get(r.subscription_id) && r.payment_method_id) {
+          (tried.get(r.subscription_id) ?? tried.set(r.subscription_id, new Set()).get(r.subscription_id)!).add(r.payment_method_id);
         }
       }
 
@@ -416,7 +422,8 @@ export class BillingRun {
         // of them at once, nor is a card declined again at once for each retry whose date has
         // passed; the next run (the scheduler's, a minute later) makes the next. The same period
         // and attempt come back in this run only to fall back to the member's next method.
-        const due = `${sub.duePeriodStart()!.getTime()}/${sub.chargeAttempt()}`;
+        const attempt = attempts.get(sub.id)!;
+        const due = `${sub.duePeriodStart()!.getTime()}/${attempt}`;
         const earlier = this.chargedFor.get(sub.id);
         if (!plan || !merchant.gatewayConfigured || (earlier !== undefined && earlier !== due)) {
           this.excluded.add(sub.id);
@@ -442,7 +449,7 @@ export class BillingRun {
           kind: 'Charge' as const,
           amountMinor: plan.amountMinor,
           currency: plan.currency,
-          attempt: sub.chargeAttempt(),
+          attempt,
           periodStart: sub.duePeriodStart(),
           feeMinor: platformFee(plan.amountMinor, plan.currency, merchant.feeTerms()),
           claimedUntil: until,

@@ -201,6 +201,14 @@ describe('Subscription transitions', () => {
       expect(s.status).toBe('Cancelled');
     });
 
+    it('a processing retry failing at settlement counts the retries run, whatever its attempt number (manual retries take numbers too)', () => {
+      const s = start();
+      s.recordFailedCharge(POLICY, T0); // attempt 1 declined: PastDue, no retry run yet
+      s.advancePeriod(MONTHLY, later(1), { processing: true }); // attempt 5, after three manual retries
+      expect(s.recordFailedSettlement(T0, 5, POLICY, later(4))).toBe('retry_scheduled');
+      expect([s.status, s.nextBillingAt?.toISOString(), s.chargeAttempt()]).toEqual(['PastDue', later(3).toISOString(), 3]); // retry 2, at 0 + 3 days
+    });
+
     it('a settled charge ends dunning for good: a later first debit failing at settlement starts it afresh', () => {
       const s = start();
       s.recordFailedCharge(POLICY, T0);

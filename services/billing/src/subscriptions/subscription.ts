@@ -59,7 +59,7 @@ export class Subscription {
   /** While PastDue: the start of the period being collected, and when its first charge failed. */
   dunningPeriodStart: Date | null = null;
   dunningStartedAt: Date | null = null;
-  /** Retries of the period being collected that have run (0 before the first retry). */
+  /** Retries of the period being collected that have run (0 before the first retry); kept while a retry's bank debit settles. */
   retryCount = 0;
   /** Lease of the billing run charging it now; another run leaves it alone until it passes. */
   claimedUntil: Date | null = null;
@@ -174,19 +174,21 @@ export class Subscription {
    * Billing run: the charge for the period due (`duePeriodStart`) succeeded or is processing.
    * That period becomes current, dunning ends, and the next period is due at its end. A
    * processing charge (a bank debit) may still fail at settlement: when it was a retry, dunning
-   * then goes on from where it was (`recordFailedSettlement`), so when it started is kept.
+   * then goes on from where it was (`recordFailedSettlement`), so when it started is kept, and
+   * for a retry (made PastDue) how many retries had run.
    */
   advancePeriod(schedule: BillingSchedule, now = new Date(), charge: { processing?: boolean } = {}): void {
     if (this.status !== 'Active' && this.status !== 'PastDue') throw new DomainError('invalid_transition', `A ${this.status} subscription is not billed.`);
     const start = this.duePeriodStart();
     if (!start) throw new DomainError('invalid_transition', 'Nothing is due.');
-    this.status = 'Active';
     this.currentPeriodStart = start;
     this.currentPeriodEnd = periodEnd(start, schedule, this.billingAnchor);
     this.nextBillingAt = this.currentPeriodEnd;
     this.dunningPeriodStart = null;
+    const retrying = charge.processing && this.status === 'PastDue';
+    this.status = 'Active';
     if (!charge.processing) this.dunningStartedAt = null;
-    this.retryCount = 0;
+    if (!retrying) this.retryCount = 0;
     this.updatedAt = now;
   }
 
@@ -246,7 +248,8 @@ export class Subscription {
       this.status = 'PastDue';
       this.dunningPeriodStart = periodStart;
       this.dunningStartedAt ??= at;
-      this.retryCount = attempt - 2; // the retries before this one; recordFailedCharge counts this one
+      // `retryCount` is the retries before this one, as `advancePeriod` kept it (not `attempt - 2`:
+      // manual retries of the period take attempt numbers too); recordFailedCharge counts this one.
     }
     return this.recordFailedCharge(policy, at);
   }

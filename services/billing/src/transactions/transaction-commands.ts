@@ -53,12 +53,32 @@ export class TransactionCommands {
   }
 
   /**
-   * Retries a Failed charge with a new Charge of `attempt + 1` on the same payment method for
-   * the same period (contract §7). Refused (invalid_transition) unless the charge is Failed, not
-   * yet retried, and its period is still the one its subscription is collecting.
+   * Retries a Failed charge for the same period (contract §7) against the member's payment
+   * methods as they are now, in rank order until one succeeds (contract §10, as a billing run's
+   * attempt falls back): each try is its own Charge, a retry of the one before it (`attempt + 1`,
+   * `originalTransactionId` = the charge it retries, the first the failed charge), reserved and
+   * called as a retry alone is, so a concurrent retry of any of them is refused as usual and
+   * nothing is charged twice. Answers the charge that settled or is processing, or, when every
+   * method declined, the last Failed one. Refused (invalid_transition) unless the charge is
+   * Failed, not yet retried, and its period is still the one its subscription is collecting;
+   * a conflict, with nothing charged, when the member has no payment method.
    */
   async retry(scope: CallScope, id: string): Promise<Transaction> {
-    return this.callAndRecord(await this.reservations.retry({ scope, id }));
+    let reservation = await this.reservations.retry({ scope, id });
+    const tried: string[] = [];
+    for (;;) {
+      tried.push(reservation.t.paymentMethodId!);
+      const recorded = await this.callAndRecord(reservation);
+      if (recorded.status !== 'Failed') return recorded;
+      try {
+        reservation = await this.reservations.retry({ scope, id: recorded.id, tried });
+      } catch (e) {
+        // No method left untried, or the period has moved on meanwhile (a billing run's claim or
+        // charge, a concurrent retry of the declined charge): the decline is the answer.
+        if (e instanceof DomainError) return recorded;
+        throw e;
+      }
+    }
   }
 
   private readonly reservations: TransactionReservations;

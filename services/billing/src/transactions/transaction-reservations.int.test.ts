@@ -193,6 +193,36 @@ describe('TransactionReservations.retry', () => {
     await expect(reservations.retry({ scope: o.scope, id: failed })).rejects.toEqual(new DomainError('invalid_transition', 'This charge has already been retried; retry the latest attempt.'));
   });
 
+  // Optimistically and under the rows' locks: both read the member's methods as they are now.
+  it.each([
+    ['optimistically', undefined],
+    ['under the row locks', 0],
+  ])('charges the member’s first-ranked method not yet tried by the retry, not the failed charge’s, and refuses a member with none (%s)', async (_, optimisticAttempts) => {
+    const o = await seedMerchant();
+    const reservations = new TransactionReservations(orm(), LEASE_MS, { optimisticAttempts });
+    const promoted = randomUUID();
+    await rows(`update billing.payment_methods set rank = 2 where id = ?`, [o.paymentMethodId]);
+    await rows(
+      `insert into billing.payment_methods (id, merchant_id, member_id, type, brand, last4, expiry_month, expiry_year, rank, created_at, updated_at) values (?, ?, ?, 'Card', 'Visa', '4444', 12, 2099, 1, now(), now())`,
+      [promoted, o.merchantId, o.memberId],
+    );
+    const r = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o) }) });
+    expect(r.t.paymentMethodId).toBe(promoted);
+    expect(r.method).toMatchObject({ id: promoted, last4: '4444', rank: 1 });
+    await expectStored(r);
+    const fallback = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o) }), tried: [promoted] });
+    expect(fallback.t.paymentMethodId).toBe(o.paymentMethodId);
+
+    const exhausted = await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o) });
+    await expect(reservations.retry({ scope: o.scope, id: exhausted, tried: [promoted, o.paymentMethodId] })).rejects.toMatchObject({ code: 'conflict' });
+    const none = await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o) });
+    await rows(`delete from billing.payment_methods where member_id = ?`, [o.memberId]);
+    await expect(reservations.retry({ scope: o.scope, id: none })).rejects.toEqual(
+      new DomainError('conflict', 'The member has no payment method to charge; nothing was charged. Add one, then retry.'),
+    );
+    expect(await rows(`select id from billing.transactions where original_transaction_id in (?, ?)`, [exhausted, none])).toEqual([]);
+  });
+
   it('refuses, each alone in one batch, a collected period, a subscription neither Active nor PastDue, a charge not Failed, a refund, a subscription claimed, and another merchant’s charge', async () => {
     const o = await seedMerchant();
     const other = await seedMerchant();

@@ -21,6 +21,11 @@ export interface RefundRequest {
 export interface RetryRequest {
   scope: CallScope;
   id: string;
+  /**
+   * The payment methods this retry has charged already (its earlier attempts, each declined): the
+   * attempt takes the member's first-ranked method not among them.
+   */
+  tried?: readonly string[];
 }
 
 /** What a transaction's provider call needs of its merchant (as `Known.merchants` of `callProviderFor` holds it). */
@@ -32,7 +37,7 @@ export interface Reservation {
   merchant: MerchantOfCall;
   /** A refund's charge (as locked when reserving): its provider ref, which a settled charge never changes. */
   original?: { id: string; providerRef: string | null };
-  /** A retry's payment method, when the reservation read it (so the call need not read it again). */
+  /** A retry's payment method, as the reservation read it (so the call need not read it again). */
   method?: ChargeableMethod;
 }
 
@@ -121,9 +126,12 @@ export class TransactionReservations {
   }
 
   /**
-   * Reserves a retry of a Failed charge: a `Processing` charge of `attempt + 1`, its subscription
-   * claimed, committed. Optimistic, as refunds are: a batch reads its charges with their
-   * subscriptions and whether each was retried (one statement, without locks), the domain decides
+   * Reserves a retry of a Failed charge: a `Processing` charge of `attempt + 1` on the member's
+   * payment method ranked first as it is now (not the failed charge's: it may have been demoted
+   * or removed since), leaving out those in `tried`, its subscription claimed, committed; a
+   * member with no such method is a conflict, and nothing is reserved. Optimistic, as refunds
+   * are: a batch reads its charges with their subscriptions, whether each was retried and its
+   * member's methods (one statement, without locks), the domain decides
    * each retry, and one statement claims each subscription only if its row is still as read (a
    * compare-and-swap) and inserts the retries of the charges it claimed. A retry of a charge
    * without a subscription is kept from being inserted twice by `transactions_retry_unique`; one
@@ -215,13 +223,19 @@ export class TransactionReservations {
         if (sub.duePeriodStart()?.getTime() !== f.periodStart?.getTime()) throw new DomainError('invalid_transition', 'The period of this charge has been collected since.');
         if (sub.claimedUntil && sub.claimedUntil > new Date()) throw new DomainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.');
       }
+      const method = (methods.get(f.memberId) ?? []).find((pm) => !r.tried?.includes(pm.id));
+      if (!method) {
+        throw new DomainError('conflict', r.tried?.length
+          ? "Every one of the member's payment methods has been tried by this retry."
+          : 'The member has no payment method to charge; nothing was charged. Add one, then retry.');
+      }
       const { merchant } = charges.get(f.id)!;
       const lease = new Date(Date.now() + this.leaseMs);
       const t = Object.assign(new Transaction(), {
         merchantId: f.merchantId,
         memberId: f.memberId,
         subscriptionId: f.subscriptionId,
-        paymentMethodId: f.paymentMethodId,
+        paymentMethodId: method.id,
         kind: 'Charge' as const,
         amountMinor: f.amountMinor,
         currency: f.currency,
@@ -236,7 +250,7 @@ export class TransactionReservations {
         claimed.set(sub.id, lease);
       }
       retries.push(t);
-      return { t, merchant: { providerEnvironment: merchant.providerEnvironment }, method: f.paymentMethodId ? methods?.get(f.paymentMethodId) : undefined };
+      return { t, merchant: { providerEnvironment: merchant.providerEnvironment }, method };
     }));
     if (retries.length === 0) return out;
     if (opts.lock) {
@@ -247,49 +261,66 @@ export class TransactionReservations {
     return out.map((o) => (o.ok && !written.has(o.value.t.originalTransactionId!) ? LOST : o));
   }
 
-  /** The retries' facts under locks: the charges (in id order), then their subscriptions (in id order: the lock order of a retry alone), then which charges were retried. */
+  /**
+   * The retries' facts under locks: the charges (in id order), then their subscriptions (in id
+   * order: the lock order of a retry alone), then which charges were retried; and, without
+   * locks, their members' payment methods.
+   */
   private async lockRetryFacts(query: PreparedQuery, batch: readonly RetryRequest[]): Promise<RetryFacts> {
     const charges = await this.lockCharges(query, batch);
     const subIds = [...new Set([...charges.values()].flatMap((l) => l.charge.subscriptionId ?? []))];
+    const memberIds = [...new Set([...charges.values()].map((l) => l.charge.memberId))];
     // After the charges' locks, so a retry of one of these charges committed meanwhile is seen.
-    const { rows } = charges.size === 0 ? { rows: [] } : await query<{ subs: SubscriptionRow[]; retried: string[] }>(
+    const { rows } = charges.size === 0 ? { rows: [] } : await query<{ subs: SubscriptionRow[]; retried: string[]; methods: ChargeableMethod[] }>(
       'transaction_reserve_retry_facts',
       `with subs as materialized (
          select to_jsonb(s) as sub from subscriptions s where s.id = any($2::uuid[]) order by s.id for update of s)
        select coalesce((select json_agg(sub) from subs), '[]') as subs,
               coalesce((select json_agg(distinct original_transaction_id) from transactions
-                         where kind = 'Charge' and original_transaction_id = any($1::uuid[])), '[]') as retried`,
-      [[...charges.keys()], subIds],
+                         where kind = 'Charge' and original_transaction_id = any($1::uuid[])), '[]') as retried,
+              coalesce((select json_agg(${CHARGEABLE_METHOD_JSON} order by x.member_id, x.rank)
+                          from payment_methods x where x.member_id = any($3::uuid[])), '[]') as methods`,
+      [[...charges.keys()], subIds, memberIds],
     );
     return {
       charges,
       subs: new Map((rows[0]?.subs ?? []).map((r) => [r.id, { sub: subscriptionOfRow(r), read: r }])),
       retried: new Set(rows[0]?.retried ?? []),
+      methods: rankedByMember(rows[0]?.methods ?? []),
     };
   }
 }
 
 /**
  * What a batch of retries is decided on: the charges with their merchants' terms, their
- * subscriptions (each with its row as read), and the ids of the charges already retried; read
- * without locks, also the charges' payment methods, which the retries' provider calls use.
+ * subscriptions (each with its row as read), the ids of the charges already retried, and the
+ * charges' members' payment methods in rank order (by member id), one of which each retry charges.
  */
 interface RetryFacts {
   charges: Map<string, LockedCharge>;
   subs: Map<string, { sub: Subscription; read: SubscriptionRow }>;
   retried: Set<string>;
-  methods?: Map<string, ChargeableMethod>;
+  methods: Map<string, ChargeableMethod[]>;
+}
+
+/** A `payment_methods x` row as a `ChargeableMethod`, in SQL. */
+const CHARGEABLE_METHOD_JSON = `json_build_object('id', x.id, 'memberId', x.member_id, 'type', x.type, 'last4', x.last4, 'providerToken', x.provider_token, 'rank', x.rank)`;
+
+/** Methods in rank order, grouped by member (in the order given). */
+function rankedByMember(methods: ChargeableMethod[]): Map<string, ChargeableMethod[]> {
+  const out = new Map<string, ChargeableMethod[]>();
+  for (const pm of methods) (out.get(pm.memberId) ?? out.set(pm.memberId, []).get(pm.memberId)!).push(pm);
+  return out;
 }
 
 /** The retries' facts without locks, in one statement; malformed ids find nothing. */
 async function readRetryFacts(query: PreparedQuery, batch: readonly RetryRequest[]): Promise<RetryFacts> {
   const ids = distinctUuids(batch.map((r) => r.id));
-  const { rows } = ids.length === 0 ? { rows: [] } : await query<LockedRow & { sub: SubscriptionRow | null; retried: boolean; method: ChargeableMethod | null }>(
+  const { rows } = ids.length === 0 ? { rows: [] } : await query<LockedRow & { sub: SubscriptionRow | null; retried: boolean; methods: ChargeableMethod[] }>(
     'transaction_retry_read',
     `select ${transactionColumns('t')}, m.provider_environment, m.platform_fee_percent::text, m.platform_fee_fixed_minor,
             (select to_jsonb(s) from subscriptions s where s.id = t.subscription_id) as sub,
-            (select json_build_object('id', x.id, 'memberId', x.member_id, 'type', x.type, 'last4', x.last4, 'providerToken', x.provider_token, 'rank', x.rank)
-               from payment_methods x where x.id = t.payment_method_id) as method,
+            coalesce((select json_agg(${CHARGEABLE_METHOD_JSON} order by x.rank) from payment_methods x where x.member_id = t.member_id), '[]') as methods,
             exists (select 1 from transactions r where r.kind = 'Charge' and r.original_transaction_id = t.id) as retried
        from transactions t join merchants m on m.id = t.merchant_id
       where t.id = any($1::uuid[])`,
@@ -299,7 +330,7 @@ async function readRetryFacts(query: PreparedQuery, batch: readonly RetryRequest
     charges: new Map(rows.map((r) => [r.id, lockedChargeOf(r)])),
     subs: new Map(rows.flatMap((r) => (r.sub ? [[r.sub.id, { sub: subscriptionOfRow(r.sub), read: r.sub }] as const] : []))),
     retried: new Set(rows.filter((r) => r.retried).map((r) => r.id)),
-    methods: new Map(rows.flatMap((r) => (r.method ? [[r.method.id, r.method] as const] : []))),
+    methods: new Map(rows.map((r) => [r.member_id, r.methods])),
   };
 }
 
