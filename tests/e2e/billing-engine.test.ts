@@ -98,6 +98,25 @@ async function outbox(type: string, field: string, id: string) {
   return (await db.query(`select data from billing.outbox where type = $1 and data->>$2 = $3`, [type, field, id])).rows.map((r) => r.data);
 }
 
+/** POSTs a subscription action (pause, resume, cancel) as the merchant. */
+const act = (m: { key: string }, id: string, action: 'pause' | 'resume' | 'cancel', body: Record<string, unknown> = {}) =>
+  api.post(`/api/Subscriptions/${id}/${action}`, body, { token: m.key, headers: idempotent() });
+
+/** Adds `details` to the member's payment methods as the first in rank (the one charged first). */
+async function firstMethod(m: { id: string; key: string }, memberId: string, details: Record<string, unknown>) {
+  const added = await addPaymentMethod(api, m, memberId, details);
+  const listed = await api.get(`/api/members/${memberId}/payment-methods`, { token: m.key });
+  const others = (listed.body.items ?? listed.body).map((pm: { id: string }) => pm.id).filter((id: string) => id !== added.id);
+  const res = await api.post(`/api/members/${memberId}/payment-methods/reorder`, { merchantId: m.id, memberId, orderedIds: [added.id, ...others] }, { token: m.key });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+}
+
+/** A subscription's charges as [attempt, status, the start of the period each pays for], oldest first. */
+async function chargedPeriods(subscriptionId: string) {
+  const res = await db.query(`select attempt, status, period_start from billing.transactions where subscription_id = $1 and kind = 'Charge' order by occurred_at, created_at`, [subscriptionId]);
+  return res.rows.map((r) => [r.attempt, r.status, new Date(r.period_start).toISOString()]);
+}
+
 describe('billing runs', () => {
   it('charges due card subscriptions in advance, once per period, and starts after the trial', async () => {
     const m = await billingMerchant();
@@ -235,6 +254,74 @@ describe('billing runs', () => {
       [3, 'Failed', day(7), 'insufficient_funds'],
     ]);
     expect(await outbox('subscription.cancelled', 'id', poor.id)).toHaveLength(1);
+  });
+
+  it('keeps the period of a bank debit that fails at settlement while the subscription is paused: resumed, it is PastDue and the next run collects it once', async () => {
+    const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3, billingRetryOffsetsDays: '1,3' } });
+    const poor = await m.subscriber([{ ...BANK, last4: '7002' }]);
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 1 });
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'Active', nextBillingAt: '2030-02-15T00:00:00.000Z' });
+    expect((await act(m, poor.id, 'pause')).body).toMatchObject({ status: 'Paused' });
+
+    // Day 3: the debit fails at settlement; the subscription stays Paused, owing the period, its
+    // first retry at day 3 + 1, held while it is paused.
+    expect(await run(day(3))).toMatchObject({ charged: 0, failed: 1 });
+    expect((await m.transactions(poor.id)).map((t) => [t.attempt, t.status, t.failureReason])).toEqual([[1, 'Failed', 'insufficient_funds']]);
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'Paused', currentPeriodStart: T0, nextBillingAt: day(4) });
+    expect(await run(day(5))).toMatchObject({ charged: 0 });
+    expect(await outbox('subscription.past_due', 'id', poor.id)).toEqual([]);
+
+    await firstMethod(m, poor.memberId, CARD);
+    const resumed = await act(m, poor.id, 'resume');
+    expect(resumed.status).toBe(200);
+    expect(resumed.body).toMatchObject({ status: 'PastDue', currentPeriodStart: T0, nextBillingAt: day(4), pausedAt: null });
+    expect((await outbox('subscription.past_due', 'id', poor.id)).map((d) => d.status)).toEqual(['PastDue']);
+
+    // The retry of the unpaid period (attempt 2) settles on the card: that period is paid, once.
+    expect(await run(day(5))).toMatchObject({ charged: 1, retried: 1, succeeded: 1, failed: 0 });
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'Active', currentPeriodStart: T0, nextBillingAt: '2030-02-15T00:00:00.000Z' });
+    expect(await run(day(6))).toMatchObject({ charged: 0 });
+    expect(await chargedPeriods(poor.id)).toEqual([[1, 'Failed', T0], [2, 'Settled', T0]]);
+    expect((await ledger(m.id)).charges.map((c) => [c.paymentMethod.last4, c.status])).toEqual([['7002', 'Failed'], ['4242', 'Settled']]);
+  });
+
+  it('collects a period that failed at settlement while paused when a resumeAt after its end comes, then bills the period started at the resume', async () => {
+    const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3, billingRetryOffsetsDays: '1,3' }, plan: { interval: 'Week', amount: 10 } });
+    const poor = await m.subscriber([{ ...BANK, last4: '7002' }]);
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 1 });
+    expect((await act(m, poor.id, 'pause', { resumeAt: day(10) })).body).toMatchObject({ status: 'Paused', resumeAt: day(10) });
+    expect(await run(day(3))).toMatchObject({ charged: 0, failed: 1 });
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'Paused', nextBillingAt: day(4) });
+    expect(await run(day(7))).toMatchObject({ charged: 0 });
+    await firstMethod(m, poor.memberId, CARD);
+
+    // Day 10: resumed PastDue (the week from T0 is owed) into a new week from day 10; the owed
+    // week is retried at once and settles, then the new week is due.
+    expect(await run(day(10))).toMatchObject({ charged: 1, retried: 1, succeeded: 1, failed: 0 });
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'Active', currentPeriodStart: day(10), nextBillingAt: day(10) });
+    expect((await outbox('subscription.resumed', 'id', poor.id)).map((d) => d.status)).toEqual(['PastDue']);
+    expect(await outbox('subscription.past_due', 'id', poor.id)).toHaveLength(1);
+    expect(await run(day(10))).toMatchObject({ charged: 1, retried: 0, succeeded: 1 });
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'Active', currentPeriodStart: day(10), nextBillingAt: day(17) });
+    expect(await run(day(16))).toMatchObject({ charged: 0 });
+    expect(await chargedPeriods(poor.id)).toEqual([[1, 'Failed', T0], [2, 'Settled', T0], [1, 'Settled', day(10)]]);
+    expect(sumMinor((await ledger(m.id)).charges.filter((c) => c.status === 'Settled'))).toBe(2 * 1000);
+  });
+
+  it('collects a period whose bank debit fails at settlement after cancel at period end, then ends the subscription at that period end', async () => {
+    const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3, billingRetryOffsetsDays: '1,3' } });
+    const poor = await m.subscriber([{ ...BANK, last4: '7002' }]);
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 1 });
+    expect((await act(m, poor.id, 'cancel', { atPeriodEnd: true })).body).toMatchObject({ status: 'Active', cancelAtPeriodEnd: true });
+    expect(await run(day(3))).toMatchObject({ failed: 1 });
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'PastDue', cancelAtPeriodEnd: true, nextBillingAt: day(4) });
+    expect(await outbox('subscription.past_due', 'id', poor.id)).toHaveLength(1);
+    await firstMethod(m, poor.memberId, CARD);
+    expect(await run(day(4))).toMatchObject({ charged: 1, retried: 1, succeeded: 1 });
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'Active', cancelAtPeriodEnd: true, nextBillingAt: '2030-02-15T00:00:00.000Z' });
+    expect(await run('2030-02-15T00:00:00.000Z')).toMatchObject({ charged: 0, terminated: 1 });
+    expect(await m.sub(poor.id)).toMatchObject({ status: 'Cancelled' });
+    expect(await chargedPeriods(poor.id)).toEqual([[1, 'Failed', T0], [2, 'Settled', T0]]);
   });
 
   it('retries a declined card once per run even when several retry dates have passed, counting subscriptions', async () => {

@@ -206,7 +206,8 @@ export class BillingRun {
    * Resumes the paused subscriptions whose `resumeAt` has come, at their `resumeAt`, as a resume
    * through the API would (`Subscription.resume`, written by the same optimistic transition,
    * with `subscription.resumed`): a pause that covered the next due date starts a new period at
-   * `resumeAt`, which this run then charges. A subscription changed meanwhile (resumed, cancelled,
+   * `resumeAt`, which this run then charges; one owing a period becomes PastDue, and this run
+   * retries it if its retry is due. A subscription changed meanwhile (resumed, cancelled,
    * paused again with another date) is left as it is.
    */
   private async resumeDue(): Promise<void> {
@@ -287,7 +288,9 @@ export class BillingRun {
           if (t.status === 'Failed' && t.subscriptionId) {
             const sub = subs.get(t.subscriptionId);
             const m = merchants.get(t.merchantId)!;
-            if (sub && t.periodStart && sub.currentPeriodStart.getTime() === t.periodStart.getTime()) {
+            // Its period is the current one, or the one before when a resume started a new one
+            // meanwhile: no other charge is made while a bank debit settles (`DUE_SUBSCRIPTIONS_SQL`).
+            if (sub && t.periodStart && t.periodStart.getTime() <= sub.currentPeriodStart.getTime()) {
               const o = sub.recordFailedSettlement(t.periodStart, t.attempt, dunningPolicyOf(m), this.asOf);
               if (o) this.failed.add(sub.id);
               if (o === 'terminated') this.result.terminated++;

@@ -16,4 +16,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { name: 'Migration20261124000000_retry_unique', load: async () => (await import('./Migration20261124000000_retry_unique.js')).Migration20261124000000_retry_unique },
   { name: 'Migration20261124100000_retry_unique_originals', load: async () => (await import('./Migration20261124100000_retry_unique_originals.js')).Migration20261124100000_retry_unique_originals },
   { name: 'Migration20261124130000_paused_resume_at', load: async () => (await import('./Migration20261124130000_paused_resume_at.js')).Migration20261124130000_paused_resume_at },
+  { name: 'Migration20261125000000_terminal_pause_write_off', load: async () => (await import('./Migration20261125000000_terminal_pause_write_off.js')).Migration20261125000000_terminal_pause_write_off },
 ];

@@ -218,6 +218,93 @@ describe('Subscription transitions', () => {
       expect([s.nextBillingAt?.toISOString(), s.chargeAttempt()]).toEqual([later(32).toISOString(), 2]);
     });
 
+    it('a bank debit failing at settlement while Paused keeps the period owed: resumed, it is PastDue and retried', () => {
+      const s = start();
+      s.advancePeriod(MONTHLY, T0, { processing: true });
+      s.pause(null, later(1));
+      s.pullEvents();
+      expect(s.recordFailedSettlement(T0, 1, POLICY, later(3))).toBe('retry_scheduled');
+      expect([s.status, s.owesPeriodWhilePaused(), s.nextBillingAt?.toISOString(), s.isDue(later(30))]).toEqual(['Paused', true, later(4).toISOString(), false]);
+      expect(s.pullEvents()).toEqual([]);
+      s.resume(MONTHLY, later(2));
+      expect([s.status, s.duePeriodStart()?.toISOString(), s.nextBillingAt?.toISOString(), s.chargeAttempt()]).toEqual(['PastDue', T0.toISOString(), later(4).toISOString(), 2]);
+      expect(s.pullEvents()).toEqual(['subscription.resumed', 'subscription.past_due']);
+      s.advancePeriod(MONTHLY, later(4));
+      expect([s.status, s.currentPeriodStart.toISOString(), s.nextBillingAt?.toISOString()]).toEqual(['Active', T0.toISOString(), '2026-02-28T10:00:00.000Z']);
+    });
+
+    it('resumed after its retry date, the owed period is retried at once; after its end, the period started at the resume is due once it is collected', () => {
+      const s = start();
+      s.advancePeriod(MONTHLY, T0, { processing: true });
+      s.pause(null, later(1));
+      s.recordFailedSettlement(T0, 1, POLICY, later(3));
+      s.resume(MONTHLY, later(20));
+      expect([s.status, s.currentPeriodStart.toISOString(), s.nextBillingAt?.toISOString()]).toEqual(['PastDue', T0.toISOString(), later(20).toISOString()]);
+
+      const covered = start();
+      covered.advancePeriod(MONTHLY, T0, { processing: true });
+      covered.pause(null, later(1));
+      covered.recordFailedSettlement(T0, 1, POLICY, later(3));
+      covered.resume(MONTHLY, later(40));
+      expect([covered.status, covered.duePeriodStart()?.toISOString(), covered.currentPeriodStart.toISOString(), covered.nextBillingAt?.toISOString()]).toEqual([
+        'PastDue', T0.toISOString(), later(40).toISOString(), later(40).toISOString(),
+      ]);
+      covered.advancePeriod(MONTHLY, later(40), { processing: true }); // the owed period's retry, a bank debit
+      expect([covered.status, covered.owesCurrentPeriod(), covered.nextBillingAt?.toISOString()]).toEqual(['Active', true, later(40).toISOString()]);
+      // That retry fails at settlement too: the owed period is collected again, the new one waits.
+      expect(covered.recordFailedSettlement(T0, 2, POLICY, later(43))).toBe('retry_scheduled');
+      expect([covered.status, covered.duePeriodStart()?.toISOString(), covered.nextBillingAt?.toISOString(), covered.chargeAttempt()]).toEqual(['PastDue', T0.toISOString(), later(6).toISOString(), 3]);
+      covered.advancePeriod(MONTHLY, later(43));
+      expect([covered.status, covered.currentPeriodStart.toISOString(), covered.nextBillingAt?.toISOString()]).toEqual(['Active', later(40).toISOString(), later(40).toISOString()]);
+      covered.advancePeriod(MONTHLY, later(43));
+      expect([covered.currentPeriodStart.toISOString(), covered.currentPeriodEnd.toISOString()]).toEqual([later(40).toISOString(), covered.nextBillingAt?.toISOString()]);
+    });
+
+    it('a bank debit failing at settlement after a resume started a new period collects the old one first', () => {
+      const s = start();
+      s.advancePeriod(MONTHLY, T0, { processing: true });
+      s.pause(null, later(1));
+      s.resume(MONTHLY, later(40)); // a new period, due at once, waits for the debit to settle
+      expect(s.recordFailedSettlement(T0, 1, POLICY, later(41))).toBe('past_due');
+      expect([s.status, s.duePeriodStart()?.toISOString(), s.nextBillingAt?.toISOString()]).toEqual(['PastDue', T0.toISOString(), later(42).toISOString()]);
+      s.advancePeriod(MONTHLY, later(42));
+      expect([s.status, s.currentPeriodStart.toISOString(), s.nextBillingAt?.toISOString()]).toEqual(['Active', later(40).toISOString(), later(40).toISOString()]);
+    });
+
+    it('when no retry is left for a debit failing while Paused, the terminal action applies: Cancel cancels, Pause writes the period off', () => {
+      const cancelled = start();
+      cancelled.advancePeriod(MONTHLY, T0, { processing: true });
+      cancelled.pause(null, later(1));
+      cancelled.pullEvents();
+      expect(cancelled.recordFailedSettlement(T0, 1, { retryOffsetsDays: [], terminalAction: 'Cancel' }, later(3))).toBe('terminated');
+      expect([cancelled.status, cancelled.nextBillingAt, cancelled.pausedAt]).toEqual(['Cancelled', null, null]);
+      expect(cancelled.pullEvents()).toEqual(['subscription.cancelled']);
+
+      const paused = start();
+      paused.advancePeriod(MONTHLY, T0, { processing: true });
+      paused.pause(null, later(1));
+      paused.pullEvents();
+      expect(paused.recordFailedSettlement(T0, 2, { retryOffsetsDays: [1], terminalAction: 'Pause' }, later(3))).toBe('terminated');
+      expect([paused.status, paused.owesPeriodWhilePaused()]).toEqual(['Paused', false]);
+      paused.resume(MONTHLY, later(5));
+      expect([paused.status, paused.currentPeriodStart.toISOString(), paused.nextBillingAt?.toISOString()]).toEqual(['Active', later(5).toISOString(), later(5).toISOString()]);
+    });
+
+    it('a PastDue subscription paused and resumed is PastDue again; one paused by the terminal action resumes into a new period', () => {
+      const s = start();
+      s.recordFailedCharge(POLICY, T0);
+      s.pause(null, later(2));
+      s.pullEvents();
+      s.resume(MONTHLY, later(5));
+      expect([s.status, s.duePeriodStart()?.toISOString(), s.nextBillingAt?.toISOString(), s.chargeAttempt()]).toEqual(['PastDue', T0.toISOString(), later(5).toISOString(), 2]);
+      expect(s.pullEvents()).toEqual(['subscription.resumed', 'subscription.past_due']);
+
+      const terminal = start();
+      terminal.recordFailedCharge({ retryOffsetsDays: [], terminalAction: 'Pause' }, T0);
+      terminal.resume(MONTHLY, later(5));
+      expect([terminal.status, terminal.currentPeriodStart.toISOString(), terminal.nextBillingAt?.toISOString()]).toEqual(['Active', later(5).toISOString(), later(5).toISOString()]);
+    });
+
     it('ends a subscription flagged cancelAtPeriodEnd instead of charging it', () => {
       const s = start();
       s.cancel(true, T0);

@@ -37,7 +37,11 @@ export interface PlanTerms extends BillingSchedule {
  *
  *   Active ──pause──▶ Paused ──resume──▶ Active
  *   Active ──failed charge──▶ PastDue ──charge succeeds──▶ Active   (billing run)
+ *   PastDue ──pause──▶ Paused ──resume──▶ PastDue                    (the unpaid period is kept)
  *   Active | Paused | PastDue ──cancel──▶ Cancelled                  (final)
+ *
+ * A period whose charge failed is owed until it is collected or the terminal action writes it
+ * off (`dunningPeriodStart` set): a pause holds its retries, it does not forgive it.
  */
 export class Subscription {
   id: string = randomUUID();
@@ -56,7 +60,11 @@ export class Subscription {
   pausedAt: Date | null = null;
   resumeAt: Date | null = null;
   cancelledAt: Date | null = null;
-  /** While PastDue: the start of the period being collected, and when its first charge failed. */
+  /**
+   * While PastDue, or Paused owing a period (paused while PastDue, or its bank debit failed at
+   * settlement while paused): the start of the period being collected, and when its first
+   * charge failed.
+   */
   dunningPeriodStart: Date | null = null;
   dunningStartedAt: Date | null = null;
   /** Retries of the period being collected that have run (0 before the first retry); kept while a retry's bank debit settles. */
@@ -107,20 +115,37 @@ export class Subscription {
   /**
    * Paused → Active. If the paused time covered the next due date, a new period starts now and
    * is due at once (billing in advance); otherwise the paid period runs on unchanged.
+   *
+   * Paused owing a period (`owesPeriodWhilePaused`) → PastDue: collection goes on where the
+   * pause held it, the next retry at its date from the first failure (now when that has passed),
+   * with `subscription.past_due`. If the paused time covered the end of the owed period, a new
+   * period starts now as above, due once the owed one is collected (`advancePeriod`).
    */
   resume(schedule: BillingSchedule, now = new Date()): void {
     this.refuseWhenCancelled('resumed');
     if (this.status !== 'Paused') throw new DomainError('invalid_transition', `Only a paused subscription can be resumed; this one is ${this.status}.`);
-    this.status = 'Active';
     this.pausedAt = null;
     this.resumeAt = null;
+    const owed = this.owesPeriodWhilePaused() ? this.dunningPeriodStart : null;
+    if (owed) {
+      this.status = 'PastDue';
+      if (periodEnd(owed, schedule, this.billingAnchor) <= now) this.startPeriodAt(now, schedule);
+      if (!this.nextBillingAt || this.nextBillingAt < now) this.nextBillingAt = now;
+      this.touch(now, 'subscription.resumed');
+      this.record('subscription.past_due');
+      return;
+    }
+    this.status = 'Active';
     if (!this.nextBillingAt || this.nextBillingAt < now) {
-      this.currentPeriodStart = now;
-      this.currentPeriodEnd = periodEnd(now, schedule);
+      this.startPeriodAt(now, schedule);
       this.nextBillingAt = now;
-      this.billingAnchor = now;
     }
     this.touch(now, 'subscription.resumed');
+  }
+
+  /** Whether it is Paused with a period still owed: it resumes PastDue (`resume`). */
+  owesPeriodWhilePaused(): boolean {
+    return this.status === 'Paused' && this.dunningPeriodStart !== null;
   }
 
   /**
@@ -175,15 +200,20 @@ export class Subscription {
    * That period becomes current, dunning ends, and the next period is due at its end. A
    * processing charge (a bank debit) may still fail at settlement: when it was a retry, dunning
    * then goes on from where it was (`recordFailedSettlement`), so when it started is kept, and
-   * for a retry (made PastDue) how many retries had run.
+   * for a retry (made PastDue) how many retries had run. A period collected after a resume that
+   * started a newer one (`resume`) stays behind it: the newer one, started at the resume, is then due.
    */
   advancePeriod(schedule: BillingSchedule, now = new Date(), charge: { processing?: boolean } = {}): void {
     if (this.status !== 'Active' && this.status !== 'PastDue') throw new DomainError('invalid_transition', `A ${this.status} subscription is not billed.`);
     const start = this.duePeriodStart();
     if (!start) throw new DomainError('invalid_transition', 'Nothing is due.');
-    this.currentPeriodStart = start;
-    this.currentPeriodEnd = periodEnd(start, schedule, this.billingAnchor);
-    this.nextBillingAt = this.currentPeriodEnd;
+    if (start < this.currentPeriodStart) {
+      this.nextBillingAt = this.currentPeriodStart;
+    } else {
+      this.currentPeriodStart = start;
+      this.currentPeriodEnd = periodEnd(start, schedule, this.billingAnchor);
+      this.nextBillingAt = this.currentPeriodEnd;
+    }
     this.dunningPeriodStart = null;
     const retrying = charge.processing && this.status === 'PastDue';
     this.status = 'Active';
@@ -220,6 +250,8 @@ export class Subscription {
         return 'retry_scheduled';
       }
     }
+    // The terminal action writes the period off: resumed from the terminal pause, it starts afresh.
+    this.endDunning();
     if (policy.terminalAction === 'Pause') {
       this.status = 'Paused';
       this.pausedAt = at;
@@ -235,13 +267,19 @@ export class Subscription {
   }
 
   /**
-   * A Processing bank charge of the current period (`periodStart`), its `attempt`, failed at
+   * A Processing bank charge of the period starting at `periodStart` (the current one, or the
+   * one before it when a resume has started a new one since), its `attempt`, failed at
    * settlement: the period is collected again. A first charge's failure starts dunning at `at`,
    * as a declined charge does; a retry's failure is that retry failing, so dunning goes on where
    * it was: the retries already run count, the next is at its offset from when dunning started
    * (due at once when that has passed), and when none is left the terminal action applies.
+   * Paused meanwhile, it stays Paused owing the period, its retries scheduled the same way, and
+   * becomes PastDue when resumed (`resume`); its terminal action applies at once when no retry is
+   * left: Cancel cancels it, Pause keeps it Paused with the period written off. Null (nothing
+   * changes) when it is Cancelled.
    */
   recordFailedSettlement(periodStart: Date, attempt: number, policy: DunningPolicy, at: Date): FailureOutcome | null {
+    if (this.status === 'Paused') return this.recordFailureWhilePaused(periodStart, attempt, policy, at);
     if (this.status !== 'Active') return null;
     this.nextBillingAt = periodStart;
     if (attempt > 1) {
@@ -252,6 +290,36 @@ export class Subscription {
       // manual retries of the period take attempt numbers too); recordFailedCharge counts this one.
     }
     return this.recordFailedCharge(policy, at);
+  }
+
+  /** See `recordFailedSettlement`: the same ladder as `recordFailedCharge`, nothing charged while Paused. */
+  private recordFailureWhilePaused(periodStart: Date, attempt: number, policy: DunningPolicy, at: Date): FailureOutcome {
+    const offsets = policy.retryOffsetsDays;
+    const startedAt = attempt > 1 ? (this.dunningStartedAt ?? at) : at;
+    // The retries run, this one included (`retryCount` as `advancePeriod` kept it, not
+    // `attempt - 1`: manual retries of the period take attempt numbers too).
+    const retries = attempt > 1 ? this.retryCount + 1 : 0;
+    this.updatedAt = at;
+    if (retries < offsets.length) {
+      this.dunningPeriodStart = periodStart;
+      this.dunningStartedAt = startedAt;
+      this.retryCount = retries;
+      this.nextBillingAt = addDays(startedAt, offsets[this.retryCount]!);
+      return 'retry_scheduled';
+    }
+    this.endDunning();
+    if (policy.terminalAction === 'Pause') {
+      // Written off, as after a terminal pause: resumed, it starts a new period at once.
+      this.nextBillingAt = periodStart;
+    } else {
+      this.status = 'Cancelled';
+      this.cancelledAt = at;
+      this.nextBillingAt = null;
+      this.pausedAt = null;
+      this.resumeAt = null;
+      this.touch(at, 'subscription.cancelled');
+    }
+    return 'terminated';
   }
 
   /**
@@ -271,6 +339,19 @@ export class Subscription {
     const events = this.pending ?? [];
     this.pending = [];
     return events;
+  }
+
+  /** A new period starting at `now`, anchored there (its charge is due as the caller decides). */
+  private startPeriodAt(now: Date, schedule: BillingSchedule): void {
+    this.currentPeriodStart = now;
+    this.currentPeriodEnd = periodEnd(now, schedule);
+    this.billingAnchor = now;
+  }
+
+  private endDunning(): void {
+    this.dunningPeriodStart = null;
+    this.dunningStartedAt = null;
+    this.retryCount = 0;
   }
 
   private refuseWhenCancelled(verb: string): void {
