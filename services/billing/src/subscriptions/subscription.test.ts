@@ -209,6 +209,17 @@ describe('Subscription transitions', () => {
       expect([s.status, s.nextBillingAt?.toISOString(), s.chargeAttempt()]).toEqual(['PastDue', later(3).toISOString(), 3]); // retry 2, at 0 + 3 days
     });
 
+    it('paused meanwhile, a processing retry failing at settlement also counts the retries run, not its attempt number', () => {
+      const s = start();
+      s.recordFailedCharge(POLICY, T0); // attempt 1 declined: PastDue, no retry run yet
+      s.advancePeriod(MONTHLY, later(1), { processing: true }); // attempt 5, after three manual retries
+      s.pause(null, later(2));
+      expect(s.recordFailedSettlement(T0, 5, POLICY, later(4))).toBe('retry_scheduled');
+      expect([s.status, s.owesPeriodWhilePaused(), s.nextBillingAt?.toISOString()]).toEqual(['Paused', true, later(3).toISOString()]); // retry 2, at 0 + 3 days
+      s.resume(MONTHLY, later(5));
+      expect([s.status, s.chargeAttempt()]).toEqual(['PastDue', 3]);
+    });
+
     it('a settled charge ends dunning for good: a later first debit failing at settlement starts it afresh', () => {
       const s = start();
       s.recordFailedCharge(POLICY, T0);
