@@ -847,6 +847,32 @@ describe('fees and fee statements', () => {
     expect(lines.body.items).toEqual([expect.objectContaining({ transactionId: t.id, amount: 2100, feeAmount: 34, netAmount: 2066 })]);
   });
 
+  it('bills a transaction on one closed statement at most: overlapping periods, even finalised at once, never charge a fee twice', async () => {
+    const m = await billingMerchant({ plan: { amount: 50 } });
+    const subs = [await m.subscriber(), await m.subscriber()];
+    expect(await run(T0)).toMatchObject({ charged: 2, succeeded: 2 });
+    const charges = (await Promise.all(subs.map((s) => m.transactions(s.id)))).flat().map((t) => t.id).sort();
+    const generate = async (periodStart: string, periodEnd: string) => {
+      const res = await api.post('/api/admin/fee-statements/generate', { merchantId: m.id, periodStart, periodEnd }, { token: admin });
+      expect(res.status).toBe(201);
+      return res.body;
+    };
+    const lineIds = async (id: string) => (await api.get(`/api/FeeStatements/${id}/lines`, { token: m.key })).body.items.map((l: { transactionId: string }) => l.transactionId).sort();
+    // Drafts are not bills: two overlapping drafts both show the period's charges.
+    const a = await generate('2030-01-01', '2030-02-01');
+    const b = await generate('2029-12-01', '2030-01-20');
+    expect([a.transactionCount, b.transactionCount]).toEqual([2, 2]);
+    // Finalised at the same time, each charge lands on exactly one of them.
+    const [fa, fb] = await Promise.all([a, b].map((s) => api.post(`/api/admin/fee-statements/${s.id}/finalise`, {}, { token: admin })));
+    expect([fa!.status, fb!.status]).toEqual([200, 200]);
+    expect(fa!.body.transactionCount + fb!.body.transactionCount).toBe(2);
+    expect([...(await lineIds(a.id)), ...(await lineIds(b.id))].sort()).toEqual(charges);
+    expect(fa!.body.totalFees + fb!.body.totalFees).toBeCloseTo(2 * (0.75 + 0.3), 10);
+    // A later statement over the same period has nothing left to bill.
+    const c = await generate('2030-01-01', '2030-02-01');
+    expect(c).toMatchObject({ transactionCount: 0, totalFees: 0, totalNet: 0 });
+  });
+
   it('refuses a period bound in year 0000 (it was a 500)', async () => {
     const m = await createMerchant(api, admin);
     const res = await api.post('/api/admin/fee-statements/generate', { merchantId: m.id, periodStart: '0000-01-01T00:00:00Z', periodEnd: '0000-12-01' }, { token: admin });

@@ -24,8 +24,10 @@ export function findStatement(em: EntityManager, scope: CallScope, id: string, o
 /**
  * (Re)takes the statement's lines from the merchant's transactions (contract §10): charges that
  * occurred in the period and are Settled or Processing, with their fee and net; refunds in the
- * period with negative amount, no fee and negative net. The totals are then summed from the
- * stored lines, so they are the sums of the lines by construction.
+ * period with negative amount, no fee and negative net. A transaction already on another closed
+ * (Finalised or Paid) statement is left out, so overlapping periods never bill a fee twice
+ * (finalising holds the merchant's statement lock, `lockMerchantStatements`). The totals are
+ * then summed from the stored lines, so they are the sums of the lines by construction.
  */
 async function takeLines(em: EntityManager, s: FeeStatement): Promise<void> {
   s.assertLinesOpen();
@@ -43,8 +45,10 @@ async function takeLines(em: EntityManager, s: FeeStatement): Promise<void> {
             case when t.kind = 'Charge' then t.amount_minor - t.fee_minor else -t.amount_minor end
        from transactions t
       where t.merchant_id = ?::uuid and t.currency = ? and t.occurred_at >= ?::timestamptz and t.occurred_at < ?::timestamptz
-        and t.status in ('Settled','Processing')`,
-    [s.id, s.merchantId, s.currency, s.periodStart.toISOString(), s.periodEnd.toISOString()],
+        and t.status in ('Settled','Processing')
+        and not exists (select 1 from fee_statement_lines l join fee_statements f on f.id = l.statement_id
+                         where l.transaction_id = t.id and f.id <> ?::uuid and f.status in ('Finalised','Paid'))`,
+    [s.id, s.merchantId, s.currency, s.periodStart.toISOString(), s.periodEnd.toISOString(), s.id],
   );
   const [totals] = await queryRows<{ fees: string; net: string; n: number }>(
     em,
@@ -91,10 +95,20 @@ export async function generateStatement(orm: MikroORM, input: { merchantId: stri
   });
 }
 
+/**
+ * Finalising statements of one merchant one at a time: a statement's lines, taken under this
+ * lock, see every transaction the others closed with (READ COMMITTED: each statement reads what
+ * was committed when it starts).
+ */
+async function lockMerchantStatements(em: EntityManager, merchantId: string): Promise<void> {
+  await queryRows(em, `select pg_advisory_xact_lock(hashtextextended('fee_statements:' || ?, 0))`, [merchantId]);
+}
+
 /** Draft → Finalised: the lines are taken a last time and frozen. */
 export async function finaliseStatement(orm: MikroORM, scope: CallScope, id: string): Promise<FeeStatement> {
   return orm.em.fork().transactional(async (em) => {
     const s = await findStatement(em, scope, id, { lock: true });
+    await lockMerchantStatements(em, s.merchantId);
     await takeLines(em, s);
     s.finalise();
     recordStatementEvents(em, s);
