@@ -26,6 +26,14 @@ describe('periodEnd', () => {
     expect(periodEnd(at('2029-02-28T00:00:00Z'), { interval: 'Year', intervalCount: 3 }, at('2028-02-29T00:00:00Z')).toISOString()).toBe('2032-02-29T00:00:00.000Z');
   });
 
+  it('keeps the years 0001 to 0099 as they are (Date.UTC reads them as 1901 to 1999)', () => {
+    expect(periodEnd(at('0001-01-01T00:00:00Z'), { interval: 'Month', intervalCount: 1 }).toISOString()).toBe('0001-02-01T00:00:00.000Z');
+    expect(periodEnd(at('0050-06-15T08:00:00Z'), { interval: 'Month', intervalCount: 1 }).toISOString()).toBe('0050-07-15T08:00:00.000Z');
+    expect(periodEnd(at('0001-03-01T00:00:00Z'), { interval: 'Year', intervalCount: 1 }).toISOString()).toBe('0002-03-01T00:00:00.000Z');
+    // 0004 is a leap year: a 31 January anchor ends its first month on 29 February.
+    expect(periodEnd(at('0004-01-31T00:00:00Z'), { interval: 'Month', intervalCount: 1 }).toISOString()).toBe('0004-02-29T00:00:00.000Z');
+  });
+
   it('clamps a 31st anchor to Feb 29 in a leap year, and Fortnight × 2 is 28 days', () => {
     const anchor = at('2028-01-31T00:00:00Z');
     expect(periodEnd(anchor, { interval: 'Month', intervalCount: 1 }).toISOString()).toBe('2028-02-29T00:00:00.000Z');

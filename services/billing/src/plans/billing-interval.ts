@@ -8,8 +8,18 @@ export interface BillingSchedule {
 
 const DAY_MS = 86_400_000;
 
+/**
+ * The instant of a UTC calendar date and time. `Date.UTC` reads years 0 to 99 as 1900 to 1999;
+ * `setUTCFullYear` takes the year as given.
+ */
+function utc(year: number, monthIndex: number, day: number, h = 0, m = 0, s = 0, ms = 0): Date {
+  const d = new Date(Date.UTC(2000, 0, 1, h, m, s, ms));
+  d.setUTCFullYear(year, monthIndex, day);
+  return d;
+}
+
 function daysInMonth(year: number, monthIndex: number): number {
-  return new Date(Date.UTC(year, monthIndex + 1, 0)).getUTCDate();
+  return utc(year, monthIndex + 1, 0).getUTCDate();
 }
 
 /**
@@ -33,7 +43,7 @@ export function periodEnd(from: Date, schedule: BillingSchedule, anchor: Date = 
       const year = Math.floor(total / 12);
       const month = total % 12;
       const day = Math.min(anchor.getUTCDate(), daysInMonth(year, month));
-      return new Date(Date.UTC(year, month, day, anchor.getUTCHours(), anchor.getUTCMinutes(), anchor.getUTCSeconds(), anchor.getUTCMilliseconds()));
+      return utc(year, month, day, anchor.getUTCHours(), anchor.getUTCMinutes(), anchor.getUTCSeconds(), anchor.getUTCMilliseconds());
     }
   }
 }
