@@ -222,6 +222,45 @@ describe('POST /api/onboard/complete', () => {
     expect(outbox.rows[0].n).toBe(1);
   });
 
+  it('refuses to revoke (409) while a completion holds the wizard; revoked first, the completion is 410 and nothing is enrolled', async () => {
+    // Regression: a revoke sent while a completion was enrolling the customer answered 204, and the
+    // completion went on: the invitation ended Completed, revoked first, with a live subscription.
+    const { customer, invitationId } = await accepted();
+    await fillWizard(api, customer.token, invitationId, m);
+    const revoke = () => api.del(`/api/Invitations/${invitationId}`, { token: m.key });
+    // A completion run holds the wizard's lease while it calls billing.
+    await db.query(`update checkout.onboardings set completion_lease_until = now() + interval '30 seconds', completion_started_at = now() where invitation_id = $1`, [invitationId]);
+    const refused = await revoke();
+    expect(refused.status).toBe(409);
+    expect((await api.get(`/api/Invitations/${invitationId}`, { token: m.key })).body).toMatchObject({ status: 'Accepted', revokedAt: null });
+    // Its lease given up, the revocation goes through, and a completion after it enrols nothing.
+    await db.query(`update checkout.onboardings set completion_lease_until = null where invitation_id = $1`, [invitationId]);
+    expect((await revoke()).status).toBe(204);
+    const late = await api.post('/api/onboard/complete', { invitationId }, { token: customer.token });
+    expect(late.status).toBe(410);
+    expect((await api.get(`/api/Invitations/${invitationId}`, { token: m.key })).body).toMatchObject({ status: 'Revoked', completedAt: null, subscriptionId: null });
+  });
+
+  it('never both revokes and completes an invitation when the two race', async () => {
+    for (let i = 0; i < 6; i++) {
+      const { customer, invitationId } = await accepted();
+      await fillWizard(api, customer.token, invitationId, m);
+      const [done, revoked] = await Promise.all([
+        api.post('/api/onboard/complete', { invitationId }, { token: customer.token }),
+        new Promise((r) => setTimeout(r, 3 * i)).then(() => api.del(`/api/Invitations/${invitationId}`, { token: m.key })),
+      ]);
+      const inv = (await api.get(`/api/Invitations/${invitationId}`, { token: m.key })).body;
+      if (revoked.status === 204) {
+        expect(done.status, JSON.stringify(done.body)).toBe(410);
+        expect(inv).toMatchObject({ status: 'Revoked', completedAt: null, subscriptionId: null });
+      } else {
+        expect(revoked.status).toBe(409);
+        expect(done.status, JSON.stringify(done.body)).toBe(200);
+        expect(inv).toMatchObject({ status: 'Completed', revokedAt: null, subscriptionId: done.body.subscriptionId });
+      }
+    }
+  });
+
   it('converges on what an interrupted completion already made in billing', async () => {
     const { customer, invitationId, email } = await accepted();
     await fillWizard(api, customer.token, invitationId, m);

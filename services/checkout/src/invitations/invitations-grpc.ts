@@ -1,6 +1,6 @@
 import { LockMode, type EntityManager, type FilterQuery } from '@mikro-orm/postgresql';
 import { DomainError, INVITATION_STATUSES, isUuidText, pageWindow, type InvitationStatus } from '@billing/contracts';
-import { requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
+import { queryRows, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { createInvitation, invitationInserts, merchantNameOf, type InvitationDeps } from './create-invitation.js';
 import { Invitation } from './invitation.js';
 import { MerchantNames } from './merchant-names.js';
@@ -12,6 +12,12 @@ export async function findInvitation(em: EntityManager, scope: CallScope, id: st
   const found = await em.findOne(Invitation, where, opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
   if (!found) throw new DomainError('not_found', 'Invitation not found.');
   return found;
+}
+
+/** Whether a completion of the invitation's wizard holds its lease (it is enrolling the customer in billing). */
+async function completionInProgress(em: EntityManager, invitationId: string): Promise<boolean> {
+  const rows = await queryRows(em, `select 1 from onboardings where invitation_id = ? and completed_at is null and completion_lease_until > now()`, [invitationId]);
+  return rows.length > 0;
 }
 
 /** The stored conditions of a status (Expired and Pending/Accepted depend on the clock). */
@@ -66,6 +72,11 @@ export function invitationsGrpc(deps: InvitationDeps): ServiceImpl<'checkout.v1.
       const scope = requireScope(req.scope);
       return orm.em.fork().transactional(async (em) => {
         const invitation = await findInvitation(em, scope, req.id, { lock: true });
+        // Under the invitation's lock, which a completion's lease take shares (completion-store
+        // `takeWizard`): either the completion holds its lease now, or it will find the revocation.
+        if (!invitation.completedAt && !invitation.revokedAt && (await completionInProgress(em, invitation.id))) {
+          throw new DomainError('conflict', 'The invitation is being completed right now; it cannot be revoked. Look it up again shortly: once completed it stays completed.');
+        }
         invitation.revoke();
         return invitation.toMessage();
       });

@@ -80,6 +80,8 @@ async function takeOrWait(deps: WizardDeps, ref: { accountId: string; invitation
     if (taken.leased) return taken;
     const ids = completedIds(taken.onboarding);
     if (ids) return { ids };
+    // Revoked (or expired) since the wizard was read: gone, rather than waiting for a lease.
+    taken.invitation.assertUsable();
     if (Date.now() >= until) throw new DomainError('conflict', 'Another completion of this onboarding is in progress; retry shortly.');
     await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
   }

@@ -62,18 +62,21 @@ function statementsOf(orm: MikroORM) {
         orm,
         'onboarding_completion_take_batch',
         `with r as (select * from jsonb_to_recordset($1::jsonb) as r(i int, invitation_id uuid, account_id uuid, lease_seconds int)),
+         inv as materialized (
+           select v.* from invitations v where v.id in (select invitation_id from r) order by v.id for share of v),
          leased as (
            update onboardings o set completion_lease_until = now() + make_interval(secs => r.lease_seconds), completion_started_at = coalesce(o.completion_started_at, now())
              from r
             where o.invitation_id = r.invitation_id and o.account_id = r.account_id and o.completed_at is null
               and (o.completion_lease_until is null or o.completion_lease_until < now())
+              and exists (select 1 from inv where inv.id = o.invitation_id and inv.revoked_at is null)
            returning r.i, o.*)
          select l.i, to_jsonb(l) - 'i' as onboarding, to_jsonb(inv) as invitation, true as leased
-           from leased l join invitations inv on inv.id = l.invitation_id
+           from leased l join inv on inv.id = l.invitation_id
          union all
          select r.i, to_jsonb(o) as onboarding, to_jsonb(inv) as invitation, false as leased
            from r join onboardings o on o.invitation_id = r.invitation_id and o.account_id = r.account_id
-           join invitations inv on inv.id = o.invitation_id
+           join inv on inv.id = o.invitation_id
           where r.i not in (select i from leased)`,
         [keysJson(keys, (k) => ({ lease_seconds: k.leaseSeconds }))],
       );
@@ -142,8 +145,10 @@ export async function readWizard(orm: MikroORM, ref: Key): Promise<CompletionWiz
 
 /**
  * One statement (shared with the takes arriving with it), committed on its own: the wizard of
- * `ref`, with its completion lease for this run when the wizard is not completed and no other
- * run holds an unexpired lease (an atomic UPDATE decides between concurrent runs), and
+ * `ref`, with its completion lease for this run when the wizard is not completed, its invitation
+ * not revoked, and no other run holds an unexpired lease (an atomic UPDATE decides between
+ * concurrent runs; the invitation is read under a share lock, as it is at that moment, so a
+ * revocation either commits first and is seen, or waits and then finds the lease), and
  * `completionStartedAt` set unless an earlier run set it, so a re-run after an interruption
  * knows since when what it finds in billing is its own. not_found as `findOwnOnboarding`.
  */
