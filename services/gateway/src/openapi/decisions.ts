@@ -54,11 +54,11 @@ API keys and webhooks
 - GET /api/ApiKeys/{id} reads one key (never its secret).
 
 Collections
-- Paged collections take page (1 to 2147483647, the int32 range of interface.md) and pageSize (1..200, default 50); outside those ranges is 400 naming the parameter, never a wrapped or clamped page. A page past the last is an empty page of the collection (hasNextPage false).
+- Paged collections take page (1 to 2147483647: pages are int32) and pageSize (1..200, default 50); outside those ranges is 400 naming the parameter, never a wrapped or clamped page. A page past the last is an empty page of the collection (hasNextPage false).
 
 Idempotency
 - Endpoints that take Idempotency-Key check it after authentication and before anything else, the body's validation included: missing, empty (or blank) or over 255 characters is 400 with "errors" naming "Idempotency-Key". Any characters are accepted; the key is compared exactly (case-sensitive).
-- Scope: the merchant of the credential (API keys and merchant users of one merchant share it); the platform admin token has its own scope.
+- Scope: the merchant of the credential (API keys and merchant users of one merchant share it). The platform admin token shares the scope of the merchant it acts for: the body's merchantId, else the owner of the subscription, transaction or member named in the path; so the admin repeating a merchant's key gets that merchant's outcome replayed, and the other way round.
 - Fingerprint: method + path (lower-cased, without query string or trailing slash) + SHA-256 of the raw body bytes. The same JSON with different spacing or key order is a different request (409 idempotency-key-reused).
 - The first request claims the key atomically (one row per scope and key in the gateway's database), so concurrent duplicates on any replica run once. While it runs, others get 409 with type .../idempotency-in-progress and Retry-After: 1.
 - Replays carry Idempotent-Replayed: true and reproduce status, body and Location. Content-Type follows the status (application/json for success, application/problem+json for errors).
