@@ -315,7 +315,35 @@ describe('POST /api/Checkout/sessions/me/complete', () => {
 
     const other = await openSession(api, m);
     expect((await api.post('/api/Checkout/sessions/me/complete', { sessionId: other.sessionId, providerToken: token }, { token: s.token })).status).toBe(404);
-    expect((await api.post('/api/Checkout/sessions/me/complete', { sessionId: s.sessionId }, { token: s.token })).status).toBe(400);
+    // A body that fails its schema is a Failed completion result as well (it was problem details).
+    const noToken = await api.post('/api/Checkout/sessions/me/complete', { sessionId: s.sessionId }, { token: s.token });
+    expect(noToken.status).toBe(400);
+    expect(noToken.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(noToken.body).toMatchObject({ status: 'Failed', returnUrl: null, failureReason: expect.stringContaining('providerToken') });
+    const wrongType = await api.post('/api/Checkout/sessions/me/complete', { sessionId: s.sessionId, providerToken: 42 }, { token: s.token });
+    expect([wrongType.status, wrongType.body.status]).toEqual([400, 'Failed']);
+  });
+
+  it('Failed 400 naming the email when the session holds one identity refuses, never problem details; links refuse such an email (400)', async () => {
+    const bad = await api.post('/api/Checkout/links', { merchantId: m.id, planId: m.planId, returnUrl: 'https://shop.example/x', customer: { email: 'not-an-email' } }, { token: m.key });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors['customer.email']).toBeDefined();
+    // A session opened from a link made before links checked the email.
+    const s = await openSession(api, m);
+    const token = await captureBank(api, s);
+    await db.query(`update checkout.sessions set email = 'not-an-email' where id = $1`, [s.sessionId]);
+    const res = await complete(api, s, token);
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(res.body).toMatchObject({ status: 'Failed', returnUrl: expect.any(String), failureReason: expect.stringContaining('email') });
+  });
+
+  it('is described in the OpenAPI document with completion results for 200, 400 and 409', async () => {
+    const doc = (await api.get('/openapi.json')).body;
+    const op = doc.paths['/api/Checkout/sessions/me/complete'].post;
+    for (const status of ['200', '400', '409']) {
+      expect(op.responses[status].content['application/json'].schema, status).toEqual({ $ref: '#/components/schemas/CheckoutCompletionResult' });
+    }
   });
 
   it('Pending 409 while another completion of the same session is running, then Completed', async () => {

@@ -14,7 +14,7 @@ const nonBlank = (max: number) =>
 
 export const CheckoutCustomer = z
   .object({
-    email: z.string().max(256).nullish(),
+    email: Email.nullish(),
     firstName: z.string().max(100).nullish(),
     lastName: z.string().max(100).nullish(),
     phone: z.string().max(50).nullish(),

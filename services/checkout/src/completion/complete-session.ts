@@ -40,6 +40,11 @@ const completed = (s: { returnUrl: string }): CompletionResult => ({ status: 'Co
  */
 type FailureKind = 'invalid_token' | 'subscription_exists' | 'customer_incomplete' | 'invalid_customer' | 'plan_inactive';
 const failed = (s: { returnUrl: string }, kind: FailureKind, reason: string): CompletionResult => ({ status: 'Failed', returnUrl: s.returnUrl, failureReason: reason, failureKind: kind });
+/** The session's customer details, refused by identity or billing: the fields they named. */
+function invalidCustomer(s: { returnUrl: string }, e: DomainError): CompletionResult {
+  const fields = Object.keys(e.extensions.errors ?? {}).join(', ');
+  return failed(s, 'invalid_customer', `The customer's details are not valid${fields ? ` (${fields})` : ''}: correct them with PATCH /api/Checkout/sessions/me/customer.`);
+}
 
 /**
  * Completes a checkout session: one business operation across identity and billing. Each step
@@ -130,12 +135,20 @@ export class SessionCompletion {
     // The account (identity) and the enrolment (billing) depend on nothing but the session:
     // asked for at once, they cost the completion one wait instead of two.
     const [account, enrolled] = await Promise.all([
-      this.backends.customers.EnsureCustomerAccount(customer).then((a) => {
-        this.fault('after-customer');
-        return a;
-      }),
+      this.backends.customers.EnsureCustomerAccount(customer).then(
+        (a) => {
+          this.fault('after-customer');
+          return a;
+        },
+        // Details identity refuses (a session's email from a link made before links were validated).
+        (e: unknown) => {
+          if (e instanceof DomainError && e.code === 'validation_failed') return invalidCustomer(s, e);
+          throw e;
+        },
+      ),
       this.enrol(s, customer, providerToken),
     ]);
+    if ('status' in account) return account;
     if ('status' in enrolled) return enrolled;
     this.fault('after-enrolment');
     const { memberId, paymentMethodId, subscriptionId } = enrolled;
@@ -184,10 +197,7 @@ export class SessionCompletion {
       }
       if (e instanceof DomainError && e.code === 'subscription_exists') return failed(s, 'subscription_exists', 'The customer already has a live subscription to this plan.');
       if (e instanceof DomainError && e.code === 'unprocessable') return failed(s, 'plan_inactive', 'The plan is no longer active.');
-      if (e instanceof DomainError && e.code === 'validation_failed') {
-        const fields = Object.keys(e.extensions.errors ?? {}).join(', ');
-        return failed(s, 'invalid_customer', `The customer's details are not valid${fields ? ` (${fields})` : ''}: correct them with PATCH /api/Checkout/sessions/me/customer.`);
-      }
+      if (e instanceof DomainError && e.code === 'validation_failed') return invalidCustomer(s, e);
       throw e;
     }
   }

@@ -18,7 +18,7 @@ import type { MerchantAccess } from '../auth/access.js';
 import { credentialScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Principal } from '../auth/principal.js';
 import type { Backends } from '../backends/clients.js';
-import { created, defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
+import { created, defineRoute, noContent, ok, type RouteResult, type RouteSpec } from '../http/route.js';
 
 /** Each refused outcome of resolve as the error (and so the status) it is answered with (contract §6). */
 const OUTCOME_ERRORS: Record<string, { code: ErrorCode; detail: string }> = {
@@ -160,15 +160,28 @@ export function checkoutRoutes(backends: Backends, access: MerchantAccess): Rout
       tag: 'Hosted checkout',
       summary: 'Complete the checkout',
       description:
-        'Checkout-session token only. Ensures the customer account (unclaimed when new), the member (the existing one for the email), the payment method (from the token) and the subscription, then fires checkout.completed (data: sessionId, memberId, paymentMethodId, subscriptionId, planId, customerAccountId, email, firstName, lastName, completedAt) exactly once. 200 { status: "Completed", returnUrl, failureReason: null }; a repeated call answers the same and creates nothing. 400 { status: "Failed", failureReason }: the token is empty, unknown, another session\'s or another merchant\'s; the customer\'s email, firstName or lastName is missing or not valid (failureReason names them). 409 { status: "Failed" }: the member already has a live subscription to the plan, or the plan is no longer active. 409 { status: "Pending" }: another completion of the session is running; retry shortly. These bodies are completion results, not problem details. sessionId other than the token\'s: 404; provider unreachable: 502 (problem details).',
+        'Checkout-session token only. Ensures the customer account (unclaimed when new), the member (the existing one for the email), the payment method (from the token) and the subscription, then fires checkout.completed (data: sessionId, memberId, paymentMethodId, subscriptionId, planId, customerAccountId, email, firstName, lastName, completedAt) exactly once. 200 { status: "Completed", returnUrl, failureReason: null }; a repeated call answers the same and creates nothing. 400 { status: "Failed", failureReason }: the token is empty, unknown, another session\'s or another merchant\'s; the customer\'s email, firstName or lastName is missing or not valid (failureReason names them); the body fails its schema (no providerToken, a sessionId that is not a uuid: failureReason names the fields, returnUrl null). 409 { status: "Failed" }: the member already has a live subscription to the plan, or the plan is no longer active. 409 { status: "Pending" }: another completion of the session is running; retry shortly. These bodies are completion results, not problem details. sessionId other than the token\'s: 404; provider unreachable: 502 (problem details).',
       auth: { checkout: true },
       body: CompleteCheckoutRequest,
       responses: { 200: CheckoutCompletionResult, 400: CheckoutCompletionResult, 404: null, 409: CheckoutCompletionResult, 502: null },
+      // A body that fails its schema is a Failed completion result too (interface.md: 200, 400 and 409 all return one).
+      invalidBody: (e) => completionResult(400, { status: 'Failed', failureReason: `The request is not valid: ${describeFieldErrors(e)}` }),
       handler: async ({ body, principal }) => {
         const r = await checkout.CompleteSession({ ...sessionOf(principal, body.sessionId), providerToken: body.providerToken });
         const status = r.status === 'Completed' ? 200 : r.status === 'Pending' || r.failureKind === 'subscription_exists' || r.failureKind === 'plan_inactive' ? 409 : 400;
-        return { status, body: { status: r.status, returnUrl: orNull(r.returnUrl), failureReason: orNull(r.failureReason) }, contentType: 'application/json; charset=utf-8' };
+        return completionResult(status, { status: r.status, returnUrl: r.returnUrl, failureReason: r.failureReason });
       },
     }),
   ];
+}
+
+/** A checkout completion result (interface.md), never problem details, whatever its status. */
+function completionResult(status: number, r: { status: string; returnUrl?: string | null; failureReason?: string | null }): RouteResult {
+  return { status, body: { status: r.status, returnUrl: r.returnUrl ?? null, failureReason: r.failureReason ?? null }, contentType: 'application/json; charset=utf-8' };
+}
+
+/** "field: message; other: message" of a validation failure. */
+function describeFieldErrors(e: DomainError): string {
+  const errors = (e.extensions.errors ?? {}) as Record<string, string[]>;
+  return Object.entries(errors).map(([field, messages]) => `${field}: ${messages.join(' ')}`).join('; ') || e.message;
 }

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { DomainError } from '@billing/contracts';
 import type { z, ZodType } from 'zod';
 import type { AuthRequirement } from '../auth/access.js';
 import type { Principal } from '../auth/principal.js';
@@ -41,7 +42,7 @@ export interface RouteSpec<PS extends ZodType | undefined = any, QS extends ZodT
   params?: PS;
   query?: QS;
   body?: BS;
-  /** Status → response schema (null: no body). Errors are always problem details. */
+  /** Status → response schema (null: no body). Errors are problem details unless given a schema here. */
   responses: Record<number, ZodType | null>;
   /** Requires an `Idempotency-Key` header and replays outcomes (interface.md idempotency rules). */
   idempotent?: boolean;
@@ -55,6 +56,11 @@ export interface RouteSpec<PS extends ZodType | undefined = any, QS extends ZodT
   operationId?: string;
   /** Examples shown in the API reference: a request body, and response bodies by status. */
   examples?: { request?: unknown; responses?: Record<number, unknown> };
+  /**
+   * What a route answers for a body that fails its schema, when that is not a problem (checkout
+   * completion answers a completion result: interface.md); by default the validation problem.
+   */
+  invalidBody?: (failure: DomainError) => RouteResult;
   /** False for routes the rate limiter skips (none today); documents the RateLimit-* headers and 429 otherwise. */
   rateLimited?: false;
   handler: (ctx: RouteContext<Infer<PS>, Infer<QS>, Infer<BS>>) => Promise<RouteResult>;

@@ -213,11 +213,20 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
         await pipeline.limitRate?.(request, principal, reply);
         authorize(principal, spec.auth);
 
-        const run = async () => {
+        const run = async (): Promise<RouteResult> => {
+          const params = parse(spec.params, request.params);
+          const query = parse(spec.query, request.query);
+          let body: unknown;
+          try {
+            body = spec.body ? parse(spec.body, request.body ?? {}) : undefined;
+          } catch (e) {
+            if (spec.invalidBody && e instanceof DomainError && e.code === 'validation_failed') return spec.invalidBody(e);
+            throw e;
+          }
           const ctx: RouteContext<any, any, any> = {
-            params: parse(spec.params, request.params),
-            query: parse(spec.query, request.query),
-            body: spec.body ? parse(spec.body, request.body ?? {}) : undefined,
+            params,
+            query,
+            body,
             principal: principal!,
             request,
             reply,

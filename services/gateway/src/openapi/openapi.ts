@@ -125,7 +125,11 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Json {
       if (limited) Object.assign(headers, { 'RateLimit-Limit': header('RateLimitLimit'), 'RateLimit-Remaining': header('RateLimitRemaining') });
       const base = { description, ...(Object.keys(headers).length ? { headers } : {}) };
       const example = examples?.responses?.[status];
-      if (status >= 400) responses[status] = { ...base, content: { 'application/problem+json': { schema: { $ref: `${REF_BASE}ProblemDetails` } } } };
+      const problem = { 'application/problem+json': { schema: { $ref: `${REF_BASE}ProblemDetails` } } };
+      // An error status with a schema of its own answers that body (checkout completion results);
+      // errors raised before the route (malformed JSON, limits) are still problem details.
+      if (status >= 400 && schema) responses[status] = { ...base, content: { 'application/json': { schema: schemaOf(schema, 'output', inputRef) }, ...problem } };
+      else if (status >= 400) responses[status] = { ...base, content: problem };
       else if (schema) responses[status] = { ...base, content: { 'application/json': { schema: schemaOf(schema, 'output', inputRef), ...(example !== undefined ? { example } : {}) } } };
       else responses[status] = base;
     }
