@@ -101,7 +101,7 @@ describe('TransactionReservations.refund', () => {
     const results = await settle(replicas.map((r) => r.refund({ scope: o.scope, id: charge, amountMinor: 3000, reason: null })));
     const ok = results.flatMap((r) => ('value' in r ? [r.value] : []));
     expect(ok).toHaveLength(2);
-    expect(results.filter((r) => 'error' in r).map((r) => (r as { error: DomainError }).error.message)).toEqual(Array(2).fill('The refund exceeds the refundable amount of the charge (2950 minor units left).'));
+    expect(results.filter((r) => 'error' in r).map((r) => (r as { error: DomainError }).error.message)).toEqual(Array(2).fill('The refund exceeds the refundable amount of the charge (29.50 AUD left).'));
     expect(await refundedOf(charge)).toBe(7000);
     expect((await refundsOf(charge)).map((r) => [Number(r.amount_minor), r.status])).toEqual([[3000, 'Processing'], [3000, 'Processing']]);
     for (const r of ok) await expectStored(r);
@@ -143,7 +143,7 @@ describe('TransactionReservations.refund', () => {
       domainError('invalid_transition', 'Only a Settled charge can be refunded; this one is Failed.'),
       domainError('invalid_transition', 'Only a Settled charge can be refunded; this one is Processing.'),
       domainError('not_found', 'Transaction not found.'),
-      domainError('invalid_transition', 'The refund exceeds the refundable amount of the charge (100 minor units left).'),
+      domainError('invalid_transition', 'The refund exceeds the refundable amount of the charge (1.00 AUD left).'),
     ]);
     const [ra, rb] = [results[0]!, results[6]!].map((r) => (r as { value: Reservation }).value);
     expect(ra!.t).toMatchObject({ kind: 'Refund', status: 'Processing', amountMinor: 1234, originalTransactionId: a, reason: 'partial', merchantId: o.merchantId, memberId: o.memberId, paymentMethodId: o.paymentMethodId });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { BigIntType, EntitySchema } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
+import { formatDecimal } from '@billing/money';
 
 export type TransactionKind = 'Charge' | 'Refund';
 export type TransactionStatus = 'Processing' | 'Settled' | 'Failed';
@@ -65,7 +66,7 @@ export class Transaction {
     const left = this.refundable();
     const amount = amountMinor ?? left;
     if (left <= 0) throw new DomainError('invalid_transition', 'The charge has been refunded in full.');
-    if (amount > left) throw new DomainError('invalid_transition', `The refund exceeds the refundable amount of the charge (${left} minor units left).`);
+    if (amount > left) throw new DomainError('invalid_transition', `The refund exceeds the refundable amount of the charge (${formatDecimal(left, this.currency)} ${this.currency} left).`);
     this.refundedMinor += amount;
     return amount;
   }
