@@ -728,6 +728,80 @@ describe('retry and refund', () => {
     expect(sumMinor(l.refunds)).toBe(10000);
   });
 
+  it("refuses a refund, retry or charge while the merchant's environment has no payment provider, recording nothing, so trying again refunds once", async () => {
+    const m = await billingMerchant({ plan: { amount: 100 } });
+    const sub = await m.subscriber();
+    const declined = await m.subscriber([{ ...CARD, last4: '0002' }]);
+    await run(T0);
+    const [charge] = await m.transactions(sub.id);
+    const [failed] = await m.transactions(declined.id);
+    expect([charge.status, failed.status]).toEqual(['Settled', 'Failed']);
+    const environment = async (providerEnvironment: string) =>
+      expect((await api.put(`/api/admin/merchants/${m.id}/provider`, { providerEnvironment }, { token: admin })).status).toBe(200);
+    const refund = (body: Record<string, unknown>) => api.post(`/api/Transactions/${charge.id}/refund`, body, { token: m.key, headers: idempotent() });
+
+    // No provider is configured for Production: nothing can be sent, so nothing is recorded or reserved.
+    await environment('Production');
+    const refused = await refund({ amount: 5 });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(502);
+    const retried = await api.post(`/api/Transactions/${failed.id}/retry`, {}, { token: m.key, headers: idempotent() });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(502);
+    const due = await m.subscriber();
+    expect(await run(T0)).toMatchObject({ charged: 0, skipped: 1 });
+    expect((await m.transactions(sub.id)).map((t) => [t.kind, t.status])).toEqual([['Charge', 'Settled']]);
+    expect((await m.transactions(declined.id)).map((t) => [t.kind, t.status])).toEqual([['Charge', 'Failed']]);
+    expect(await m.transactions(due.id)).toEqual([]);
+    expect((await db.query(`select refunded_minor::int as n from billing.transactions where id = $1`, [charge.id])).rows[0].n).toBe(0);
+    expect(refused.body.detail).toContain('nothing was refunded and nothing was recorded');
+    expect(retried.body.detail).toContain('nothing was charged and nothing was recorded');
+
+    // Back on Staging, past any lease: the refund tried again with a new key is the only one made.
+    await environment('Staging');
+    await new Promise((r) => setTimeout(r, 1600));
+    const rest = await refund({});
+    expect(rest.body).toMatchObject({ status: 'Settled', amount: 100 });
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 1 });
+    const l = await ledger(m.id);
+    expect(l.refunds.map((r) => [r.idempotencyKey, r.amountMinor])).toEqual([[rest.body.id, 10000]]);
+    expect(l.charges).toHaveLength(3);
+    expect((await m.transactions(sub.id)).filter((t) => t.kind === 'Refund').map((t) => [t.amount, t.status])).toEqual([[100, 'Settled']]);
+  });
+
+  it('refuses a new refund of a charge while a refund of it has an unknown outcome, naming it; refunds racing while their calls are in flight are each made', async () => {
+    const m = await billingMerchant({ plan: { amount: 100 } });
+    const sub = await m.subscriber();
+    await run(T0);
+    const [charge] = await m.transactions(sub.id);
+    const refund = (body: Record<string, unknown>) => api.post(`/api/Transactions/${charge.id}/refund`, body, { token: m.key, headers: idempotent() });
+    const refunds = async () => (await m.transactions(sub.id)).filter((t) => t.kind === 'Refund');
+
+    // The provider acts on each call after 2.5 s; billing gives up after 1 s. Two refunds racing
+    // are both in flight at once: neither is refused for the other, both answer 502.
+    await fault(m.id, { latencyMs: 2500 });
+    const racing = await Promise.all([refund({ amount: 5 }), refund({ amount: 5 })]);
+    await fault(m.id, null);
+    expect(racing.map((r) => r.status)).toEqual([502, 502]);
+    const pending = await refunds();
+    expect(pending.map((t) => [t.amount, t.status])).toEqual([[5, 'Processing'], [5, 'Processing']]);
+
+    // Told 502, the client tries again with a new key: refused, naming a refund of unknown outcome, nothing reserved.
+    const again = await refund({ amount: 5 });
+    expect(again.status, JSON.stringify(again.body)).toBe(409);
+    expect(pending.map((t) => t.id)).toContain(again.body.transactionId);
+    expect(again.body.detail).toContain(again.body.transactionId);
+    expect((await refunds()).map((t) => t.id).sort()).toEqual(pending.map((t) => t.id).sort());
+    expect(await eventually(async () => (await ledger(m.id)).refunds.length, 10_000, 100)).toBe(2);
+
+    // The next run records both; then a refund is made again, of what is left.
+    await run(T0);
+    expect((await refunds()).map((t) => t.status)).toEqual(['Settled', 'Settled']);
+    const rest = await refund({});
+    expect(rest.body).toMatchObject({ status: 'Settled', amount: 90 });
+    const l = await ledger(m.id);
+    expect(l.refunds.map((r) => r.idempotencyKey).sort()).toEqual([...pending.map((t) => t.id), rest.body.id].sort());
+    expect(sumMinor(l.refunds)).toBe(10000);
+  });
+
   it('answers concurrent refunds of many charges each as recorded: no charge over-refunded, an unreachable provider failing only its own', async () => {
     const m = await billingMerchant({ plan: { amount: 100 } });
     const down = await billingMerchant({ plan: { amount: 100 } });

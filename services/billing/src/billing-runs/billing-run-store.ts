@@ -145,8 +145,13 @@ export const RECORD_OUTCOMES_SQL = `update transactions t set status = r.status,
 export const outcomesJson = (outcomes: RecordedOutcome[]) =>
   JSON.stringify(outcomes.map((o) => ({ id: o.id, status: o.status, provider_ref: o.providerRef, failure_reason: o.failureReason, settled_at: iso(o.settledAt) })));
 
-/** Releases the claims of unconfirmed transactions (parameter: their ids) whose provider call got no answer. */
-export const RELEASE_UNCONFIRMED_SQL = `update transactions set claimed_until = null where id = any(?::uuid[]) and status = 'Processing' and provider_ref is null`;
+/**
+ * Releases the claims of unconfirmed transactions whose provider call got no answer, marking
+ * their outcome unknown from that instant on unless it was already (parameters: the instant,
+ * their ids).
+ */
+export const RELEASE_UNCONFIRMED_SQL = `update transactions set claimed_until = null, outcome_unknown_at = coalesce(outcome_unknown_at, ?::timestamptz)
+      where id = any(?::uuid[]) and status = 'Processing' and provider_ref is null`;
 
 /** A refused refund whose reservation goes back to its charge. */
 export interface ReleasedRefund {

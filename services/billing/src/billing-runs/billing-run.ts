@@ -5,7 +5,7 @@ import { insertOutboxSql, pooledQuery, queryRows, recordEvent, toOutboxJsonRow, 
 import { injectTraceHeaders, withoutCallSpans } from '@billing/telemetry';
 import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
-import { PROVIDER_REJECTED, ProviderRejected, type ChargeStatus, type PaymentProvider } from '../payment-provider/payment-provider.js';
+import { PROVIDER_NOT_CONFIGURED, PROVIDER_REJECTED, ProviderRejected, type ChargeStatus, type PaymentProvider } from '../payment-provider/payment-provider.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { Plan } from '../plans/plan.js';
 import type { BillingSchedule } from '../plans/billing-interval.js';
@@ -267,9 +267,9 @@ export class BillingRun {
       const merchants = await this.merchantsById(claimed.map((c) => c.merchantId));
       const outcomes = await withoutCallSpans(() => inPool(claimed, this.opts.concurrency, async (c) => {
         const m = merchants.get(c.merchantId)!;
-        const provider = this.providers.forEnvironment(m.providerEnvironment);
+        // An environment without a provider (the merchant moved since) leaves the charge to settle later.
         return outcomeOf(async () => {
-          const r = await provider.settle(c.merchantId, c.providerRef);
+          const r = await this.providers.forEnvironment(m.providerEnvironment).settle(c.merchantId, c.providerRef);
           return { status: r.status, providerRef: r.providerChargeId, failureReason: r.failureReason };
         });
       }));
@@ -320,12 +320,17 @@ export class BillingRun {
         if (rows.length === 0) return [];
         const txns = await em.find(Transaction, { id: { $in: rows.map((r) => r.id) } });
         const until = this.lease();
-        for (const t of txns) t.claimedUntil = until;
+        const now = new Date();
+        for (const t of txns) {
+          t.claimedUntil = until;
+          // Taken up here, its call's outcome is unknown even if the request that made it never said so (it crashed).
+          t.outcomeUnknownAt ??= now;
+        }
         return txns;
       });
       if (claimed.length === 0) return;
       for (const t of claimed) this.excluded.add(t.id);
-      const outcomes = await this.callProvider(claimed);
+      const outcomes = await this.callProvider(claimed, {}, 'repeat');
       // Not `+= await`: that reads the count before the await, losing a concurrent worker's additions.
       const { succeeded } = await applyCallOutcomes(this.orm, claimed, outcomes, this.asOf);
       this.result.succeeded += succeeded;
@@ -334,14 +339,15 @@ export class BillingRun {
 
   // ── 3. charging ───────────────────────────────────────────────────────────────────────────
 
-  /** Due subscriptions of merchants without gateway credentials: counted, not charged. */
+  /** Due subscriptions of merchants without gateway credentials, or whose environment has no payment provider: counted, not charged. */
   private async countSkipped(): Promise<number> {
     const rows = await queryRows<{ n: number }>(
       this.orm.em.fork(),
       `select count(*)::int as n from subscriptions s join merchants m on m.id = s.merchant_id
-        where s.status in ('Active','PastDue') and s.next_billing_at <= ?::timestamptz and not m.gateway_configured
+        where s.status in ('Active','PastDue') and s.next_billing_at <= ?::timestamptz
+          and (not m.gateway_configured or m.provider_environment = any(?::text[]))
           and not (${ENDS_AT_PERIOD_END_SQL})`,
-      [this.asOf.toISOString()],
+      [this.asOf.toISOString(), PROVIDER_ENVIRONMENTS.filter((e) => !this.providers.configuredFor(e))],
     );
     return rows[0]!.n;
   }
@@ -354,7 +360,7 @@ export class BillingRun {
       const claimed = chunk.charges;
       if (claimed.length === 0) continue;
       const t1 = performance.now();
-      const outcomes = await this.callProvider(claimed, chunk);
+      const outcomes = await this.callProvider(claimed, chunk, 'first');
       const t2 = performance.now();
       // Not `+= await`: that reads the count before the await, losing a concurrent worker's additions.
       const { succeeded } = await applyCallOutcomes(this.orm, claimed, outcomes, this.asOf);
@@ -428,7 +434,9 @@ export class BillingRun {
         const attempt = attempts.get(sub.id)!;
         const due = `${sub.duePeriodStart()!.getTime()}/${attempt}`;
         const earlier = this.chargedFor.get(sub.id);
-        if (!plan || !merchant.gatewayConfigured || (earlier !== undefined && earlier !== due)) {
+        // A merchant whose environment has no provider is not charged (nothing could be sent), as
+        // one without gateway credentials: no Processing charge is left for a later run to call.
+        if (!plan || !merchant.gatewayConfigured || !this.providers.configuredFor(merchant.providerEnvironment) || (earlier !== undefined && earlier !== due)) {
           this.excluded.add(sub.id);
           continue;
         }
@@ -469,8 +477,8 @@ export class BillingRun {
   }
 
   /** Calls the provider for each unconfirmed transaction, with its id as the idempotency key; no span per call (see `withoutCallSpans`). */
-  private callProvider(txns: Transaction[], known: Known = {}): Promise<CallOutcome[]> {
-    return withoutCallSpans(() => callProviderFor(this.orm, this.providers, txns, this.opts.concurrency, known));
+  private callProvider(txns: Transaction[], known: Known, calls: CallsMade): Promise<CallOutcome[]> {
+    return withoutCallSpans(() => callProviderFor(this.orm, this.providers, txns, this.opts.concurrency, known, calls));
   }
 
   private async merchantsById(ids: string[], em: EntityManager = this.orm.em.fork()): Promise<Map<string, Merchant>> {
@@ -521,8 +529,24 @@ function missing(ids: Iterable<string>, known: Map<string, unknown> | undefined)
   return [...new Set(ids)].filter((id) => !known?.has(id));
 }
 
-/** Calls the provider for each unconfirmed transaction, with its id as the idempotency key, `concurrency` at a time. */
-export async function callProviderFor(orm: MikroORM, providers: PaymentProviders, txns: Transaction[], concurrency: number, known: Known = {}): Promise<CallOutcome[]> {
+/** The environments a merchant's provider calls can be made in (`Merchant.providerEnvironment`). */
+const PROVIDER_ENVIRONMENTS: Merchant['providerEnvironment'][] = ['Staging', 'Production'];
+
+/**
+ * Whether the calls are the transactions' first (freshly committed `Processing` transactions
+ * nobody has called the provider for) or repeats of calls whose outcome is unknown.
+ */
+export type CallsMade = 'first' | 'repeat';
+
+/**
+ * Calls the provider for each unconfirmed transaction, with its id as the idempotency key,
+ * `concurrency` at a time. A transaction whose merchant's environment has no provider is not
+ * called: on its first call that is a definite outcome, Failed with `provider_not_configured`
+ * (nothing was sent, so nothing was charged or refunded, and a refund's reservation is given
+ * back); a repeat stays unconfirmed (`unavailable`), since its first call may have reached the
+ * provider the merchant had then.
+ */
+export async function callProviderFor(orm: MikroORM, providers: PaymentProviders, txns: Transaction[], concurrency: number, known: Known, calls: CallsMade): Promise<CallOutcome[]> {
   const em = orm.em.fork();
   const merchants = new Map(known.merchants);
   const merchantIds = missing(txns.map((t) => t.merchantId), merchants);
@@ -542,9 +566,12 @@ export async function callProviderFor(orm: MikroORM, providers: PaymentProviders
       originals.set(o.id, { providerRef: o.provider_ref });
     }
   }
-  return inPool(txns, concurrency, (t) => {
-    const provider: PaymentProvider = providers.forEnvironment(merchants.get(t.merchantId)!.providerEnvironment);
-    return callFor(provider, t, methods, originals);
+  return inPool(txns, concurrency, async (t): Promise<CallOutcome> => {
+    const environment = merchants.get(t.merchantId)!.providerEnvironment;
+    if (!providers.configuredFor(environment)) {
+      return calls === 'first' ? { status: 'Failed', providerRef: `none:${t.id}`, failureReason: PROVIDER_NOT_CONFIGURED } : 'unavailable';
+    }
+    return callFor(providers.forEnvironment(environment), t, methods, originals);
   });
 }
 
@@ -669,7 +696,7 @@ async function recordOutcomesOnce(
      written as (${insertOutboxSql('?', { column: 'transaction_id', written: 'recorded' })})
      select coalesce((select json_agg(id) from recorded), '[]') as recorded, (select count(*) from advanced)::int as advanced`,
     [
-      asOf.toISOString(), outcomesJson(answered), releasedJson(refused), unanswered,
+      asOf.toISOString(), outcomesJson(answered), releasedJson(refused), occurredAt.toISOString(), unanswered,
       billingStatesJson(advanced, advancedBy), advanced.map((s) => s.id), subIds, JSON.stringify(events),
     ],
   );

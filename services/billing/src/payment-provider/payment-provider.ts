@@ -27,6 +27,13 @@ export interface PaymentProvider {
 export const PROVIDER_REJECTED = 'provider_rejected';
 
 /**
+ * `failureReason` of a charge or refund whose merchant's environment had no payment provider
+ * when its first call was to be made: nothing was sent to any provider, so nothing was charged
+ * or refunded.
+ */
+export const PROVIDER_NOT_CONFIGURED = 'provider_not_configured';
+
+/**
  * The provider refused a call and did not act on it: an answer that is neither a result nor a
  * sign of a transient condition (HTTP 4xx other than 408, 409, 425, 429: an unknown token, a
  * malformed request). Repeating the call would be refused again; nothing was charged or refunded.

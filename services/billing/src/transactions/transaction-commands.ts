@@ -4,7 +4,7 @@ import { Batcher, type CallScope } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import { applyCallOutcomes, callProviderFor, type CallOutcome } from '../billing-runs/billing-run.js';
 import { findScoped } from '../merchant-scope.js';
-import { PROVIDER_REJECTED } from '../payment-provider/payment-provider.js';
+import { PROVIDER_NOT_CONFIGURED, PROVIDER_REJECTED } from '../payment-provider/payment-provider.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { Transaction } from './transaction.js';
 import { TransactionReservations, type Reservation } from './transaction-reservations.js';
@@ -46,10 +46,12 @@ export class TransactionCommands {
    * Refunds `amountMinor` (default: what is left) of a Settled charge. The amount is reserved
    * on the charge under its row lock before the provider is called, so concurrent refunds can
    * never together exceed the charge; a refund the provider refuses gives its reservation back.
+   * Refused with nothing reserved while another refund of the charge has an unknown outcome, or
+   * when the merchant's environment has no provider (`TransactionReservations.refund`).
    */
   async refund(scope: CallScope, id: string, amountMinor: number | null, reason: string | null): Promise<Transaction> {
     if (amountMinor !== null && (!Number.isSafeInteger(amountMinor) || amountMinor <= 0)) throw DomainError.field('amount', 'Must be greater than zero.');
-    return this.callAndRecord(await this.reservations.refund({ scope, id, amountMinor, reason }));
+    return this.callAndRecord(await this.reservations.refund({ scope, id, amountMinor, reason, startedAt: new Date() }));
   }
 
   /**
@@ -84,7 +86,7 @@ export class TransactionCommands {
   private readonly reservations: TransactionReservations;
 
   constructor(private readonly deps: CommandDeps) {
-    this.reservations = new TransactionReservations(deps.orm, deps.leaseMs);
+    this.reservations = new TransactionReservations(deps.orm, deps.providers, deps.leaseMs);
   }
 
   /**
@@ -101,7 +103,7 @@ export class TransactionCommands {
         // A retry's payment method as its reservation read it: the call makes no read of its own.
         methods: new Map(batch.flatMap((c) => (c.method ? [[c.method.id, c.method] as const] : []))),
       };
-      const outcomes = await callProviderFor(this.deps.orm, this.deps.providers, txns, this.deps.concurrency, known);
+      const outcomes = await callProviderFor(this.deps.orm, this.deps.providers, txns, this.deps.concurrency, known, 'first');
       const { recorded } = await applyCallOutcomes(this.deps.orm, txns, outcomes, new Date(), batch.map((c) => c.traceContext));
       // `applyCallOutcomes` applied what it recorded to the transactions; only those confirmed
       // meanwhile (by a reconciling billing run) are read, as that run recorded them.
@@ -124,7 +126,10 @@ export class TransactionCommands {
    *
    * A refund the provider refused for good (`provider_rejected`: nothing was refunded) is
    * recorded Failed, its reservation released, and answered as a conflict naming it; a charge
-   * refused so is a Failed charge, answered like a decline.
+   * refused so is a Failed charge, answered like a decline. A call that could not be sent (the
+   * merchant's environment lost its provider after the reservation: `provider_not_configured`)
+   * is recorded Failed, a refund's reservation released, and answered provider_unavailable
+   * saying nothing was sent.
    */
   private async callAndRecord(reservation: Reservation): Promise<Transaction> {
     const { t } = reservation;
@@ -133,6 +138,13 @@ export class TransactionCommands {
       throw new DomainError(
         'provider_unavailable',
         `The payment provider did not answer; ${t.kind.toLowerCase()} ${t.id} stays Processing until the next billing run completes it with the same idempotency key. Look it up before trying again.`,
+      );
+    }
+    if (outcome.status === 'Failed' && outcome.failureReason === PROVIDER_NOT_CONFIGURED) {
+      // The merchant's environment lost its provider after the reservation: nothing was sent.
+      throw new DomainError(
+        'provider_unavailable',
+        `No payment provider is configured for this merchant's environment; ${t.kind.toLowerCase()} ${t.id} is Failed (${PROVIDER_NOT_CONFIGURED}) and nothing was ${t.kind === 'Refund' ? 'refunded' : 'charged'}, so trying again is safe once one is.`,
       );
     }
     if (t.kind === 'Refund' && outcome.status === 'Failed' && outcome.failureReason === PROVIDER_REJECTED) {

@@ -24,6 +24,8 @@ const { orm, rows, url } = useMigratedDatabase({
 });
 
 const LEASE_MS = 60_000;
+/** Reservations made as if every merchant environment had a payment provider. */
+const ANY_PROVIDER = { configuredFor: () => true };
 const PERIOD = '2030-01-01T00:00:00.000Z';
 
 /** A merchant (with fee terms of its own) and a member with a payment method; `scope` is its call scope. */
@@ -97,8 +99,8 @@ describe('TransactionReservations.refund', () => {
   ])('never lets concurrent refunds of one charge exceed it (%s): four of 30.00 with 89.50 left, from four replicas at once, reserve exactly two', async (_mode, optimisticAttempts) => {
     const o = await seedMerchant();
     const charge = await seedCharge(o, { status: 'Settled', amountMinor: 9950, refundedMinor: 1000 });
-    const replicas = Array.from({ length: 4 }, () => new TransactionReservations(orm(), LEASE_MS, { optimisticAttempts }));
-    const results = await settle(replicas.map((r) => r.refund({ scope: o.scope, id: charge, amountMinor: 3000, reason: null })));
+    const replicas = Array.from({ length: 4 }, () => new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS, { optimisticAttempts }));
+    const results = await settle(replicas.map((r) => r.refund({ scope: o.scope, id: charge, amountMinor: 3000, reason: null, startedAt: new Date() })));
     const ok = results.flatMap((r) => ('value' in r ? [r.value] : []));
     expect(ok).toHaveLength(2);
     expect(results.filter((r) => 'error' in r).map((r) => (r as { error: DomainError }).error.message)).toEqual(Array(2).fill('The refund exceeds the refundable amount of the charge (29.50 AUD left).'));
@@ -110,8 +112,8 @@ describe('TransactionReservations.refund', () => {
   it('decides the refunds of one charge sent together one after the other, as if sent in turn: never beyond the charge', async () => {
     const o = await seedMerchant();
     const charge = await seedCharge(o, { status: 'Settled', amountMinor: 9950, refundedMinor: 1000 });
-    const reservations = new TransactionReservations(orm(), LEASE_MS);
-    const results = await settle([reservations.refund({ scope: o.scope, id: charge.toUpperCase(), amountMinor: null, reason: 'all' }), reservations.refund({ scope: o.scope, id: charge, amountMinor: 1, reason: null })]);
+    const reservations = new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS);
+    const results = await settle([reservations.refund({ scope: o.scope, id: charge.toUpperCase(), amountMinor: null, reason: 'all', startedAt: new Date() }), reservations.refund({ scope: o.scope, id: charge, amountMinor: 1, reason: null, startedAt: new Date() })]);
     // Two batches (one charge per batch), racing for the row lock: the rest of the charge and then
     // nothing left, or 0.01 and then the rest of the charge.
     const amounts = results.map((r) => ('value' in r ? r.value.t.amountMinor : r.error));
@@ -127,16 +129,16 @@ describe('TransactionReservations.refund', () => {
     const failed = await seedCharge(o, { status: 'Failed' });
     const processing = await seedCharge(o, { status: 'Processing' });
     const small = await seedCharge(o, { status: 'Settled', amountMinor: 100 });
-    const reservations = new TransactionReservations(orm(), LEASE_MS);
+    const reservations = new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS);
     const before = Date.now();
     const results = await settle([
-      reservations.refund({ scope: o.scope, id: a, amountMinor: 1234, reason: 'partial' }),
-      reservations.refund({ scope: o.scope, id: theirs, amountMinor: null, reason: null }),
-      reservations.refund({ scope: o.scope, id: failed, amountMinor: null, reason: null }),
-      reservations.refund({ scope: o.scope, id: processing, amountMinor: null, reason: null }),
-      reservations.refund({ scope: o.scope, id: 'not-a-uuid', amountMinor: null, reason: null }),
-      reservations.refund({ scope: o.scope, id: small, amountMinor: 101, reason: null }),
-      reservations.refund({ scope: { kind: 'platform' }, id: b, amountMinor: null, reason: null }),
+      reservations.refund({ scope: o.scope, id: a, amountMinor: 1234, reason: 'partial', startedAt: new Date() }),
+      reservations.refund({ scope: o.scope, id: theirs, amountMinor: null, reason: null, startedAt: new Date() }),
+      reservations.refund({ scope: o.scope, id: failed, amountMinor: null, reason: null, startedAt: new Date() }),
+      reservations.refund({ scope: o.scope, id: processing, amountMinor: null, reason: null, startedAt: new Date() }),
+      reservations.refund({ scope: o.scope, id: 'not-a-uuid', amountMinor: null, reason: null, startedAt: new Date() }),
+      reservations.refund({ scope: o.scope, id: small, amountMinor: 101, reason: null, startedAt: new Date() }),
+      reservations.refund({ scope: { kind: 'platform' }, id: b, amountMinor: null, reason: null, startedAt: new Date() }),
     ]);
     expect(results.slice(1, 6)).toEqual([
       domainError('not_found', 'Transaction not found.'),
@@ -162,8 +164,8 @@ describe('TransactionReservations.refund', () => {
   it('fails only the request whose write the database refuses (text it cannot store) and commits the rest of its batch', async () => {
     const o = await seedMerchant();
     const [a, b] = [await seedCharge(o, { status: 'Settled' }), await seedCharge(o, { status: 'Settled' })];
-    const reservations = new TransactionReservations(orm(), LEASE_MS);
-    const [good, bad] = await settle([reservations.refund({ scope: o.scope, id: a, amountMinor: 10, reason: 'fine' }), reservations.refund({ scope: o.scope, id: b, amountMinor: 10, reason: 'nul \u0000' })]);
+    const reservations = new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS);
+    const [good, bad] = await settle([reservations.refund({ scope: o.scope, id: a, amountMinor: 10, reason: 'fine', startedAt: new Date() }), reservations.refund({ scope: o.scope, id: b, amountMinor: 10, reason: 'nul \u0000', startedAt: new Date() })]);
     expect('value' in good!).toBe(true);
     expect((bad as { error: unknown }).error).toBeInstanceOf(DriverException);
     expect([await refundedOf(a), await refundedOf(b)]).toEqual([10, 0]);
@@ -177,7 +179,7 @@ describe('TransactionReservations.retry', () => {
     const o = await seedMerchant();
     const sub = await seedSubscription(o);
     const failed = await seedCharge(o, { status: 'Failed', amountMinor: 1995, subscriptionId: sub, attempt: 2 });
-    const reservations = new TransactionReservations(orm(), LEASE_MS);
+    const reservations = new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS);
     const r = await reservations.retry({ scope: o.scope, id: failed });
     const merchant = await orm().em.fork().findOneOrFail(Merchant, { id: o.merchantId });
     expect(r.t).toMatchObject({ kind: 'Charge', status: 'Processing', attempt: 3, originalTransactionId: failed, subscriptionId: sub, paymentMethodId: o.paymentMethodId, amountMinor: 1995, periodStart: new Date(PERIOD) });
@@ -199,7 +201,7 @@ describe('TransactionReservations.retry', () => {
     ['under the row locks', 0],
   ])('charges the member’s first-ranked method not yet tried by the retry, not the failed charge’s, and refuses a member with none (%s)', async (_, optimisticAttempts) => {
     const o = await seedMerchant();
-    const reservations = new TransactionReservations(orm(), LEASE_MS, { optimisticAttempts });
+    const reservations = new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS, { optimisticAttempts });
     const promoted = randomUUID();
     await rows(`update billing.payment_methods set rank = 2 where id = ?`, [o.paymentMethodId]);
     await rows(
@@ -243,7 +245,7 @@ describe('TransactionReservations.retry', () => {
        values (?, ?, ?, 'Refund', 5, 'AUD', 'Failed', 1, ?, 0, 0, now(), now(), now())`,
       [refund, o.merchantId, o.memberId, settled],
     );
-    const reservations = new TransactionReservations(orm(), LEASE_MS);
+    const reservations = new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS);
     const ids = [collected, cancelled, paused, settled, refund, claimed, theirs, first, second];
     const results = await settle(ids.map((id) => reservations.retry({ scope: o.scope, id })));
     expect(results.map((r) => ('value' in r ? 'reserved' : r.error))).toEqual([
@@ -276,7 +278,7 @@ describe('TransactionReservations.retry', () => {
     const o = await seedMerchant();
     const sub = withSubscription ? await seedSubscription(o, 'Active') : undefined;
     const failed = await seedCharge(o, { status: 'Failed', subscriptionId: sub });
-    const replicas = Array.from({ length: 4 }, () => new TransactionReservations(orm(), LEASE_MS, { optimisticAttempts }));
+    const replicas = Array.from({ length: 4 }, () => new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS, { optimisticAttempts }));
     const results = await settle(replicas.map((r) => r.retry({ scope: o.scope, id: failed })));
     expect(results.filter((r) => 'value' in r)).toHaveLength(1);
     expect(new Set(results.flatMap((r) => ('error' in r ? [(r.error as DomainError).message] : [])))).toEqual(
@@ -295,7 +297,7 @@ describe('TransactionReservations.retry', () => {
     try {
       await claimer.query('begin');
       await claimer.query(`update billing.subscriptions set claimed_until = now() + interval '1 minute' where id = $1`, [sub]);
-      const retry = settle([new TransactionReservations(orm(), LEASE_MS).retry({ scope: o.scope, id: failed })]);
+      const retry = settle([new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS).retry({ scope: o.scope, id: failed })]);
       for (let i = 0; ; i++) {
         if ((await rows(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).length > 0) break;
         if (i === 100) throw new Error('the retry never waited for the claim');
@@ -312,11 +314,11 @@ describe('TransactionReservations.retry', () => {
   it('records a batch of refunds in one statement: answers once, refused ones released once, unanswered ones left reserved, an event per recorded refund', async () => {
     const o = await seedMerchant();
     const [settles, refuses, silent] = [await seedCharge(o, { status: 'Settled' }), await seedCharge(o, { status: 'Settled', refundedMinor: 1000 }), await seedCharge(o, { status: 'Settled' })];
-    const reservations = new TransactionReservations(orm(), LEASE_MS);
+    const reservations = new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS);
     const reserved = await Promise.all([
-      reservations.refund({ scope: o.scope, id: settles, amountMinor: 2000, reason: null }),
-      reservations.refund({ scope: o.scope, id: refuses, amountMinor: 500, reason: null }),
-      reservations.refund({ scope: o.scope, id: silent, amountMinor: null, reason: null }),
+      reservations.refund({ scope: o.scope, id: settles, amountMinor: 2000, reason: null, startedAt: new Date() }),
+      reservations.refund({ scope: o.scope, id: refuses, amountMinor: 500, reason: null, startedAt: new Date() }),
+      reservations.refund({ scope: o.scope, id: silent, amountMinor: null, reason: null, startedAt: new Date() }),
     ]);
     const txns = reserved.map((r) => r.t);
     const asOf = new Date('2030-01-02T03:04:05.000Z');
@@ -372,7 +374,7 @@ describe('TransactionReservations.retry', () => {
     const o = await seedMerchant();
     const subs = [await seedSubscription(o), await seedSubscription(o), await seedSubscription(o)];
     const failed = await Promise.all(subs.map((subscriptionId) => seedCharge(o, { status: 'Failed', amountMinor: 1995, subscriptionId })));
-    const reservations = new TransactionReservations(orm(), LEASE_MS);
+    const reservations = new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS);
     const txns = (await Promise.all(failed.map((id) => reservations.retry({ scope: o.scope, id })))).map((r) => r.t);
     const asOf = new Date('2030-01-02T03:04:05.000Z');
     const outcomes = [

@@ -4,6 +4,7 @@ import { decideItem, isUniqueViolation, LOST, optimisticWriter, typedDatabaseErr
 import { normalisePercent, platformFee, type FeeTerms } from '../fees/platform-fee.js';
 import type { ChargeableMethod } from '../billing-runs/billing-run-store.js';
 import type { Merchant, ProviderEnvironment } from '../merchants/merchant.js';
+import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { pickScoped } from '../merchant-scope.js';
 import type { Subscription } from '../subscriptions/subscription.js';
 import { subscriptionOfRow, unchangedSubscriptionsSql, type SubscriptionRow } from '../subscriptions/subscription-row.js';
@@ -16,6 +17,11 @@ export interface RefundRequest {
   /** Integer minor units, or null for all that is left. */
   amountMinor: number | null;
   reason: string | null;
+  /**
+   * When the request arrived (this service's clock): a refund of the charge whose outcome was
+   * unknown before then refuses it (see `refund`); one whose call was still in flight does not.
+   */
+  startedAt: Date;
 }
 
 export interface RetryRequest {
@@ -43,6 +49,18 @@ export interface Reservation {
 
 type Reserved = ItemOutcome<Reservation>;
 
+/**
+ * Refuses, before anything is reserved, a call for a merchant whose environment has no payment
+ * provider: nothing could be sent, so the answer is definite and trying again is safe.
+ */
+function assertProviderFor(providers: Pick<PaymentProviders, 'configuredFor'>, merchant: MerchantOfCall, done: 'refunded' | 'charged'): void {
+  if (providers.configuredFor(merchant.providerEnvironment)) return;
+  throw new DomainError(
+    'provider_unavailable',
+    `No payment provider is configured for this merchant's environment (${merchant.providerEnvironment}); nothing was ${done} and nothing was recorded, so trying again is safe once one is.`,
+  );
+}
+
 /** The reservation, or the DomainError that refused it. */
 function answerOf(reserved: Reserved): Reservation {
   if (!reserved.ok) throw reserved.error;
@@ -52,21 +70,42 @@ function answerOf(reserved: Reserved): Reservation {
 /** How a refund's or retry's attempt ended: answered, or lost to a concurrent writer of its rows (the charge's refunded amount; a retry's subscription claim or the charge's retry), to be tried again. */
 type ReservationAttempt = Reserved | Lost;
 
-/** A locked charge row with its merchant's terms. */
+/** A locked charge row with its merchant's terms (and, read for refunds, its refunds not yet confirmed). */
 interface LockedRow extends TransactionRow {
   provider_environment: ProviderEnvironment;
   platform_fee_percent: string;
   platform_fee_fixed_minor: string;
+  unconfirmed_refunds?: UnconfirmedRefund[];
+}
+
+/** A `Processing` refund of a charge whose provider call has not been confirmed (as JSON: instants as text). */
+interface UnconfirmedRefund {
+  id: string;
+  claimedUntil: string | null;
+  outcomeUnknownAt: string | null;
+}
+
+/**
+ * The refund of `unconfirmed` whose outcome was already unknown when a request that arrived at
+ * `startedAt` began: it was answered provider_unavailable before then (`outcomeUnknownAt`), or
+ * its reservation's lease had run out (the request that made it is gone). One whose call was in
+ * flight then, a concurrent request's, is not: that request has not answered yet.
+ */
+export function refundOfUnknownOutcome(unconfirmed: readonly UnconfirmedRefund[], startedAt: Date): string | null {
+  const before = (at: string | null) => at !== null && new Date(at).getTime() <= startedAt.getTime();
+  return unconfirmed.find((r) => (r.outcomeUnknownAt !== null ? before(r.outcomeUnknownAt) : r.claimedUntil === null || before(r.claimedUntil)))?.id ?? null;
 }
 
 interface LockedCharge {
   charge: Transaction;
   merchant: MerchantOfCall & { feeTerms: FeeTerms };
+  unconfirmedRefunds: UnconfirmedRefund[];
 }
 
 function lockedChargeOf(r: LockedRow): LockedCharge {
   return {
     charge: transactionOfRow(r),
+    unconfirmedRefunds: r.unconfirmed_refunds ?? [],
     merchant: { providerEnvironment: r.provider_environment, feeTerms: { percent: normalisePercent(r.platform_fee_percent), fixedHundredths: Number(r.platform_fee_fixed_minor) } },
   };
 }
@@ -92,12 +131,15 @@ export class TransactionReservations {
   private readonly retries: (r: RetryRequest) => Promise<Reserved>;
 
   /**
-   * `leaseMs`: how long a reservation keeps billing runs off its unconfirmed call (and a retry
-   * off its subscription). `optimisticAttempts` (default 5): 0 decides every refund under its
-   * charge's row lock, as tests of that path do.
+   * `providers`: which merchant environments have a payment provider; nothing is reserved for a
+   * merchant whose environment has none (nothing could be sent). `leaseMs`: how long a
+   * reservation keeps billing runs off its unconfirmed call (and a retry off its subscription).
+   * `optimisticAttempts` (default 5): 0 decides every refund under its charge's row lock, as
+   * tests of that path do.
    */
   constructor(
     private readonly orm: MikroORM,
+    private readonly providers: Pick<PaymentProviders, 'configuredFor'>,
     private readonly leaseMs: number,
     opts: { optimisticAttempts?: number } = {},
   ) {
@@ -120,6 +162,12 @@ export class TransactionReservations {
    * decided again on a fresh read in a later batch; after its optimistic attempts have all lost,
    * under the charge's row lock (in a transaction), which cannot lose. So concurrent refunds of
    * a charge can never together exceed it, as under the lock.
+   *
+   * Refused, with nothing reserved: a merchant whose environment has no payment provider
+   * (provider_unavailable); a charge with a refund whose provider call's outcome was unknown when
+   * the request arrived (`refundOfUnknownOutcome`: a conflict naming it), since that refund may
+   * well have been made and is completed by the next billing run. A refund racing with one whose
+   * call is still in flight is decided on the amount left, as before.
    */
   async refund(r: RefundRequest): Promise<Reservation> {
     return answerOf(await this.submitted(this.refunds(r)));
@@ -158,12 +206,23 @@ export class TransactionReservations {
    * takes a key-share lock on the charge it retries, which this does not block (so the two
    * cannot deadlock).
    */
-  private async lockCharges(query: PreparedQuery, batch: readonly { id: string }[], opts: { lock: boolean } = { lock: true }): Promise<Map<string, LockedCharge>> {
+  private async lockCharges(
+    query: PreparedQuery,
+    batch: readonly { id: string }[],
+    opts: { lock: boolean; unconfirmedRefunds?: boolean } = { lock: true },
+  ): Promise<Map<string, LockedCharge>> {
     const ids = distinctUuids(batch.map((r) => r.id));
     if (ids.length === 0) return new Map();
+    // For refunds, each charge's refunds not yet confirmed too, on `transactions_original_index`.
+    const refunds = opts.unconfirmedRefunds
+      ? `,
+              (select coalesce(json_agg(json_build_object('id', r.id, 'claimedUntil', r.claimed_until, 'outcomeUnknownAt', r.outcome_unknown_at) order by r.created_at), '[]')
+                 from transactions r
+                where r.original_transaction_id = t.id and r.kind = 'Refund' and r.status = 'Processing' and r.provider_ref is null) as unconfirmed_refunds`
+      : '';
     const { rows } = await query<LockedRow>(
-      opts.lock ? 'transaction_reserve_lock' : 'transaction_reserve_read',
-      `select ${transactionColumns('t')}, m.provider_environment, m.platform_fee_percent::text, m.platform_fee_fixed_minor
+      `transaction_${opts.unconfirmedRefunds ? 'refund' : 'reserve'}_${opts.lock ? 'lock' : 'read'}`,
+      `select ${transactionColumns('t')}, m.provider_environment, m.platform_fee_percent::text, m.platform_fee_fixed_minor${refunds}
          from transactions t join merchants m on m.id = t.merchant_id
         where t.id = any($1::uuid[])
         order by t.id${opts.lock ? '\n          for no key update of t' : ''}`,
@@ -174,14 +233,24 @@ export class TransactionReservations {
 
   /** One attempt of a batch of refunds (see `refund`, `optimisticWriter`): with `lock`, in the caller's transaction, under the charges' row locks, where no write can be lost. */
   private async reserveRefunds(query: PreparedQuery, batch: readonly RefundRequest[], opts: { lock: boolean }): Promise<ReservationAttempt[]> {
-    const locked = await this.lockCharges(query, batch, opts);
+    const locked = await this.lockCharges(query, batch, { ...opts, unconfirmedRefunds: true });
     const charges = new Map([...locked].map(([id, l]) => [id, l.charge]));
     /** Each charge's refunded amount as read, before the batch's decisions add to it. */
     const read = new Map([...charges].map(([id, c]) => [id, c.refundedMinor]));
     const refunds: Transaction[] = [];
     const out = batch.map((r): Reserved => decideItem((): Reservation => {
       const charge = pickScoped(charges, r.scope, r.id, 'Transaction');
+      const { merchant, unconfirmedRefunds } = locked.get(charge.id)!;
+      const unknown = refundOfUnknownOutcome(unconfirmedRefunds, r.startedAt);
+      if (unknown) {
+        throw new DomainError(
+          'conflict',
+          `Refund ${unknown} of this charge has an unknown outcome (its provider call got no answer); the next billing run completes it with the same idempotency key. Nothing was refunded by this request: look that refund up before refunding again.`,
+          { transactionId: unknown },
+        );
+      }
       const amount = charge.reserveRefund(r.amountMinor);
+      assertProviderFor(this.providers, merchant, 'refunded');
       const t = Object.assign(new Transaction(), {
         merchantId: charge.merchantId,
         memberId: charge.memberId,
@@ -195,7 +264,7 @@ export class TransactionReservations {
         claimedUntil: new Date(Date.now() + this.leaseMs),
       });
       refunds.push(t);
-      return { t, merchant: { providerEnvironment: locked.get(charge.id)!.merchant.providerEnvironment }, original: { id: charge.id, providerRef: charge.providerRef } };
+      return { t, merchant: { providerEnvironment: merchant.providerEnvironment }, original: { id: charge.id, providerRef: charge.providerRef } };
     }));
     if (refunds.length === 0) return out;
     const reserved = new Map(refunds.map((t) => [t.originalTransactionId!, charges.get(t.originalTransactionId!)!.refundedMinor]));
@@ -230,6 +299,7 @@ export class TransactionReservations {
           : 'The member has no payment method to charge; nothing was charged. Add one, then retry.');
       }
       const { merchant } = charges.get(f.id)!;
+      assertProviderFor(this.providers, merchant, 'charged');
       const lease = new Date(Date.now() + this.leaseMs);
       const t = Object.assign(new Transaction(), {
         merchantId: f.merchantId,

@@ -7,14 +7,14 @@ export function transactionColumns(alias?: string): string {
   const p = alias ? `${alias}.` : '';
   return `${p}id, ${p}merchant_id, ${p}member_id, ${p}subscription_id, ${p}payment_method_id, ${p}kind, ${p}amount_minor, ${p}currency, ${p}status,
   ${p}failure_reason, ${p}attempt, ${p}original_transaction_id, ${p}period_start, ${p}fee_minor, ${p}refunded_minor, ${p}reason, ${p}provider_ref,
-  ${p}claimed_until, ${p}occurred_at, ${p}settled_at, ${p}created_at, ${p}updated_at`;
+  ${p}claimed_until, ${p}outcome_unknown_at, ${p}occurred_at, ${p}settled_at, ${p}created_at, ${p}updated_at`;
 }
 
 /** The column definitions of a `jsonb_to_recordset` of `rowOfTransaction` rows, in the order of `transactionColumns`. */
 export const TRANSACTION_RECORDSET = `id uuid, merchant_id uuid, member_id uuid, subscription_id uuid, payment_method_id uuid, kind text,
   amount_minor bigint, currency char(3), status text, failure_reason text, attempt int, original_transaction_id uuid, period_start timestamptz,
-  fee_minor bigint, refunded_minor bigint, reason text, provider_ref text, claimed_until timestamptz, occurred_at timestamptz, settled_at timestamptz,
-  created_at timestamptz, updated_at timestamptz`;
+  fee_minor bigint, refunded_minor bigint, reason text, provider_ref text, claimed_until timestamptz, outcome_unknown_at timestamptz, occurred_at timestamptz,
+  settled_at timestamptz, created_at timestamptz, updated_at timestamptz`;
 
 /**
  * A `transactions` row as the pool's driver returns it: bigints as text (node-postgres does not
@@ -39,6 +39,7 @@ export interface TransactionRow {
   reason: string | null;
   provider_ref: string | null;
   claimed_until: string | Date | null;
+  outcome_unknown_at: string | Date | null;
   occurred_at: string | Date;
   settled_at: string | Date | null;
   created_at: string | Date;
@@ -72,6 +73,7 @@ export function transactionOfRow(r: TransactionRow): Transaction {
     reason: r.reason,
     providerRef: r.provider_ref,
     claimedUntil: instant(r.claimed_until),
+    outcomeUnknownAt: instant(r.outcome_unknown_at),
     occurredAt: instant(r.occurred_at)!,
     settledAt: instant(r.settled_at),
     createdAt: instant(r.created_at)!,
@@ -102,6 +104,7 @@ export function rowOfTransaction(t: Transaction) {
     reason: t.reason,
     provider_ref: t.providerRef,
     claimed_until: iso(t.claimedUntil),
+    outcome_unknown_at: iso(t.outcomeUnknownAt),
     occurred_at: iso(t.occurredAt),
     settled_at: iso(t.settledAt),
     created_at: iso(t.createdAt),

@@ -43,6 +43,12 @@ export class Transaction {
   /** The provider's id of the charge or refund, once the provider confirmed the call. */
   providerRef: string | null = null;
   claimedUntil: Date | null = null;
+  /**
+   * When a provider call of this `Processing` transaction was first known to have had no answer
+   * (its request answered provider_unavailable, or a billing run took it up to reconcile): from
+   * then on its outcome is unknown until a run records it. Null while its first call is in flight.
+   */
+  outcomeUnknownAt: Date | null = null;
   occurredAt: Date = new Date();
   settledAt: Date | null = null;
   createdAt: Date = new Date();
@@ -173,6 +179,7 @@ export const TransactionSchema = new EntitySchema<Transaction>({
     reason: { type: 'string', nullable: true },
     providerRef: { type: 'string', nullable: true },
     claimedUntil: { type: 'Date', columnType: 'timestamptz', nullable: true },
+    outcomeUnknownAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     occurredAt: { type: 'Date', columnType: 'timestamptz' },
     settledAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     createdAt: { type: 'Date', columnType: 'timestamptz' },
