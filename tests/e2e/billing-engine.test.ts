@@ -806,19 +806,20 @@ describe('retry and refund', () => {
     const m = await billingMerchant({ plan: { amount: 100 } });
     const down = await billingMerchant({ plan: { amount: 100 } });
     const subs = await Promise.all(Array.from({ length: 8 }, () => m.subscriber()));
-    const downSub = await down.subscriber();
+    // Two charges, one refund each: a second refund of one charge would be refused (409) once the first had answered 502.
+    const downSubs = [await down.subscriber(), await down.subscriber()];
     await run(T0);
     const charges = await Promise.all(subs.map(async (s) => (await m.transactions(s.id))[0]));
-    const [downCharge] = await down.transactions(downSub.id);
+    const downCharges = await Promise.all(downSubs.map(async (s) => (await down.transactions(s.id))[0]));
     await fault(down.id, { down: true });
 
     const refund = (merchant: { key: string }, chargeId: string, amount: number) =>
       api.post(`/api/Transactions/${chargeId}/refund`, { amount }, { token: merchant.key, headers: idempotent() });
-    // Five refunds of 30 race on the first charge (three fit in 100); one of 40 on each other; two on the unreachable merchant's.
+    // Five refunds of 30 race on the first charge (three fit in 100); one of 40 on each other; one on each of the unreachable merchant's.
     const [racing, single, unreachable] = await Promise.all([
       Promise.all([1, 2, 3, 4, 5].map(() => refund(m, charges[0].id, 30))),
       Promise.all(charges.slice(1).map((c) => refund(m, c.id, 40))),
-      Promise.all([1, 2].map(() => refund(down, downCharge.id, 10))),
+      Promise.all(downCharges.map((c) => refund(down, c.id, 10))),
     ]);
     await fault(down.id, null);
 
@@ -834,7 +835,7 @@ describe('retry and refund', () => {
       `select c.id, c.amount_minor::int as amount, c.refunded_minor::int as refunded,
               (select coalesce(sum(r.amount_minor), 0)::int from billing.transactions r where r.original_transaction_id = c.id and r.kind = 'Refund' and r.status <> 'Failed') as refunds
          from billing.transactions c where c.id = any($1::uuid[]) order by c.id`,
-      [[...charges.map((c) => c.id), downCharge.id]],
+      [[...charges.map((c) => c.id), ...downCharges.map((c) => c.id)]],
     );
     for (const c of rows) {
       expect(c.refunded).toBe(c.refunds);
@@ -847,10 +848,10 @@ describe('retry and refund', () => {
 
     // The unreachable provider's refunds: 502 naming each, Processing with their amounts reserved, no event yet.
     expect(unreachable.map((r) => r.status)).toEqual([502, 502]);
-    const pending = (await down.transactions(downSub.id)).filter((t) => t.kind === 'Refund');
+    const pending = (await Promise.all(downSubs.map((s) => down.transactions(s.id)))).flat().filter((t) => t.kind === 'Refund');
     expect(pending.map((t) => t.status)).toEqual(['Processing', 'Processing']);
     expect(unreachable.map((r) => pending.find((t) => r.body.detail.includes(t.id))?.id).sort()).toEqual(pending.map((t) => t.id).sort());
-    expect(rows.find((c) => c.id === downCharge.id)!.refunded).toBe(2000);
+    for (const c of downCharges) expect(rows.find((r) => r.id === c.id)!.refunded).toBe(1000);
     for (const t of pending) expect(await outbox('transaction.refunded', 'id', t.id)).toHaveLength(0);
   });
 
