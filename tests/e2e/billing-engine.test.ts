@@ -117,6 +117,20 @@ async function chargedPeriods(subscriptionId: string) {
   return res.rows.map((r) => [r.attempt, r.status, new Date(r.period_start).toISOString()]);
 }
 
+
+/**
+ * A subscriber of a 100.00 plan charged (Settled) by a run at T0, with a refund of that charge
+ * (a fresh Idempotency-Key unless one is given) and the subscription's refunds.
+ */
+async function settledCharge() {
+  const m = await billingMerchant({ plan: { amount: 100 } });
+  const sub = await m.subscriber();
+  await run(T0);
+  const [charge] = await m.transactions(sub.id);
+  const refund = (body: Record<string, unknown>, key = randomUUID()) => api.post(`/api/Transactions/${charge.id}/refund`, body, { token: m.key, headers: idempotent(key) });
+  const refunds = async () => (await m.transactions(sub.id)).filter((t) => t.kind === 'Refund');
+  return { m, sub, charge, refund, refunds };
+}
 describe('billing runs', () => {
   it('charges due card subscriptions in advance, once per period, and starts after the trial', async () => {
     const m = await billingMerchant();
@@ -494,11 +508,7 @@ describe('never twice, never lost', () => {
 
 describe('retry and refund', () => {
   it('refunds partially and by default the rest; never more than the charge, even concurrently', async () => {
-    const m = await billingMerchant({ plan: { amount: 100 } });
-    const sub = await m.subscriber();
-    await run(T0);
-    const [charge] = await m.transactions(sub.id);
-    const refund = (body: Record<string, unknown>, key = randomUUID()) => api.post(`/api/Transactions/${charge.id}/refund`, body, { token: m.key, headers: idempotent(key) });
+    const { m, sub, charge, refund } = await settledCharge();
 
     expect((await api.post(`/api/Transactions/${charge.id}/refund`, {}, { token: m.key })).status).toBe(400);
     expect((await refund({ amount: 0 })).status).toBe(400);
@@ -667,12 +677,7 @@ describe('retry and refund', () => {
   });
 
   it('fails a refund the provider refuses for good with 409, releases its amount, and refunds nothing', async () => {
-    const m = await billingMerchant({ plan: { amount: 100 } });
-    const sub = await m.subscriber();
-    await run(T0);
-    const [charge] = await m.transactions(sub.id);
-    const refund = (body: Record<string, unknown>) => api.post(`/api/Transactions/${charge.id}/refund`, body, { token: m.key, headers: idempotent() });
-    const refunds = async () => (await m.transactions(sub.id)).filter((t) => t.kind === 'Refund');
+    const { m, sub, charge, refund, refunds } = await settledCharge();
     const { rows } = await db.query(`select provider_ref from billing.transactions where id = $1`, [charge.id]);
     // A charge reference the provider does not know: it answers 404 charge_not_found.
     await db.query(`update billing.transactions set provider_ref = 'ch_unknown' where id = $1`, [charge.id]);
@@ -695,12 +700,7 @@ describe('retry and refund', () => {
   });
 
   it('keeps a refund whose provider call timed out Processing and reserved, and settles it once at the next run', async () => {
-    const m = await billingMerchant({ plan: { amount: 100 } });
-    const sub = await m.subscriber();
-    await run(T0);
-    const [charge] = await m.transactions(sub.id);
-    const refund = (body: Record<string, unknown>, key = randomUUID()) => api.post(`/api/Transactions/${charge.id}/refund`, body, { token: m.key, headers: idempotent(key) });
-    const refunds = async () => (await m.transactions(sub.id)).filter((t) => t.kind === 'Refund');
+    const { m, sub, charge, refund, refunds } = await settledCharge();
 
     // The provider acts on the call after 2.5 s; billing gives up after 1 s (PAYMENT_PROVIDER_TIMEOUT_MS).
     await fault(m.id, { latencyMs: 2500 });
@@ -768,12 +768,7 @@ describe('retry and refund', () => {
   });
 
   it('refuses a new refund of a charge while a refund of it has an unknown outcome, naming it; refunds racing while their calls are in flight are each made', async () => {
-    const m = await billingMerchant({ plan: { amount: 100 } });
-    const sub = await m.subscriber();
-    await run(T0);
-    const [charge] = await m.transactions(sub.id);
-    const refund = (body: Record<string, unknown>) => api.post(`/api/Transactions/${charge.id}/refund`, body, { token: m.key, headers: idempotent() });
-    const refunds = async () => (await m.transactions(sub.id)).filter((t) => t.kind === 'Refund');
+    const { m, sub, charge, refund, refunds } = await settledCharge();
 
     // The provider acts on each call after 2.5 s; billing gives up after 1 s. Two refunds racing
     // are both in flight at once: neither is refused for the other, both answer 502.
