@@ -106,7 +106,8 @@ export class IdempotencyEngine {
       const claimed = await this.guard(() =>
         this.store.claim({ scope, key, fingerprint, method, path, claimToken, now, expiresAt: new Date(now.getTime() + this.opts.retentionMs) }),
       );
-      if (claimed) return this.execute(scope, key, claimToken, path, request.traceId, run);
+      // The problem's instance is the path as sent (the fingerprint's is normalised).
+      if (claimed) return this.execute(scope, key, claimToken, request.url.split('?')[0]!, request.traceId, run);
 
       const existing = await this.guard(() => this.store.find(scope, key));
       if (!existing) continue;
@@ -136,17 +137,17 @@ export class IdempotencyEngine {
   }
 
   /** Runs the handler as the holder of the claim and records how it ended. */
-  private async execute(scope: string, key: string, claimToken: string, path: string, traceId: string | undefined, run: () => Promise<RouteResult>): Promise<RouteResult> {
+  private async execute(scope: string, key: string, claimToken: string, instance: string, traceId: string | undefined, run: () => Promise<RouteResult>): Promise<RouteResult> {
     let result: RouteResult;
     try {
       result = await run();
     } catch (e) {
       const status = statusOfError(e);
-      if (status >= 500) await this.record(scope, key, claimToken, unknownOutcome(status, path, traceId));
+      if (status >= 500) await this.record(scope, key, claimToken, unknownOutcome(status, instance, traceId));
       else await this.record(scope, key, claimToken, 'released');
       throw e;
     }
-    if (result.status >= 500) await this.record(scope, key, claimToken, unknownOutcome(result.status, path, traceId));
+    if (result.status >= 500) await this.record(scope, key, claimToken, unknownOutcome(result.status, instance, traceId));
     else if (result.status >= 400) await this.record(scope, key, claimToken, 'released');
     else await this.record(scope, key, claimToken, storedOf(result));
     return result;
