@@ -901,6 +901,15 @@ describe('fees and fee statements', () => {
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ platformFeePercent: 0.125, platformFeeFixed: 0, billingRetryOffsetsDays: '1,3,7' });
     expect((await api.patch(`/api/admin/merchants/${m.id}`, { platformFeePercent: 101 }, { token: admin })).status).toBe(400);
+    // Offsets longer than storage holds are 400 naming the field (40 of them was a 500); 64 characters are kept.
+    const offsets = (n: number) => Array.from({ length: n }, (_, i) => i + 1).join(',');
+    const long = await api.patch(`/api/admin/merchants/${m.id}`, { billingRetryOffsetsDays: offsets(40) }, { token: admin });
+    expect(long.status).toBe(400);
+    expect(long.body.errors.billingRetryOffsetsDays).toBeDefined();
+    const longest = `${offsets(22)},100,999`;
+    expect(longest).toHaveLength(64);
+    const kept = await api.patch(`/api/admin/merchants/${m.id}`, { billingRetryOffsetsDays: longest }, { token: admin });
+    expect([kept.status, kept.body.billingRetryOffsetsDays]).toEqual([200, longest]);
     expect((await api.patch(`/api/admin/merchants/${randomUUID()}`, { platformFeeFixed: 1 }, { token: admin })).status).toBe(404);
   });
 

@@ -5,9 +5,10 @@ export const PROVIDER_ENVIRONMENTS = ['Staging', 'Production'] as const;
 export const BILLING_TERMINAL_ACTIONS = ['Cancel', 'Pause'] as const;
 export const DEFAULT_RETRY_OFFSETS_DAYS = '1,3,7';
 
-/** Comma-separated, strictly ascending positive day offsets, e.g. "1,3,7". */
+/** Comma-separated, strictly ascending positive day offsets, e.g. "1,3,7"; at most 64 characters (what storage holds). */
 export const RetryOffsetsDays = z
   .string()
+  .max(64, 'Must be at most 64 characters.')
   .regex(/^\d{1,3}(,\d{1,3})*$/, 'Must be comma-separated whole days, e.g. "1,3,7".')
   .refine((s) => {
     const days = s.split(',').map(Number);
