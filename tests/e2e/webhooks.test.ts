@@ -128,6 +128,15 @@ describe('webhook delivery', () => {
     expect(replay.status).toBe(202);
     const succeeded = await fx.deliveryOf(merchantId, key.key, failed.eventId, key.id, (d) => d.status === 'Succeeded');
     expect(succeeded.attempts.at(-1)).toMatchObject({ id: replay.body.attemptId, trigger: 'Manual', statusCode: 200 });
+
+    // Moved to another URL, a replay goes there, and the delivery shows that URL (it kept the old one).
+    const moved = `/moved/${randomUUID()}`;
+    await fx.configure(merchantId, key, moved, { webhookEvents: ['member.created'] });
+    await fx.settle(merchantId, observer);
+    expect((await api.post(`/api/WebhookDeliveries/${failed.id}/replay`, undefined, { token: key.key })).status).toBe(202);
+    await receiver.waitFor(moved, (r) => memberEvent(r, member.id).length > 0);
+    const after = await fx.deliveryOf(merchantId, key.key, failed.eventId, key.id, (d) => d.attempts.length === 6);
+    expect(after.url).toBe(receiver.url(moved));
   });
 
   it('waits at least as long as Retry-After asks on a 429', async () => {

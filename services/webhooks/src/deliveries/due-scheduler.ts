@@ -157,11 +157,20 @@ export class DueScheduler {
           where r."lease_until" is null or r."lease_until" < now()
           order by r."requested_at"
           limit ?
-          for update skip locked)
-       update "replays" r set "lease_until" = now() + ? * interval '1 millisecond'
-         from due, "deliveries" d left join "endpoints" e on e."api_key_id" = d."api_key_id", "events" ev
-        where r."id" = due."id" and d."id" = r."delivery_id" and ev."id" = d."event_id"
-       returning r."id" as "replay_id", d."id", d."event_id", d."event_type", d."api_key_id", d."merchant_id", coalesce(e."url", d."url") as "url", ev."body", d."scheduled_attempts", r."lease_until"`;
+          for update skip locked),
+       claimed as (
+         update "replays" r set "lease_until" = now() + ? * interval '1 millisecond'
+           from due where r."id" = due."id"
+         returning r."id" as "replay_id", r."delivery_id", r."lease_until"),
+       -- The delivery shows the URL its latest attempt goes to, as scheduled attempts do.
+       moved as (
+         update "deliveries" d set "url" = e."url"
+           from claimed c, "endpoints" e
+          where d."id" = c."delivery_id" and e."api_key_id" = d."api_key_id" and e."url" is not null and d."url" is distinct from e."url"
+         returning d."id")
+       select c."replay_id", d."id", d."event_id", d."event_type", d."api_key_id", d."merchant_id", coalesce(e."url", d."url") as "url", ev."body", d."scheduled_attempts", c."lease_until"
+         from claimed c join "deliveries" d on d."id" = c."delivery_id" left join "endpoints" e on e."api_key_id" = d."api_key_id"
+         join "events" ev on ev."id" = d."event_id"`;
     const rows = await this.leaseTransaction((em) => queryRows<ClaimedRow>(em, sql, [limit, this.opts.leaseMs]));
     return rows.map((r) => toJob(r, 'Manual'));
   }
