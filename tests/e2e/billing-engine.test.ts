@@ -172,6 +172,32 @@ describe('billing runs', () => {
     expect((await m.sub(sub.id)).status).toBe('Active');
   });
 
+  it("charges the subscription's own payment method first, then the member's others in rank order", async () => {
+    // Regression: paymentMethodId was stored and validated but never charged; rank 1 was.
+    const m = await billingMerchant();
+    const member = await createMember(api, m);
+    const first = await addPaymentMethod(api, m, member.id, CARD);
+    const named = await addPaymentMethod(api, m, member.id, { ...CARD, last4: '1111' });
+    const subscribe = async (paymentMethodId: string) => {
+      const res = await api.post('/api/Subscriptions', { merchantId: m.id, memberId: member.id, planId: m.planId, startDate: T0, paymentMethodId }, { token: m.key, headers: idempotent() });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      return res.body as { id: string };
+    };
+    const sub = await subscribe(named.id);
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 1 });
+    expect((await m.transactions(sub.id)).map((t) => [t.paymentMethodId, t.status])).toEqual([[named.id, 'Settled']]);
+
+    // The named method declining, the member's first-ranked one pays.
+    const other = await billingMerchant();
+    const otherMember = await createMember(api, other);
+    const good = await addPaymentMethod(api, other, otherMember.id, CARD);
+    const declining = await addPaymentMethod(api, other, otherMember.id, { ...CARD, last4: '0002' });
+    const res = await api.post('/api/Subscriptions', { merchantId: other.id, memberId: otherMember.id, planId: other.planId, startDate: T0, paymentMethodId: declining.id }, { token: other.key, headers: idempotent() });
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 1 });
+    expect((await other.transactions(res.body.id)).map((t) => [t.paymentMethodId, t.status])).toEqual([[declining.id, 'Failed'], [good.id, 'Settled']]);
+    expect(first.id).not.toBe(named.id);
+  });
+
   it('fails a charge the provider refuses for good (unknown token) with provider_rejected, falls back, and retries it like a decline', async () => {
     const m = await billingMerchant({ merchant: { billingRetryOffsetsDays: '1' } });
     const both = await m.subscriber([{ ...CARD, last4: '1111' }, CARD]);

@@ -30,6 +30,15 @@ export async function loadSubscriptions(db: SqlContext, ids: string[], opts: { l
 /** What a provider call needs of a payment method. */
 export type ChargeableMethod = Pick<PaymentMethod, 'id' | 'memberId' | 'type' | 'last4' | 'providerToken' | 'rank'>;
 
+/**
+ * The order a subscription's charge tries its member's methods (`ranked`, in rank order): the
+ * method the subscription names first, when the member still has it, then the others by rank.
+ */
+export function chargeOrder(ranked: readonly ChargeableMethod[], preferredId: string | null | undefined): ChargeableMethod[] {
+  const preferred = preferredId ? ranked.find((pm) => pm.id === preferredId) : undefined;
+  return preferred ? [preferred, ...ranked.filter((pm) => pm !== preferred)] : [...ranked];
+}
+
 /** The payment methods of members (`byMember`: theirs, in rank order) or with ids (`byId`). */
 export async function loadPaymentMethods(db: SqlContext, by: { memberIds: string[] } | { ids: string[] }): Promise<ChargeableMethod[]> {
   const ids = 'ids' in by ? by.ids : by.memberIds;

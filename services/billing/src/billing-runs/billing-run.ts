@@ -15,6 +15,7 @@ import { subscriptionOfRow, subscriptionsWithPlansSql, type SubscriptionRow } fr
 import type { SubscriptionStore } from '../subscriptions/subscription-store.js';
 import { Transaction, transactionEventData } from '../transactions/transaction.js';
 import {
+  chargeOrder,
   insertEvents,
   insertTransactions,
   loadPaymentMethods,
@@ -151,7 +152,8 @@ export const TRIED_CHARGES_SQL = `select t.subscription_id, t.payment_method_id,
  *    with its idempotency key (the transaction id): the provider answers the first outcome, or
  *    makes the call now if it never arrived; nothing is charged twice;
  * 3. charge every due subscription for one period (its next, if it is behind by several, is the
- *    next run's), each payment method in rank order until one succeeds.
+ *    next run's), each payment method in turn until one succeeds: the one the subscription
+ *    names first, then the member's others in rank order (`chargeOrder`).
  *
  * Exactly once across concurrent runs and replicas: a subscription is claimed with
  * `FOR UPDATE SKIP LOCKED` plus a lease (`claimed_until`), and its `Processing` transaction is
@@ -441,7 +443,7 @@ export class BillingRun {
           continue;
         }
         this.chargedFor.set(sub.id, due);
-        const next = (methods.get(sub.memberId) ?? []).find((pm) => !tried.get(sub.id)?.has(pm.id));
+        const next = chargeOrder(methods.get(sub.memberId) ?? [], sub.paymentMethodId).find((pm) => !tried.get(sub.id)?.has(pm.id));
         if (sub.chargeAttempt() > 1) this.retried.add(sub.id);
         if (!next) {
           // Every method declined (or the member has none): the period's charge failed.

@@ -48,14 +48,14 @@ async function seedMerchant() {
 type Owner = Awaited<ReturnType<typeof seedMerchant>>;
 
 /** A subscription of the member to a plan of its own, collecting `duePeriod` (PastDue: as its dunning period). */
-async function seedSubscription(o: Owner, status: 'Active' | 'PastDue' | 'Cancelled' | 'Paused' = 'PastDue', duePeriod = PERIOD): Promise<string> {
+async function seedSubscription(o: Owner, status: 'Active' | 'PastDue' | 'Cancelled' | 'Paused' = 'PastDue', duePeriod = PERIOD, paymentMethodId: string | null = o.paymentMethodId): Promise<string> {
   const [id, planId] = [randomUUID(), randomUUID()];
   await rows(`insert into billing.plans (id, merchant_id, product_id, name, amount_minor, currency, billing_interval, created_at, updated_at) values (?, ?, ?, 'Monthly', 1995, 'AUD', 'Month', now(), now())`, [planId, o.merchantId, o.productId]);
   await rows(
     `insert into billing.subscriptions (id, merchant_id, member_id, plan_id, payment_method_id, status, current_period_start, current_period_end, next_billing_at, billing_anchor,
                                         dunning_period_start, dunning_started_at, retry_count, created_at, updated_at)
      values (?, ?, ?, ?, ?, ?, '2029-12-01T00:00:00Z', ?, ?, '2029-12-01T00:00:00Z', ?, ?, 0, now(), now())`,
-    [id, o.merchantId, o.memberId, planId, o.paymentMethodId, status, duePeriod, duePeriod, status === 'PastDue' ? duePeriod : null, status === 'PastDue' ? duePeriod : null],
+    [id, o.merchantId, o.memberId, planId, paymentMethodId, status, duePeriod, duePeriod, status === 'PastDue' ? duePeriod : null, status === 'PastDue' ? duePeriod : null],
   );
   return id;
 }
@@ -199,7 +199,7 @@ describe('TransactionReservations.retry', () => {
   it.each([
     ['optimistically', undefined],
     ['under the row locks', 0],
-  ])('charges the member’s first-ranked method not yet tried by the retry, not the failed charge’s, and refuses a member with none (%s)', async (_, optimisticAttempts) => {
+  ])('charges the subscription’s own method, else the member’s first-ranked one, not yet tried by the retry (not the failed charge’s), and refuses a member with none (%s)', async (_, optimisticAttempts) => {
     const o = await seedMerchant();
     const reservations = new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS, { optimisticAttempts });
     const promoted = randomUUID();
@@ -208,14 +208,21 @@ describe('TransactionReservations.retry', () => {
       `insert into billing.payment_methods (id, merchant_id, member_id, type, brand, last4, expiry_month, expiry_year, rank, created_at, updated_at) values (?, ?, ?, 'Card', 'Visa', '4444', 12, 2099, 1, now(), now())`,
       [promoted, o.merchantId, o.memberId],
     );
-    const r = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o) }) });
+    // Subscriptions that name no payment method: the member's methods in rank order.
+    const unnamed = () => seedSubscription(o, 'PastDue', PERIOD, null);
+    const r = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { status: 'Failed', subscriptionId: await unnamed() }) });
     expect(r.t.paymentMethodId).toBe(promoted);
     expect(r.method).toMatchObject({ id: promoted, last4: '4444', rank: 1 });
     await expectStored(r);
-    const fallback = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o) }), tried: [promoted] });
+    const fallback = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { status: 'Failed', subscriptionId: await unnamed() }), tried: [promoted] });
     expect(fallback.t.paymentMethodId).toBe(o.paymentMethodId);
+    // One that names a method: that one first, then the others by rank.
+    const named = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o) }) });
+    expect(named.t.paymentMethodId).toBe(o.paymentMethodId);
+    const namedFallback = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o) }), tried: [o.paymentMethodId] });
+    expect(namedFallback.t.paymentMethodId).toBe(promoted);
 
-    const exhausted = await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o) });
+    const exhausted = await seedCharge(o, { status: 'Failed', subscriptionId: await unnamed() });
     await expect(reservations.retry({ scope: o.scope, id: exhausted, tried: [promoted, o.paymentMethodId] })).rejects.toMatchObject({ code: 'conflict' });
     const none = await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o) });
     await rows(`delete from billing.payment_methods where member_id = ?`, [o.memberId]);

@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { distinctUuids, DomainError } from '@billing/contracts';
 import { decideItem, isUniqueViolation, LOST, optimisticWriter, typedDatabaseError, type CallScope, type ItemOutcome, type Lost, type PreparedQuery } from '@billing/service-runtime';
 import { normalisePercent, platformFee, type FeeTerms } from '../fees/platform-fee.js';
-import type { ChargeableMethod } from '../billing-runs/billing-run-store.js';
+import { chargeOrder, type ChargeableMethod } from '../billing-runs/billing-run-store.js';
 import type { Merchant, ProviderEnvironment } from '../merchants/merchant.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { pickScoped } from '../merchant-scope.js';
@@ -292,7 +292,7 @@ export class TransactionReservations {
         if (sub.duePeriodStart()?.getTime() !== f.periodStart?.getTime()) throw new DomainError('invalid_transition', 'The period of this charge has been collected since.');
         if (sub.claimedUntil && sub.claimedUntil > new Date()) throw new DomainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.');
       }
-      const method = (methods.get(f.memberId) ?? []).find((pm) => !r.tried?.includes(pm.id));
+      const method = chargeOrder(methods.get(f.memberId) ?? [], sub?.paymentMethodId).find((pm) => !r.tried?.includes(pm.id));
       if (!method) {
         throw new DomainError('conflict', r.tried?.length
           ? "Every one of the member's payment methods has been tried by this retry."
