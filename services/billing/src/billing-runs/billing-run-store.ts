@@ -39,6 +39,13 @@ export function chargeOrder(ranked: readonly ChargeableMethod[], preferredId: st
   return preferred ? [preferred, ...ranked.filter((pm) => pm !== preferred)] : [...ranked];
 }
 
+/** Methods grouped by member, each member's in the order given (rank order, as loaded). */
+export function methodsByMember(methods: readonly ChargeableMethod[]): Map<string, ChargeableMethod[]> {
+  const out = new Map<string, ChargeableMethod[]>();
+  for (const pm of methods) (out.get(pm.memberId) ?? out.set(pm.memberId, []).get(pm.memberId)!).push(pm);
+  return out;
+}
+
 /** The payment methods of members (`byMember`: theirs, in rank order) or with ids (`byId`). */
 export async function loadPaymentMethods(db: SqlContext, by: { memberIds: string[] } | { ids: string[] }): Promise<ChargeableMethod[]> {
   const ids = 'ids' in by ? by.ids : by.memberIds;

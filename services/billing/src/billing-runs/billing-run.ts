@@ -1,5 +1,5 @@
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
-import { DomainError } from '@billing/contracts';
+import { DomainError, PROVIDER_ENVIRONMENTS } from '@billing/contracts';
 import { toMajorUnits } from '@billing/money';
 import { insertOutboxSql, pooledQuery, queryRows, recordEvent, toOutboxJsonRow, transactPrepared, type Logger, type OutboxJsonRow, type SqlContext } from '@billing/service-runtime';
 import { injectTraceHeaders, withoutCallSpans } from '@billing/telemetry';
@@ -20,6 +20,7 @@ import {
   insertTransactions,
   loadPaymentMethods,
   loadSubscriptions,
+  methodsByMember,
   outcomesJson,
   billingStatesJson,
   RECORD_OUTCOMES_SQL,
@@ -388,12 +389,7 @@ export class BillingRun {
       const subs = await loadSubscriptions(em, rows.map((r) => r.id));
       const merchants = await merchantsById(em, subs.map((s) => s.merchantId));
       const plans = new Map((await em.find(Plan, { id: { $in: [...new Set(subs.map((s) => s.planId))] } }, { disableIdentityMap: true })).map((p) => [p.id, p]));
-      const methods = new Map<string, ChargeableMethod[]>();
-      for (const pm of await loadPaymentMethods(em, { memberIds: [...new Set(subs.map((s) => s.memberId))] })) {
-        const list = methods.get(pm.memberId);
-        if (list) list.push(pm);
-        else methods.set(pm.memberId, [pm]);
-      }
+      const methods = methodsByMember(await loadPaymentMethods(em, { memberIds: [...new Set(subs.map((s) => s.memberId))] }));
       const triedRows = await queryRows<{ subscription_id: string; payment_method_id: string | null; period_start: Date; attempt: number; manual: boolean }>(em, TRIED_CHARGES_SQL, [
         subs.map((s) => s.id),
       ]);
@@ -530,9 +526,6 @@ interface ClaimedChunk {
 function missing(ids: Iterable<string>, known: Map<string, unknown> | undefined): string[] {
   return [...new Set(ids)].filter((id) => !known?.has(id));
 }
-
-/** The environments a merchant's provider calls can be made in (`Merchant.providerEnvironment`). */
-const PROVIDER_ENVIRONMENTS: Merchant['providerEnvironment'][] = ['Staging', 'Production'];
 
 /**
  * Whether the calls are the transactions' first (freshly committed `Processing` transactions

@@ -162,12 +162,7 @@ export class Subscription {
       this.updatedAt = now;
       return;
     }
-    this.status = 'Cancelled';
-    this.cancelledAt = now;
-    this.nextBillingAt = null;
-    this.pausedAt = null;
-    this.resumeAt = null;
-    this.touch(now, 'subscription.cancelled');
+    this.end(now);
   }
 
   /** The start of the period the next charge pays for: the one being collected while PastDue. */
@@ -258,10 +253,7 @@ export class Subscription {
       this.resumeAt = null;
       this.touch(at, 'subscription.paused');
     } else {
-      this.status = 'Cancelled';
-      this.cancelledAt = at;
-      this.nextBillingAt = null;
-      this.touch(at, 'subscription.cancelled');
+      this.end(at);
     }
     return 'terminated';
   }
@@ -312,12 +304,7 @@ export class Subscription {
       // Written off, as after a terminal pause: resumed, it starts a new period at once.
       this.nextBillingAt = periodStart;
     } else {
-      this.status = 'Cancelled';
-      this.cancelledAt = at;
-      this.nextBillingAt = null;
-      this.pausedAt = null;
-      this.resumeAt = null;
-      this.touch(at, 'subscription.cancelled');
+      this.end(at);
     }
     return 'terminated';
   }
@@ -328,10 +315,7 @@ export class Subscription {
    */
   endAtPeriodEnd(at: Date): void {
     if (!this.cancelAtPeriodEnd || this.status !== 'Active') throw new DomainError('invalid_transition', 'The subscription is not set to end at its period end.');
-    this.status = 'Cancelled';
-    this.cancelledAt = at;
-    this.nextBillingAt = null;
-    this.touch(at, 'subscription.cancelled');
+    this.end(at);
   }
 
   /** Events caused since the last call, oldest first. */
@@ -346,6 +330,16 @@ export class Subscription {
     this.currentPeriodStart = now;
     this.currentPeriodEnd = periodEnd(now, schedule);
     this.billingAnchor = now;
+  }
+
+  /** → Cancelled at `at` (final): nothing more is billed, paused or resumed. */
+  private end(at: Date): void {
+    this.status = 'Cancelled';
+    this.cancelledAt = at;
+    this.nextBillingAt = null;
+    this.pausedAt = null;
+    this.resumeAt = null;
+    this.touch(at, 'subscription.cancelled');
   }
 
   private endDunning(): void {

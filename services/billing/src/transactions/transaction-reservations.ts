@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { distinctUuids, DomainError } from '@billing/contracts';
 import { decideItem, isUniqueViolation, LOST, optimisticWriter, typedDatabaseError, type CallScope, type ItemOutcome, type Lost, type PreparedQuery } from '@billing/service-runtime';
 import { normalisePercent, platformFee, type FeeTerms } from '../fees/platform-fee.js';
-import { chargeOrder, type ChargeableMethod } from '../billing-runs/billing-run-store.js';
+import { chargeOrder, methodsByMember, type ChargeableMethod } from '../billing-runs/billing-run-store.js';
 import type { Merchant, ProviderEnvironment } from '../merchants/merchant.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { pickScoped } from '../merchant-scope.js';
@@ -29,7 +29,7 @@ export interface RetryRequest {
   id: string;
   /**
    * The payment methods this retry has charged already (its earlier attempts, each declined): the
-   * attempt takes the member's first-ranked method not among them.
+   * attempt takes the first method not among them in `chargeOrder`.
    */
   tried?: readonly string[];
 }
@@ -174,9 +174,10 @@ export class TransactionReservations {
   }
 
   /**
-   * Reserves a retry of a Failed charge: a `Processing` charge of `attempt + 1` on the member's
-   * payment method ranked first as it is now (not the failed charge's: it may have been demoted
-   * or removed since), leaving out those in `tried`, its subscription claimed, committed; a
+   * Reserves a retry of a Failed charge: a `Processing` charge of `attempt + 1` on the first of
+   * the member's payment methods as they are now in `chargeOrder` (the subscription's own, then
+   * by rank; not simply the failed charge's: it may have been demoted or removed since), leaving
+   * out those in `tried`, its subscription claimed, committed; a
    * member with no such method is a conflict, and nothing is reserved. Optimistic, as refunds
    * are: a batch reads its charges with their subscriptions, whether each was retried and its
    * member's methods (one statement, without locks), the domain decides
@@ -356,7 +357,7 @@ export class TransactionReservations {
       charges,
       subs: new Map((rows[0]?.subs ?? []).map((r) => [r.id, { sub: subscriptionOfRow(r), read: r }])),
       retried: new Set(rows[0]?.retried ?? []),
-      methods: rankedByMember(rows[0]?.methods ?? []),
+      methods: methodsByMember(rows[0]?.methods ?? []),
     };
   }
 }
@@ -376,12 +377,6 @@ interface RetryFacts {
 /** A `payment_methods x` row as a `ChargeableMethod`, in SQL. */
 const CHARGEABLE_METHOD_JSON = `json_build_object('id', x.id, 'memberId', x.member_id, 'type', x.type, 'last4', x.last4, 'providerToken', x.provider_token, 'rank', x.rank)`;
 
-/** Methods in rank order, grouped by member (in the order given). */
-function rankedByMember(methods: ChargeableMethod[]): Map<string, ChargeableMethod[]> {
-  const out = new Map<string, ChargeableMethod[]>();
-  for (const pm of methods) (out.get(pm.memberId) ?? out.set(pm.memberId, []).get(pm.memberId)!).push(pm);
-  return out;
-}
 
 /** The retries' facts without locks, in one statement; malformed ids find nothing. */
 async function readRetryFacts(query: PreparedQuery, batch: readonly RetryRequest[]): Promise<RetryFacts> {

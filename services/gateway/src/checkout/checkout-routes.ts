@@ -182,6 +182,5 @@ function completionResult(status: number, r: { status: string; returnUrl?: strin
 
 /** "field: message; other: message" of a validation failure. */
 function describeFieldErrors(e: DomainError): string {
-  const errors = (e.extensions.errors ?? {}) as Record<string, string[]>;
-  return Object.entries(errors).map(([field, messages]) => `${field}: ${messages.join(' ')}`).join('; ') || e.message;
+  return Object.entries(e.extensions.errors ?? {}).map(([field, messages]) => `${field}: ${messages.join(' ')}`).join('; ') || e.message;
 }

@@ -30,9 +30,14 @@ export class Endpoint {
     });
   }
 
-  /** Whether an event of this type is delivered here: enabled, not revoked, with a URL, subscribed, and a webhook type. */
+  /** Enabled, not revoked and with a URL: events it subscribes to are delivered here. */
+  isLive(): boolean {
+    return this.enabled && !this.revoked && !!this.url;
+  }
+
+  /** Whether an event of this type is delivered here: live, subscribed, and a webhook type. */
   accepts(eventType: string): boolean {
-    if (!this.enabled || this.revoked || !this.url || !isWebhookEventType(eventType)) return false;
+    if (!this.isLive() || !isWebhookEventType(eventType)) return false;
     return this.eventTypes === null || this.eventTypes.includes(eventType);
   }
 }

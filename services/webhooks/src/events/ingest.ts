@@ -102,7 +102,7 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
         );
       }
     }
-    const caughtUp = await catchUpEndpoints(em, changes, applied);
+    const caughtUp = await catchUpEndpoints(em, changes, states.filter((st) => applied.has(st.apiKeyId)));
     return { fresh: fresh.length, duplicates: batch.length - fresh.length, deliveries: planned.deliveries.length + caughtUp, jobs: planned.jobs };
   });
 }
@@ -114,16 +114,18 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
  * endpoint when it was ingested. When a change makes an endpoint live, every event of its
  * merchant already in the inbox that occurred at or after the change, and that it accepts, gets
  * its Pending delivery now (none twice: one per event and key); the scheduler starts them.
- * Returns how many were created. (`received_at`, on this database's clock, only narrows the
- * search to recent events on its index; the five minutes allow for the services' clocks.)
+ * `applied`: the newest states of the batch's keys that it stored. Returns how many were
+ * created. (`received_at`, on this database's clock, only narrows the search to recent events on
+ * its index; the five minutes allow for the services' clocks.)
  */
-async function catchUpEndpoints(em: EntityManager, changes: { state: ApiKeyEndpointState; occurredAt: string }[], applied: Set<string>): Promise<number> {
-  // Per key that is live now: the earliest of this batch's changes that left it live.
+async function catchUpEndpoints(em: EntityManager, changes: { state: ApiKeyEndpointState; occurredAt: string }[], applied: ApiKeyEndpointState[]): Promise<number> {
+  // Per key whose newest state this batch applied and that is live now: the earliest of this
+  // batch's changes that left it live.
   const since = new Map<string, { state: ApiKeyEndpointState; since: string }>();
-  const newest = new Map(newestStates(changes.map((c) => c.state)).map((s) => [s.apiKeyId, s]));
+  const live = new Map(applied.filter(isLive).map((s) => [s.apiKeyId, s]));
   for (const c of changes) {
-    const state = newest.get(c.state.apiKeyId)!;
-    if (!applied.has(state.apiKeyId) || !isLive(state) || !isLive(c.state)) continue;
+    const state = live.get(c.state.apiKeyId);
+    if (!state || !isLive(c.state)) continue;
     const seen = since.get(state.apiKeyId);
     if (!seen || Date.parse(c.occurredAt) < Date.parse(seen.since)) since.set(state.apiKeyId, { state, since: c.occurredAt });
   }
@@ -143,8 +145,7 @@ async function catchUpEndpoints(em: EntityManager, changes: { state: ApiKeyEndpo
   return created.length;
 }
 
-const isLive = (s: ApiKeyEndpointState) => s.webhookEnabled && !s.revoked && !!s.webhookUrl;
-
+const isLive = (s: ApiKeyEndpointState) => Endpoint.fromState(s).isLive();
 
 interface EndpointRow {
   api_key_id: string;
