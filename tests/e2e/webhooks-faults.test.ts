@@ -162,6 +162,9 @@ describe('event backbone faults', () => {
     await platform.processes.identity!.start();
     const reqs = await receiver.waitFor(latePath, (r) => memberEvent(r, member.id).length > 0, 30_000);
     expect(memberEvent(reqs, member.id).every((r) => r.verified)).toBe(true);
+    // The gateway's channel to identity reconnects on its own backoff: the next tests need identity through it.
+    const reachable = await eventually(async () => (await api.get(`/api/ApiKeys?merchantId=${ep.merchantId}`, { token: platform.adminToken })).status === 200 || undefined, 60_000, 250);
+    expect(reachable).toBe(true);
   }, 120_000);
 
   it('holds at most WEBHOOK_ENDPOINT_CONCURRENCY requests open to a receiver that never answers, and keeps delivering to others', async () => {
