@@ -21,14 +21,32 @@ export const GrpcTlsConfig = z.object({
   GRPC_TLS_CA: z.string().min(1).optional(),
   GRPC_TLS_CERT: z.string().min(1).optional(),
   GRPC_TLS_KEY: z.string().min(1).optional(),
+  /**
+   * Longest wait between a client's attempts to reconnect to a server it cannot reach. grpc-js's
+   * own (120 s, growing from 1 s by 1.6 per attempt) left a caller failing fast with UNAVAILABLE
+   * for seconds after a restarted service was back; reconnecting to a refused port is cheap.
+   */
+  GRPC_RECONNECT_BACKOFF_MAX_MS: z.coerce.number().int().min(100).max(120_000).default(1000),
 });
-export type GrpcTlsConfig = z.infer<typeof GrpcTlsConfig>;
+export type GrpcTlsConfig = z.input<typeof GrpcTlsConfig>;
 
 interface Transport {
   mode: PlatformMode | undefined;
   server: grpc.ServerCredentials;
   client: grpc.ChannelCredentials;
   secure: boolean;
+}
+
+/** The first reconnect waits this long at most; later ones grow by 1.6 up to the configured cap. */
+const INITIAL_RECONNECT_BACKOFF_MS = 200;
+let reconnectBackoffMaxMs = 1000;
+
+/** Reconnect backoff of every client channel (see GRPC_RECONNECT_BACKOFF_MAX_MS). */
+export function reconnectOptions(): grpc.ChannelOptions {
+  return {
+    'grpc.initial_reconnect_backoff_ms': Math.min(INITIAL_RECONNECT_BACKOFF_MS, reconnectBackoffMaxMs),
+    'grpc.max_reconnect_backoff_ms': reconnectBackoffMaxMs,
+  };
 }
 
 const INSECURE: Transport = { mode: undefined, server: grpc.ServerCredentials.createInsecure(), client: grpc.credentials.createInsecure(), secure: false };
@@ -56,6 +74,7 @@ export function configureGrpcTransport(config: GrpcTlsConfig & { PLATFORM_MODE: 
 }
 
 function setTransport(config: GrpcTlsConfig & { PLATFORM_MODE: PlatformMode }): void {
+  reconnectBackoffMaxMs = Number(config.GRPC_RECONNECT_BACKOFF_MAX_MS ?? 1000);
   const { GRPC_TLS_CA: ca, GRPC_TLS_CERT: cert, GRPC_TLS_KEY: key } = config;
   const given = [ca, cert, key].filter(Boolean).length;
   if (given === 0) {

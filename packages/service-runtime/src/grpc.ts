@@ -6,7 +6,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { DomainError, ERROR_CODES, type ErrorCode } from '@billing/contracts';
 import { SERVICE_FILES, type ServiceDefinitions, type ServiceName } from '@billing/proto-types';
 import { context, currentTraceId, incomingContext, injectTraceHeaders, propagatesContextManually, recordRpcCall } from '@billing/telemetry';
-import { callerOf, clientCredentialsFor, serverCredentialsFor, serverNameOptions, type GrpcPeer } from './grpc-transport.js';
+import { callerOf, clientCredentialsFor, reconnectOptions, serverCredentialsFor, serverNameOptions, type GrpcPeer } from './grpc-transport.js';
 import type { Logger } from './logger.js';
 import { databaseUnavailableError, invalidTextError } from './database.js';
 import { SharedLookups } from './shared-lookups.js';
@@ -457,6 +457,7 @@ function channelOptions(serverName: string): grpc.ChannelOptions {
   return {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.enable_retries': 0,
+    ...reconnectOptions(),
     ...NO_CHANNELZ,
     // The certificate to expect: the service named by the package (`billing.v1.…` → billing),
     // or, for services every server offers (grpc.health), the one the caller names.
