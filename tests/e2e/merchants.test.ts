@@ -204,6 +204,35 @@ describe('merchant users (admin)', () => {
     expect((await api.get(`/api/admin/merchants/${m.id}`, { token: owner.token })).status).toBe(401);
   });
 
+  it("keeps an active Owner: an Owner cannot demote or deactivate the merchant's last one; the platform admin can", async () => {
+    const m = await createMerchant(api, admin);
+    const a = await createMerchantUser(api, admin, m.id, 'Owner');
+    const self = `/api/admin/merchants/${m.id}/users/${a.user.id}`;
+    for (const change of [{ role: 'Admin' }, { isActive: false }, { role: 'Viewer', isActive: true }]) {
+      const res = await api.patch(self, change, { token: a.token });
+      expect(res.status, JSON.stringify(change)).toBe(409);
+      expect(res.body).toMatchObject({ status: 409, detail: expect.stringContaining('only active Owner'), traceId: expect.any(String) });
+    }
+    // Nothing changed: the Owner's token still works and still manages users.
+    expect((await api.get(self, { token: a.token })).body).toMatchObject({ role: 'Owner', isActive: true });
+    // A change that keeps the Owner an Owner is fine.
+    expect((await api.patch(self, { role: 'Owner', isActive: true }, { token: a.token })).status).toBe(200);
+    const again = await api.post('/api/auth/login', { email: a.email, password: a.password });
+    // Two Owners removing themselves at once: exactly one succeeds.
+    const b = await createMerchantUser(api, admin, m.id, 'Owner');
+    const [ra, rb] = await Promise.all([
+      api.patch(self, { role: 'Admin' }, { token: again.body.token }),
+      api.patch(`/api/admin/merchants/${m.id}/users/${b.user.id}`, { isActive: false }, { token: b.token }),
+    ]);
+    expect([ra.status, rb.status].sort()).toEqual([200, 409]);
+    const owners = (await api.get(`/api/admin/merchants/${m.id}/users`, { token: admin })).body.items.filter((u: { role: string; isActive: boolean }) => u.role === 'Owner' && u.isActive);
+    expect(owners).toHaveLength(1);
+    // The platform admin is not held back: it can deactivate the last Owner (and restore one).
+    const last = `/api/admin/merchants/${m.id}/users/${owners[0].id}`;
+    expect((await api.patch(last, { isActive: false }, { token: admin })).status).toBe(200);
+    expect((await api.patch(last, { isActive: true }, { token: admin })).status).toBe(200);
+  });
+
   it('stores the password as a scrypt hash', async () => {
     const m = await createMerchant(api, admin);
     const { user, password } = await createMerchantUser(api, admin, m.id);

@@ -18,6 +18,12 @@ export class MerchantUser {
     return Object.assign(new MerchantUser(), { ...props, email: props.email.toLowerCase() });
   }
 
+  /** Whether `change` makes this active Owner a user who can no longer manage the merchant's users. */
+  removesOwner(change: { isActive?: boolean; role?: MerchantRole }): boolean {
+    const owner = (isActive: boolean, role: MerchantRole) => isActive && role === 'Owner';
+    return owner(this.isActive, this.role) && !owner(change.isActive ?? this.isActive, change.role ?? this.role);
+  }
+
   /** Returns whether the change ends (true) or restores (false) the user's tokens, if it does either. */
   update(change: { isActive?: boolean; role?: MerchantRole }): 'revoked' | 'restored' | undefined {
     let effect: 'revoked' | 'restored' | undefined;

@@ -1,11 +1,21 @@
-import { merchantFilter, requireMerchantScope, requireScope, type ServiceImpl } from '@billing/service-runtime';
-import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
+import { merchantFilter, queryRows, requireMerchantScope, requireScope, type ServiceImpl } from '@billing/service-runtime';
+import { UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateMerchantUserRequest, DomainError, isUuidText, MERCHANT_TOKEN_TTL_SECONDS, MerchantLoginRequest, parseOrThrow, UpdateMerchantUserRequest } from '@billing/contracts';
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import type { LoginLockout } from '../passwords/login-lockout.js';
 import type { PasswordHasher } from '../passwords/password-hasher.js';
 import type { TokenIssuer } from '../signing-keys/token-issuer.js';
 import { MerchantUser } from './merchant-user.js';
+
+/**
+ * The ids of a merchant's active Owners, locked in id order. An Owner's change (through the API)
+ * locks them before the changed user's row, so that two Owners removing themselves at once
+ * cannot both see the other still there (nor deadlock).
+ */
+async function lockActiveOwners(em: EntityManager, merchantId: string): Promise<string[]> {
+  const rows = await queryRows<{ id: string }>(em, `select id from merchant_users where merchant_id = ? and role = 'Owner' and is_active order by id for update`, [merchantId]);
+  return rows.map((r) => r.id);
+}
 
 export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer: TokenIssuer, lockout: LoginLockout): ServiceImpl<'identity.v1.MerchantUsers'> {
   return {
@@ -27,8 +37,14 @@ export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer:
       const scope = requireScope(req.scope);
       const change = parseOrThrow(UpdateMerchantUserRequest, { isActive: req.isActive, role: req.role });
       return orm.em.fork().transactional(async (em) => {
+        const owners = req.actingUserId && scope.kind === 'merchant' ? await lockActiveOwners(em, scope.merchantId) : undefined;
         const user = await em.findOne(MerchantUser, { id: req.userId, ...merchantFilter(scope) }, { lockMode: 4 /* pessimistic write */ });
         if (!user) throw new DomainError('not_found', 'Merchant user not found.');
+        // An Owner cannot leave the merchant with no active Owner: it could no longer manage its
+        // users, and only the platform could restore one. The platform's own changes are not limited.
+        if (owners && user.removesOwner(change) && owners.every((id) => id === user.id)) {
+          throw new DomainError('conflict', "This is the merchant's only active Owner: make another user Owner first.");
+        }
         const effect = user.update(change);
         if (effect) em.persist(CredentialChange.of('merchant_user', user.id, effect === 'revoked'));
         return user.toView();
