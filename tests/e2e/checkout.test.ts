@@ -292,6 +292,18 @@ describe('POST /api/Checkout/sessions/me/complete', () => {
     const res = await complete(api, second, await captureBank(api, second));
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ status: 'Failed', failureReason: expect.stringContaining('live subscription') });
+    // A failed completion changes nothing: the member keeps the one payment method of the first.
+    const member = (await api.get(`/api/Members?merchantId=${m.id}&email=${encodeURIComponent(email)}`, { token: m.key })).body.items[0];
+    const methods = await api.get(`/api/members/${member.id}/payment-methods`, { token: m.key });
+    expect(methods.body).toHaveLength(1);
+    // Nor does one for a plan deactivated since the session opened: no member, no method.
+    const planned = await setUpCheckoutMerchant(api, admin);
+    const newcomer = `${unique('late')}@example.com`;
+    const late = await openSession(api, planned, { customer: { email: newcomer, firstName: 'Late', lastName: 'Comer' } });
+    const lateToken = await captureBank(api, late);
+    expect((await api.patch(`/api/Plans/${planned.planId}`, { isActive: false }, { token: planned.key })).status).toBe(200);
+    expect((await complete(api, late, lateToken)).status).toBe(409);
+    expect((await api.get(`/api/Members?merchantId=${planned.id}&email=${encodeURIComponent(newcomer)}`, { token: planned.key })).body.items).toEqual([]);
   });
 
   it('Failed 400 naming missing customer details or for an empty token, 409 for a plan deactivated since; 404 for another sessionId; 400 without a providerToken', async () => {

@@ -287,5 +287,7 @@ describe('POST /api/onboard/complete', () => {
     await fillWizard(api, customer.token, invitationId, m);
     const res = await api.post('/api/onboard/complete', { invitationId }, { token: customer.token });
     expect(res.status).toBe(409);
+    // The refused completion added nothing to the member: its one card stays its only method.
+    expect((await api.get(`/api/members/${member.body.id}/payment-methods`, { token: m.key })).body.map((p: { id: string }) => p.id)).toEqual([pm.body.id]);
   });
 });

@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { CreateMemberRequest, DomainError, parseOrThrow } from '@billing/contracts';
-import { faultInjector, requireMerchantScope, type CallScope, type Logger, type ServiceImpl } from '@billing/service-runtime';
+import { CreateMemberRequest, DomainError, isUuidText, parseOrThrow, type SubscriptionStatus } from '@billing/contracts';
+import { faultInjector, queryRows, requireMerchantScope, type CallScope, type Logger, type ServiceImpl } from '@billing/service-runtime';
 import { saveMemberAnswers } from '../answers/answers-grpc.js';
 import { memberCreation } from '../members/create-member.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
@@ -10,7 +10,7 @@ import { PaymentMethod, type InstrumentDetails } from '../payment-methods/paymen
 import { instrumentDetailsOf } from '../payment-methods/payment-methods-grpc.js';
 import { Subscription } from '../subscriptions/subscription.js';
 import { SubscriptionStore } from '../subscriptions/subscription-store.js';
-import { subscriptionCreation, type SubscriptionCreateRequest } from '../subscriptions/subscriptions-grpc.js';
+import { alreadyExists, planInactive, subscriptionCreation, type SubscriptionCreateRequest } from '../subscriptions/subscriptions-grpc.js';
 
 /** Where a test may crash billing half way through an enrolment (BILLING_FAULT_FILE). */
 export type EnrolmentStep = 'enrol-after-member' | 'enrol-after-payment-method';
@@ -81,6 +81,33 @@ export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, write
     }
   };
 
+  /**
+   * Refuses, before anything is written, an enrolment its subscription would refuse: an unknown
+   * or inactive plan, or a member of that email with another live subscription to it (not the one
+   * this enrolment names, nor one an interrupted earlier enrolment made since `adoptSince`). So a
+   * refused completion adds no payment method (and no event) to an existing member. One read, on
+   * the plan's key, the members' email index and the subscriptions' live index. Two enrolments
+   * racing past it are still held to one live subscription by the create; the loser's method
+   * stays with the member.
+   */
+  const refuseBeforeWriting = async (merchantId: string, email: string, planId: string, subscriptionId: string | undefined, adoptSince: Date | undefined) => {
+    if (!isUuidText(planId)) throw new DomainError('not_found', 'Plan not found.');
+    const [row] = await queryRows<{ is_active: boolean; live_id: string | null; live_status: SubscriptionStatus | null; live_created_at: Date | null }>(
+      orm.em.fork(),
+      `select p.is_active, s.id as live_id, s.status as live_status, s.created_at as live_created_at
+         from plans p
+         left join members m on m.merchant_id = p.merchant_id and lower(m.email) = ?
+         left join subscriptions s on s.member_id = m.id and s.plan_id = p.id and s.status <> 'Cancelled'
+        where p.id = ? and p.merchant_id = ?`,
+      [email.trim().toLowerCase(), planId.toLowerCase(), merchantId],
+    );
+    if (!row) throw new DomainError('not_found', 'Plan not found.');
+    if (!row.is_active) throw planInactive();
+    if (!row.live_id || row.live_id === subscriptionId?.toLowerCase()) return;
+    if (adoptSince && new Date(row.live_created_at!).getTime() >= adoptSince.getTime()) return;
+    throw alreadyExists({ id: row.live_id, status: row.live_status! });
+  };
+
   return {
     Enrol: async (req) => {
       const merchantId = requireMerchantScope(req.scope);
@@ -98,6 +125,7 @@ export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, write
       // as an add to that member would be.
       const looked = token === undefined ? undefined : lookupToken(merchantId, token);
       looked?.catch(() => undefined);
+      await refuseBeforeWriting(merchantId, customer.email, req.planId, req.subscriptionId, adoptSince);
       const { member, created } = await createMember({ ...customer, merchantId });
       fault('enrol-after-member');
       const paymentMethod = looked ? await appendLooked(scope, member.id, await looked) : await ensureMethod(scope, { id: member.id, created }, details!);

@@ -20,9 +20,11 @@ async function liveSubscriptionOf(em: EntityManager, memberId: string, planId: s
   return em.findOne(Subscription, { memberId, planId, status: { $ne: 'Cancelled' } });
 }
 
-function alreadyExists(existing: Subscription): DomainError {
+export function alreadyExists(existing: Pick<Subscription, 'id' | 'status'>): DomainError {
   return new DomainError('subscription_exists', `The member already has a live (${existing.status}) subscription to this plan.`, { existingSubscriptionId: existing.id });
 }
+
+export const planInactive = () => new DomainError('unprocessable', 'The plan is not active; members cannot be enrolled in it.');
 
 /**
  * The answer to a create whose caller-chosen id is taken: the subscription an earlier create with
@@ -68,7 +70,7 @@ export function subscriptionCreation(orm: MikroORM, store: SubscriptionStore): (
         if (!paymentMethod) throw new DomainError('not_found', 'Payment method not found.');
         if (paymentMethod.memberId !== member.id) throw DomainError.field('paymentMethodId', 'Must be a payment method of the member.');
       }
-      if (!plan.isActive) throw new DomainError('unprocessable', 'The plan is not active; members cannot be enrolled in it.');
+      if (!plan.isActive) throw planInactive();
       const started = Subscription.start({ merchantId: member.merchantId, memberId: member.id, planId: plan.id, paymentMethodId: paymentMethod?.id ?? null, startDate, plan });
       if (req.id) started.id = req.id.toLowerCase();
       return { sub: started, events: started.pullEvents().map((type) => ({ type, data: started.toView() })) };
