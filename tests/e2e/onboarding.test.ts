@@ -48,6 +48,11 @@ describe('POST /api/onboard/accept', () => {
     expect(again.body.invitationId).toBe(invitationId);
     const other = await signUpCustomer(api);
     expect((await api.post('/api/onboard/accept', { token }, { token: other.token })).status).toBe(409);
+    // Accepted, then expired: accepting again is 410 like the link itself, not the invitation again.
+    await db.query(`update checkout.invitations set expires_at = now() - interval '1 minute' where id = $1`, [invitationId]);
+    const expired = await api.post('/api/onboard/accept', { token }, { token: customer.token });
+    expect(expired.status).toBe(410);
+    expect(expired.body).toMatchObject({ status: 410, traceId: expect.any(String) });
   });
 
   it('answers 404 for an unknown token, 410 for an expired invitation, and 401 without a customer token', async () => {

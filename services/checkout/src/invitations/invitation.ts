@@ -58,11 +58,15 @@ export class Invitation {
     if (status === 'Expired') throw new DomainError('gone', 'This invitation has expired.', { reason: 'Expired' });
   }
 
-  /** Binds the invitation to `accountId`; accepting again by the same account changes nothing. */
+  /**
+   * Binds the invitation to `accountId`. Accepting again by the same account changes nothing, and
+   * answers as the link does now: a completed invitation as it is, an expired or revoked one gone.
+   */
   accept(accountId: string, now = new Date()): void {
     if (this.accountId && this.accountId !== accountId) throw new DomainError('conflict', 'This invitation has been accepted by another account.');
-    if (this.accountId) return;
+    if (this.completedAt) return;
     this.assertUsable(now);
+    if (this.accountId) return;
     this.accountId = accountId;
     this.acceptedAt = now;
   }
