@@ -106,6 +106,10 @@ describe('POST /api/Checkout/sessions/resolve', () => {
     // d undecodable → InvalidSignature 401 (even with an unknown key inside).
     await expectOutcome({ d: 'not-json', s: 'x' }, 401, 'InvalidSignature');
     await expectOutcome({ d: Buffer.from('{"v":2}').toString('base64url'), s: 'x' }, 401, 'InvalidSignature');
+    // A validly signed d holding text no field can store (a NUL, an unpaired surrogate) is not the
+    // payload either: InvalidSignature, never a bare 400 nor a U+FFFD stored in its place.
+    await expectOutcome(signLink(m.signingSecret, { ...good, nonce: `${randomUUID()}\u0000` }), 401, 'InvalidSignature');
+    await expectOutcome(signLink(m.signingSecret, { ...good, nonce: randomUUID(), customer: { email: 'a@example.com', firstName: 'a\ud800b', lastName: 'B' } }), 401, 'InvalidSignature');
     // Unknown key → ApiKeyNotFound, checked before the signature.
     await expectOutcome({ ...signLink(m.signingSecret, { ...good, kid: randomUUID() }) }, 401, 'ApiKeyNotFound');
     // Wrong signature → InvalidSignature.

@@ -21,6 +21,18 @@ describe('link codec', () => {
     expect(decodeLink(d)).toEqual(payload);
   });
 
+  it('refuses a d whose text cannot be stored: a NUL, an unpaired surrogate, bytes that are not UTF-8', () => {
+    expect(decodeLink(encodeLink({ ...payload, nonce: 'abcdefgh\u0000' }))).toBeUndefined();
+    expect(decodeLink(encodeLink({ ...payload, customer: { firstName: 'a\ud800b' } }))).toBeUndefined();
+    expect(decodeLink(encodeLink({ ...payload, customer: { lastName: 'b\udc00' } }))).toBeUndefined();
+    const json = Buffer.from(JSON.stringify(payload), 'utf8');
+    const at = json.indexOf('Ada');
+    expect(decodeLink(Buffer.concat([json.subarray(0, at), Buffer.from([0xff]), json.subarray(at)]).toString('base64url'))).toBeUndefined();
+    // A paired surrogate (an emoji) and other non-ASCII text are fine.
+    const emoji = { ...payload, customer: { firstName: 'Zoë 😀' } };
+    expect(decodeLink(encodeLink(emoji))).toEqual(emoji);
+  });
+
   it('signs exactly as contract §6: HMAC-SHA256 of the ASCII d keyed with the decoded secret, base64url without padding', () => {
     const d = encodeLink(payload);
     const key = Buffer.from(secret.slice('whsec_'.length), 'base64');

@@ -44,15 +44,31 @@ export function signLink(d: string, secret: string): string {
   return createHmac('sha256', signingKeyOf(secret)).update(d, 'ascii').digest('base64url');
 }
 
-/** The payload of `d`, or undefined when `d` is not base64url of the JSON above. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** A NUL, or an unpaired UTF-16 surrogate (`\ud800` in JSON), which no stored text can hold. */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Whether every string in `value` (property names included) can be stored as text. */
+function storable(value: unknown): boolean {
+  if (typeof value === 'string') return !UNSTORABLE.test(value);
+  if (value === null || typeof value !== 'object') return true;
+  return Object.entries(value).every(([k, v]) => storable(k) && storable(v));
+}
+
+/**
+ * The payload of `d`, or undefined when `d` is not base64url of the JSON above: also when its
+ * bytes are not valid UTF-8 or a string holds a NUL or an unpaired surrogate (as any request
+ * body's would be refused), rather than storing a replacement character or failing at the insert.
+ */
 export function decodeLink(d: string): LinkPayload | undefined {
   if (!BASE64URL.test(d)) return undefined;
   let json: unknown;
   try {
-    json = JSON.parse(Buffer.from(d, 'base64url').toString('utf8'));
+    json = JSON.parse(utf8.decode(Buffer.from(d, 'base64url')));
   } catch {
     return undefined;
   }
+  if (!storable(json)) return undefined;
   const parsed = LinkPayload.safeParse(json);
   return parsed.success ? parsed.data : undefined;
 }
