@@ -185,7 +185,7 @@ describe('questions', () => {
     expect(after.find((q) => q.id === q2.id)!.order).toBe(q2.order);
   });
 
-  it('answers 404 for an unknown product and 400 for empty, foreign or duplicate entries', async () => {
+  it('answers 404 for an unknown product or a question not of the product, and 400 for empty or duplicate entries', async () => {
     const [q] = await list();
     const reorder = (product: string, body: unknown) => api.post(`/api/Products/${product}/questions/reorder`, body, { token: a.key });
     expect((await reorder(randomUUID(), { orders: [{ id: q!.id, order: 1 }] })).status).toBe(404);
@@ -196,8 +196,13 @@ describe('questions', () => {
     expect((await reorder(productId, { productId })).status).toBe(400);
     const otherProductQuestion = (await ask({ text: 'elsewhere', kind: 'Text' }, a.productId)).body.id;
     const foreign = await reorder(productId, { orders: [{ id: q!.id, order: 3 }, { id: otherProductQuestion, order: 4 }, { id: randomUUID(), order: 5 }] });
-    expect(foreign.status).toBe(400);
+    expect(foreign.status).toBe(404);
+    expect(foreign.body).toMatchObject({ status: 404, detail: expect.stringContaining('orders[1].id, orders[2].id'), traceId: expect.any(String) });
     expect(Object.keys(foreign.body.errors).sort()).toEqual(['orders[1].id', 'orders[2].id']);
+    // Another merchant's question is not found either.
+    const theirs = await ask({ merchantId: b.id, text: 'theirs', kind: 'Text' }, b.productId, b.key);
+    expect(theirs.status).toBe(201);
+    expect((await reorder(productId, { orders: [{ id: theirs.body.id, order: 1 }] })).status).toBe(404);
     const duplicate = await reorder(productId, { orders: [{ id: q!.id, order: 3 }, { id: q!.id, order: 4 }] });
     expect(duplicate.status).toBe(400);
     expect(duplicate.body.errors).toHaveProperty('orders[1].id');

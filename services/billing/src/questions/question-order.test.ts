@@ -9,11 +9,11 @@ function questions(n: number): Question[] {
   );
 }
 
-function errorsOf(fn: () => void): Record<string, string[]> | undefined {
+function errorsOf(fn: () => void, code = 'validation_failed'): Record<string, string[]> | undefined {
   try {
     fn();
   } catch (e) {
-    if (e instanceof DomainError && e.code === 'validation_failed') return e.extensions.errors;
+    if (e instanceof DomainError && e.code === code) return e.extensions.errors;
     throw e;
   }
   return undefined;
@@ -33,12 +33,19 @@ describe('applyQuestionOrder', () => {
     expect([...qs].sort(compareQuestions).map((q) => q.id)).toEqual(qs.map((q) => q.id).sort());
   });
 
-  it('names every id that is not a question of the product, and changes nothing', () => {
+  it('answers not found naming every id that is not a question of the product, and changes nothing', () => {
     const [a, b] = questions(2) as [Question, Question];
-    const foreign = questions(1)[0]!;
-    const errors = errorsOf(() => applyQuestionOrder([a, b], [{ id: a.id, order: 9 }, { id: foreign.id, order: 1 }, { id: a.id, order: 3 }]));
+    const [foreign, other] = questions(2) as [Question, Question];
+    const errors = errorsOf(() => applyQuestionOrder([a, b], [{ id: a.id, order: 9 }, { id: foreign.id, order: 1 }, { id: other.id, order: 3 }]), 'not_found');
     expect(Object.keys(errors ?? {}).sort()).toEqual(['orders[1].id', 'orders[2].id']);
     expect(a.order).toBe(1);
+  });
+
+  it('refuses an id listed twice (400 naming it), and changes nothing', () => {
+    const [a, b] = questions(2) as [Question, Question];
+    const errors = errorsOf(() => applyQuestionOrder([a, b], [{ id: a.id, order: 9 }, { id: b.id, order: 1 }, { id: a.id, order: 3 }]));
+    expect(Object.keys(errors ?? {})).toEqual(['orders[2].id']);
+    expect([a.order, b.order]).toEqual([1, 2]);
   });
 
   it('refuses an empty list', () => {
