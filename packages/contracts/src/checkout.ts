@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, Email, Uuid } from './common.js';
+import { DateTime, Email, required, Uuid } from './common.js';
 
 /** Outcomes of resolving a checkout deep link, in the order they are checked (contract §6). */
 export const CHECKOUT_LINK_OUTCOMES = ['Ok', 'InvalidSignature', 'ApiKeyNotFound', 'MerchantMismatch', 'LinkExpired', 'NonceAlreadyUsed', 'PlanNotFound'] as const;
@@ -39,7 +39,7 @@ export const CheckoutLink = z
   .meta({ id: 'CheckoutLink' });
 
 export const ResolveCheckoutLinkRequest = z
-  .object({ d: z.string('Required.').min(1, 'Required.'), s: z.string('Required.').min(1, 'Required.') })
+  .object({ d: z.string(required()).min(1, 'Required.'), s: z.string(required()).min(1, 'Required.') })
   .meta({ id: 'ResolveCheckoutLinkRequest' });
 
 /** Checkout deep-link result (interface.md). */
@@ -65,7 +65,7 @@ export const CheckoutSessionView = z
 
 export const UpdateCheckoutCustomerRequest = z
   .object({
-    email: z.string('Required.').pipe(Email),
+    email: z.string(required()).pipe(Email),
     firstName: nonBlank(100),
     lastName: nonBlank(100),
     phone: z.string().max(50, 'Must be at most 50 characters.').nullish(),
@@ -77,8 +77,8 @@ export const CaptureBankRequest = z
   .object({
     sessionId: Uuid,
     accountName: nonBlank(200),
-    bsb: z.string('Required.').min(1, 'Required.').max(10, 'Must be at most 10 characters.').regex(/^\d{3}-?\d{3}$/, 'Must be 6 digits, e.g. 062-000.'),
-    accountNumber: z.string('Required.').min(1, 'Required.').max(20, 'Must be at most 20 characters.').regex(/^\d{5,9}$/, 'Must be 5 to 9 digits.'),
+    bsb: z.string(required()).min(1, 'Required.').max(10, 'Must be at most 10 characters.').regex(/^\d{3}-?\d{3}$/, 'Must be 6 digits, e.g. 062-000.'),
+    accountNumber: z.string(required()).min(1, 'Required.').max(20, 'Must be at most 20 characters.').regex(/^\d{5,9}$/, 'Must be 5 to 9 digits.'),
   })
   .meta({ id: 'CaptureBankRequest' });
 
@@ -87,7 +87,7 @@ export const BankCaptureResult = z.object({ providerToken: z.string().nullable()
 
 export const CompleteCheckoutRequest = z
   // An empty token is answered as an unknown one: a Failed completion result (interface.md), not a problem.
-  .object({ sessionId: Uuid, providerToken: z.string('Required.').max(128) })
+  .object({ sessionId: Uuid, providerToken: z.string(required()).max(128) })
   .meta({ id: 'CompleteCheckoutRequest' });
 
 /** Checkout completion result (interface.md): 200 Completed, 400 or 409 Failed, 409 Pending. */

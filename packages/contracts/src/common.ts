@@ -1,5 +1,13 @@
 import { z } from 'zod';
 
+/**
+ * The error of a required field's type check: `Required.` when it is absent or null, else
+ * `Must be a <what>.` (a value of the wrong type was sent, which "Required." would misdescribe).
+ */
+export const required = (what = 'string') => ({
+  error: (issue: { input?: unknown }) => (issue.input === undefined || issue.input === null ? 'Required.' : `Must be a ${what}.`),
+});
+
 export const Uuid = z.uuid({ message: 'Must be a valid UUID.' });
 /** Instants a date or date-time may name: years 0001 to 9999 in UTC, what storage and ISO 8601's four-digit years hold. */
 const EARLIEST_INSTANT = Date.parse('0001-01-01T00:00:00Z');

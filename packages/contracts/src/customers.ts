@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, nonBlankPassword, Uuid } from './common.js';
+import { DateTime, nonBlankPassword, required, Uuid } from './common.js';
 
 /** Customer-scope bearer tokens live one hour. */
 export const CUSTOMER_TOKEN_TTL_SECONDS = 3600;
@@ -10,10 +10,6 @@ export const EMAIL_VERIFICATION_TTL_SECONDS = 24 * 3600;
 
 /** Earliest accepted date of birth. */
 export const MIN_DATE_OF_BIRTH = '1900-01-01';
-
-const required = (what = 'string') => ({
-  error: (issue: { input?: unknown }) => (issue.input === undefined || issue.input === null ? 'Required.' : `Must be a ${what}.`),
-});
 
 /** A required string (stored as sent) with a non-whitespace character, of at most `max` characters. */
 const RequiredText = (max: number) =>

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, Uuid } from './common.js';
+import { DateTime, required, Uuid } from './common.js';
 import { INVITATION_STATUSES } from './invitations.js';
 import { checkPaymentMethodDetails, paymentMethodDetailsShape } from './payment-methods.js';
 import { PLAN_INTERVALS } from './plans.js';
@@ -13,10 +13,10 @@ export type OnboardingStep = (typeof ONBOARDING_STEPS)[number];
 export const ACCOUNT_STATES = ['None', 'Unclaimed', 'Claimed'] as const;
 
 /** Required: a string with a non-whitespace character (empty or blank: one "Required."). */
-const RequiredText = (max: number) => z.string('Required.').regex(/\S/, 'Required.').max(max, `Must be at most ${max} characters.`);
+const RequiredText = (max: number) => z.string(required()).regex(/\S/, 'Required.').max(max, `Must be at most ${max} characters.`);
 const OptionalText = (max: number) => z.string('Must be a string.').max(max, `Must be at most ${max} characters.`).nullish();
 
-export const InvitationTokenRequest = z.object({ token: z.string('Required.').min(1, 'Required.').max(200, 'Must be at most 200 characters.') }).meta({ id: 'InvitationTokenRequest' });
+export const InvitationTokenRequest = z.object({ token: z.string(required()).min(1, 'Required.').max(200, 'Must be at most 200 characters.') }).meta({ id: 'InvitationTokenRequest' });
 
 export const OnboardingPlan = z
   .object({

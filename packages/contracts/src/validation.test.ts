@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { UpdateWebhookRequest } from './api-keys.js';
+import { ResolveCheckoutLinkRequest } from './checkout.js';
 import { CustomerLoginRequest, CustomerSignupRequest, ResetPasswordRequest } from './customers.js';
 import { CreateMerchantUserRequest, MerchantLoginRequest } from './merchant-users.js';
 import { GenerateFeeStatementRequest } from './fee-statements.js';
@@ -23,6 +24,12 @@ describe('field errors', () => {
   it('say "Required." once for an empty or blank onboarding name', () => {
     expect(errorsOf(SaveOnboardingDetailsRequest, { invitationId: ID, firstName: '', lastName: 'Vite' })).toEqual({ firstName: ['Required.'] });
     expect(errorsOf(SaveOnboardingDetailsRequest, { invitationId: ID, firstName: 'Ada', lastName: '   ' })).toEqual({ lastName: ['Required.'] });
+  });
+
+  it('say "Required." for a missing field and name the type for a value of the wrong type', () => {
+    expect(errorsOf(ResolveCheckoutLinkRequest, { s: 'x' })).toEqual({ d: ['Required.'] });
+    expect(errorsOf(ResolveCheckoutLinkRequest, { d: 5, s: 'x' })).toEqual({ d: ['Must be a string.'] });
+    expect(errorsOf(SaveOnboardingDetailsRequest, { invitationId: ID, firstName: 7, lastName: 'Vite' })).toEqual({ firstName: ['Must be a string.'] });
   });
 
   it('say that a webhook URL over 2048 characters is too long, not that it is not a URL', () => {

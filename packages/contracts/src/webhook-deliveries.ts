@@ -14,7 +14,7 @@ export const ATTEMPT_TRIGGERS = ['Scheduled', 'Manual'] as const;
  * `address_refused` (the egress policy refused the address; nothing was sent) and `http_status`
  * (a response that was not 2xx, redirects included).
  */
-export const ATTEMPT_ERRORS = ['timeout', 'connection_refused', 'tls_error', 'dns_error', 'address_refused', 'http_status'] as const;
+export const ATTEMPT_ERRORS = ['timeout', 'connection_refused', 'connection_reset', 'tls_error', 'dns_error', 'address_refused', 'http_status'] as const;
 export type AttemptError = (typeof ATTEMPT_ERRORS)[number];
 
 /** One HTTP POST of a delivery. `statusCode` is null when no response arrived (see `error`). */

@@ -18,6 +18,7 @@ beforeAll(async () => {
       if (req.url === '/busy') return res.writeHead(429, { 'retry-after': '7' }).end('slow down');
       if (req.url === '/big') return res.writeHead(500).end('x'.repeat(5000));
       if (req.url === '/slow') return setTimeout(() => res.writeHead(200).end(), 1000);
+      if (req.url === '/reset') return req.socket.resetAndDestroy();
       res.writeHead(404).end();
     });
   });
@@ -64,6 +65,8 @@ describe('HttpSender', () => {
   it('records a refused connection, a bad certificate and an unknown host as categories, not error text', async () => {
     expect(await sender.send('http://127.0.0.1:1/x', headers, '{}')).toMatchObject({ ok: false, statusCode: null, error: 'connection_refused', responseBody: null });
     expect(await sender.send('http://nowhere.invalid/x', headers, '{}')).toMatchObject({ ok: false, error: 'dns_error' });
+    // Accepted, then reset before any response: not a refusal.
+    expect(await sender.send(`${base}/reset`, headers, '{}')).toMatchObject({ ok: false, statusCode: null, error: 'connection_reset', responseBody: null });
     // A plain-http server answering a TLS handshake.
     expect(await sender.send(`${base.replace('http:', 'https:')}/ok`, headers, '{}')).toMatchObject({ ok: false, error: 'tls_error' });
   });

@@ -147,6 +147,8 @@ export class HttpSender {
 
 const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME', 'ENODATA', 'ESERVFAIL']);
 const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT', 'ECONNABORTED']);
+/** The receiver took the connection and then dropped it before answering. */
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
 /** The category of a connection-level failure (see `ATTEMPT_ERRORS`). */
 export function errorCategory(e: NodeJS.ErrnoException): AttemptError {
@@ -154,6 +156,7 @@ export function errorCategory(e: NodeJS.ErrnoException): AttemptError {
   if (code === 'ENONPUBLIC') return 'address_refused';
   if (DNS_CODES.has(code)) return 'dns_error';
   if (TIMEOUT_CODES.has(code)) return 'timeout';
+  if (RESET_CODES.has(code) || e.message === 'socket hang up') return 'connection_reset';
   if (/^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|HOSTNAME_MISMATCH|ERR_OSSL)/.test(code) || /\b(ssl|tls)\b|certificate/i.test(e.message)) return 'tls_error';
   return 'connection_refused';
 }
