@@ -403,6 +403,25 @@ describe('billing runs', () => {
     expect((await ledger(m.id)).charges.map((c) => c.amountMinor)).toEqual([1995]);
   });
 
+  it('a subscription paused while its charge is in flight keeps the period it paid: resumed, it is not charged for it again', async () => {
+    const m = await billingMerchant();
+    const sub = await m.subscriber();
+    // Under billing's PAYMENT_PROVIDER_TIMEOUT_MS here (1 s), so the run hears the answer.
+    await fault(m.id, { latencyMs: 700 });
+    const running = run(T0);
+    // The Processing charge is committed before the provider is called: pause while it is called.
+    await eventually(async () => (await m.transactions(sub.id)).length > 0, 20_000, 20);
+    const paused = await act(m, sub.id, 'pause');
+    expect(paused.status).toBe(200);
+    expect(await running).toMatchObject({ charged: 1, succeeded: 1 });
+    await fault(m.id, null);
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'Paused', currentPeriodStart: T0, nextBillingAt: '2030-02-15T00:00:00.000Z' });
+    expect((await act(m, sub.id, 'resume')).body).toMatchObject({ status: 'Active', currentPeriodStart: T0, nextBillingAt: '2030-02-15T00:00:00.000Z' });
+    expect(await run(T0)).toMatchObject({ charged: 0 });
+    expect((await m.transactions(sub.id)).map((t) => t.status)).toEqual(['Settled']);
+    expect((await ledger(m.id)).charges).toHaveLength(1);
+  }, 60_000);
+
   it('resumes a paused subscription at its resumeAt: within its paid period without a charge, after it with a new period charged', async () => {
     const m = await billingMerchant();
     const within = await m.subscriber();

@@ -671,14 +671,21 @@ async function recordOutcomesOnce(
       return;
     }
     const sub = t.subscriptionId ? locked.subs.get(t.subscriptionId) : undefined;
-    if (!sub || !t.periodStart || sub.duePeriodStart()?.getTime() !== t.periodStart.getTime() || (sub.status !== 'Active' && sub.status !== 'PastDue')) return;
-    if (advancesPeriod(o)) {
-      sub.advancePeriod(locked.plans.get(sub.planId)!, asOf, { processing: o.status === 'Processing' });
-      sub.claimedUntil = null;
-      advanced.push(sub);
-      advancedBy.push(t.id);
-      for (const e of subscriptionEvents(sub)) event(t, i, e);
+    if (!sub || !t.periodStart || !advancesPeriod(o)) return;
+    const schedule = locked.plans.get(sub.planId)!;
+    const processing = o.status === 'Processing';
+    if (sub.status === 'Active' || sub.status === 'PastDue') {
+      if (sub.duePeriodStart()?.getTime() !== t.periodStart.getTime()) return;
+      sub.advancePeriod(schedule, asOf, { processing });
+    } else if (!sub.recordPaidWhilePaused(t.periodStart, schedule, asOf, { processing })) {
+      // Cancelled while the charge was in flight (or it paid a period no longer held): the
+      // charge stands as recorded (a refund is the merchant's call); nothing is billed again.
+      return;
     }
+    sub.claimedUntil = null;
+    advanced.push(sub);
+    advancedBy.push(t.id);
+    for (const e of subscriptionEvents(sub)) event(t, i, e);
   });
   // Unnamed (`queryRows`), as the statements of a billing run's recording: planned with the tables as they are.
   const [row] = await queryRows<{ recorded: string[]; advanced: number }>(

@@ -140,6 +140,36 @@ describe('Subscription transitions', () => {
     expect(s.status).toBe('Paused');
   });
 
+  it('records a charge that succeeded after a pause as paying the period it held, staying Paused', () => {
+    // Paused while its first charge was in flight: the first period is paid.
+    const s = start();
+    s.pause(null, T0);
+    expect(s.recordPaidWhilePaused(later(1), MONTHLY, T0)).toBe(false); // another period: nothing changes
+    expect(s.recordPaidWhilePaused(T0, MONTHLY, T0)).toBe(true);
+    expect(s.status).toBe('Paused');
+    expect(s.currentPeriodStart).toEqual(T0);
+    expect(s.nextBillingAt?.toISOString()).toBe('2026-02-28T10:00:00.000Z');
+    // Resumed within the paid period, the period runs on: nothing is due before its end.
+    s.resume(MONTHLY, later(3));
+    expect(s.status).toBe('Active');
+    expect(s.isDue(later(3))).toBe(false);
+    expect(s.pullEvents()).toEqual(['subscription.paused', 'subscription.resumed']);
+
+    // Paused while PastDue with a retry in flight: the owed period is paid, dunning is over.
+    const d = start();
+    d.recordFailedCharge(POLICY, T0);
+    d.pause(null, later(1));
+    expect(d.owesPeriodWhilePaused()).toBe(true);
+    expect(d.recordPaidWhilePaused(T0, MONTHLY, later(1))).toBe(true);
+    expect(d.owesPeriodWhilePaused()).toBe(false);
+    expect([d.status, d.retryCount, d.nextBillingAt?.toISOString()]).toEqual(['Paused', 0, '2026-02-28T10:00:00.000Z']);
+    d.resume(MONTHLY, later(2));
+    expect(d.status).toBe('Active');
+
+    // Not Paused: not this method's case.
+    expect(start().recordPaidWhilePaused(T0, MONTHLY, T0)).toBe(false);
+  });
+
   it('advances calendar periods from the anchor without drift', () => {
     const s = start();
     s.advancePeriod(MONTHLY);

@@ -218,6 +218,34 @@ export class Subscription {
   }
 
   /**
+   * A charge for `periodStart` succeeded or is processing, but the subscription was paused while
+   * the charge was in flight (a pause racing a billing run or a manual retry): the period it held
+   * (`nextBillingAt`, or the one it owed, `dunningPeriodStart`) is paid all the same, as if the
+   * pause had come just after the charge. It stays Paused; resumed before that period ends, the
+   * paid period runs on, after it, a new one starts (`resume`), so the period is never charged
+   * again. False (nothing changes) when it is not Paused or held another period.
+   */
+  recordPaidWhilePaused(periodStart: Date, schedule: BillingSchedule, now = new Date(), charge: { processing?: boolean } = {}): boolean {
+    if (this.status !== 'Paused') return false;
+    const owing = this.dunningPeriodStart !== null;
+    const held = this.dunningPeriodStart ?? this.nextBillingAt;
+    if (!held || held.getTime() !== periodStart.getTime()) return false;
+    if (periodStart < this.currentPeriodStart) {
+      this.nextBillingAt = this.currentPeriodStart;
+    } else {
+      this.currentPeriodStart = periodStart;
+      this.currentPeriodEnd = periodEnd(periodStart, schedule, this.billingAnchor);
+      this.nextBillingAt = this.currentPeriodEnd;
+    }
+    this.dunningPeriodStart = null;
+    // As `advancePeriod`: a processing retry keeps where dunning was, should it fail at settlement.
+    if (!charge.processing) this.dunningStartedAt = null;
+    if (!(charge.processing && owing)) this.retryCount = 0;
+    this.updatedAt = now;
+    return true;
+  }
+
+  /**
    * Billing run: every payment method declined the charge due at `at`. The first failure of a
    * period makes the subscription PastDue and schedules the retries at the policy's offsets after
    * it; a failed retry schedules the next; when none is left the terminal action applies
