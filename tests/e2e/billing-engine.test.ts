@@ -422,6 +422,35 @@ describe('billing runs', () => {
     expect((await ledger(m.id)).charges).toHaveLength(1);
   }, 60_000);
 
+  it('bills nothing past the year 9999: the last period that ends by then is charged, retries fall on its last instant, runs never fail', async () => {
+    const LAST = '9999-12-31T23:59:59.999Z';
+    const m = await billingMerchant();
+    const paying = await m.subscriber([CARD], { startDate: '9999-11-15T00:00:00.000Z' });
+    const declined = await m.subscriber([{ ...CARD, last4: '0002' }], { startDate: '9999-11-25T00:00:00.000Z' });
+    expect(await run('9999-12-31T00:00:00.000Z')).toMatchObject({ charged: 2, succeeded: 1, failed: 1 });
+    expect(await m.sub(paying.id)).toMatchObject({ status: 'Active', currentPeriodStart: '9999-11-15T00:00:00.000Z', nextBillingAt: '9999-12-15T00:00:00.000Z' });
+    // Its next period would end in the year 10000: it is not charged (it used to be a 500, every run after it too).
+    expect(await run('9999-12-31T00:00:00.000Z')).toMatchObject({ charged: 0 });
+    expect(await run(LAST)).toMatchObject({ charged: 1, failed: 1 });
+    expect((await m.transactions(paying.id)).map((t) => t.status)).toEqual(['Settled']);
+    // The declined one's retries (1, 3, 7 days on) fall on the last instant: the run above made the
+    // first, each run there makes the next, and after the third it is cancelled.
+    expect((await m.sub(declined.id)).nextBillingAt).toBe(LAST);
+    expect(await run(LAST)).toMatchObject({ charged: 1, failed: 1, terminated: 0 });
+    expect((await m.sub(declined.id)).nextBillingAt).toBe(LAST);
+    expect(await run(LAST)).toMatchObject({ charged: 1, failed: 1, terminated: 1 });
+    expect(await m.sub(declined.id)).toMatchObject({ status: 'Cancelled' });
+    expect((await m.transactions(declined.id)).map((t) => t.status)).toEqual(['Failed', 'Failed', 'Failed', 'Failed']);
+    // A resumeAt whose new period would end after the year 9999 is refused rather than never resuming.
+    const pause = await act(m, paying.id, 'pause', { resumeAt: '9999-12-31T23:59:59Z' });
+    expect(pause.status).toBe(400);
+    expect(pause.body.errors).toHaveProperty('resumeAt');
+    // Billing goes on for everyone.
+    const other = await m.subscriber();
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 1 });
+    expect((await m.transactions(other.id)).map((t) => t.status)).toEqual(['Settled']);
+  });
+
   it('resumes a paused subscription at its resumeAt: within its paid period without a charge, after it with a new period charged', async () => {
     const m = await billingMerchant();
     const within = await m.subscriber();

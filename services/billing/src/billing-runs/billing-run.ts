@@ -8,7 +8,7 @@ import { Merchant } from '../merchants/merchant.js';
 import { PROVIDER_NOT_CONFIGURED, PROVIDER_REJECTED, ProviderRejected, type ChargeStatus, type PaymentProvider } from '../payment-provider/payment-provider.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { Plan } from '../plans/plan.js';
-import type { BillingSchedule } from '../plans/billing-interval.js';
+import { periodEnd, storable, type BillingSchedule } from '../plans/billing-interval.js';
 import { recordSubscriptionEvents } from '../subscriptions/subscriptions-grpc.js';
 import { parseRetryOffsets, Subscription, type DunningPolicy } from '../subscriptions/subscription.js';
 import { subscriptionOfRow, subscriptionsWithPlansSql, type SubscriptionRow } from '../subscriptions/subscription-row.js';
@@ -334,9 +334,16 @@ export class BillingRun {
       if (claimed.length === 0) return;
       for (const t of claimed) this.excluded.add(t.id);
       const outcomes = await this.callProvider(claimed, {}, 'repeat');
-      // Not `+= await`: that reads the count before the await, losing a concurrent worker's additions.
-      const { succeeded } = await applyCallOutcomes(this.orm, claimed, outcomes, this.asOf);
-      this.result.succeeded += succeeded;
+      try {
+        // Not `+= await`: that reads the count before the await, losing a concurrent worker's additions.
+        const { succeeded } = await applyCallOutcomes(this.orm, claimed, outcomes, this.asOf);
+        this.result.succeeded += succeeded;
+      } catch (err) {
+        // A chunk whose answers cannot be recorded stays unconfirmed (its claim lapses; the provider
+        // keeps its answers under the transactions' keys) and is logged, rather than failing this
+        // run and every later one before they charge anybody: reconciliation comes first.
+        this.logger.error({ err, transactionIds: claimed.map((t) => t.id) }, 'recording reconciled provider answers failed; they stay unconfirmed');
+      }
     }
   }
 
@@ -435,6 +442,11 @@ export class BillingRun {
         // A merchant whose environment has no provider is not charged (nothing could be sent), as
         // one without gateway credentials: no Processing charge is left for a later run to call.
         if (!plan || !merchant.gatewayConfigured || !this.providers.configuredFor(merchant.providerEnvironment) || (earlier !== undefined && earlier !== due)) {
+          this.excluded.add(sub.id);
+          continue;
+        }
+        // Nothing past the year 9999 is billed: a period that would end after it cannot be stored.
+        if (!storable(periodEnd(sub.duePeriodStart()!, plan, sub.billingAnchor))) {
           this.excluded.add(sub.id);
           continue;
         }

@@ -8,6 +8,12 @@ export interface BillingSchedule {
 
 const DAY_MS = 86_400_000;
 
+/** The latest instant stored (years 0001 to 9999, what the API accepts and four-digit ISO 8601 years hold). */
+export const LATEST_INSTANT = new Date('9999-12-31T23:59:59.999Z');
+
+/** Whether `d` can be stored: no later than `LATEST_INSTANT`. */
+export const storable = (d: Date): boolean => d.getTime() <= LATEST_INSTANT.getTime();
+
 /**
  * The instant of a UTC calendar date and time. `Date.UTC` reads years 0 to 99 as 1900 to 1999;
  * `setUTCFullYear` takes the year as given.
@@ -50,4 +56,9 @@ export function periodEnd(from: Date, schedule: BillingSchedule, anchor: Date = 
 
 export function addDays(from: Date, days: number): Date {
   return new Date(from.getTime() + days * DAY_MS);
+}
+
+/** `addDays`, no later than `LATEST_INSTANT`: a retry date past the year 9999 is on its last instant. */
+export function addDaysWithin(from: Date, days: number): Date {
+  return new Date(Math.min(from.getTime() + days * DAY_MS, LATEST_INSTANT.getTime()));
 }

@@ -170,6 +170,16 @@ describe('Subscription transitions', () => {
     expect(start().recordPaidWhilePaused(T0, MONTHLY, T0)).toBe(false);
   });
 
+  it('schedules no retry past the year 9999 (its last instant instead), and refuses a resumeAt whose period would end after it', () => {
+    const s = Subscription.start({ merchantId: 'm', memberId: 'mem', planId: 'p', paymentMethodId: null, startDate: new Date('9999-11-25T00:00:00Z'), plan: MONTHLY }, T0);
+    s.recordFailedCharge(POLICY, new Date('9999-12-31T00:00:00Z'));
+    expect(s.nextBillingAt?.toISOString()).toBe('9999-12-31T23:59:59.999Z');
+    const a = start();
+    expect(codeOf(() => a.pause(new Date('9999-12-31T23:59:59Z'), T0, MONTHLY))).toBe('validation_failed');
+    a.pause(new Date('9999-11-30T00:00:00Z'), T0, MONTHLY);
+    expect(a.status).toBe('Paused');
+  });
+
   it('advances calendar periods from the anchor without drift', () => {
     const s = start();
     s.advancePeriod(MONTHLY);

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { EntitySchema } from '@mikro-orm/postgresql';
 import { DomainError, type SubscriptionStatus } from '@billing/contracts';
-import { addDays, periodEnd, type BillingSchedule } from '../plans/billing-interval.js';
+import { addDays, addDaysWithin, periodEnd, storable, type BillingSchedule } from '../plans/billing-interval.js';
 
-const LATEST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
 
 export type SubscriptionEventType = 'subscription.created' | 'subscription.paused' | 'subscription.resumed' | 'subscription.cancelled' | 'subscription.past_due';
 
@@ -92,7 +91,7 @@ export class Subscription {
       Object.assign(s, { currentPeriodStart: start, currentPeriodEnd: periodEnd(start, input.plan), nextBillingAt: start, billingAnchor: start });
     }
     // Instants are stored as years 0001 to 9999: a first period (or trial) must end by then.
-    if (!(s.currentPeriodEnd.getTime() <= LATEST_INSTANT)) throw DomainError.field('startDate', 'The first period would end after the year 9999.');
+    if (!storable(s.currentPeriodEnd)) throw DomainError.field('startDate', 'The first period would end after the year 9999.');
     s.record('subscription.created');
     return s;
   }
@@ -102,10 +101,12 @@ export class Subscription {
   }
 
   /** Active or PastDue → Paused. Billing stops until resumed (`resumeAt` is when it should be). */
-  pause(resumeAt: Date | null, now = new Date()): void {
+  pause(resumeAt: Date | null, now = new Date(), schedule?: BillingSchedule): void {
     this.refuseWhenCancelled('paused');
     if (this.status === 'Paused') throw new DomainError('invalid_transition', 'The subscription is already paused.');
     if (resumeAt && resumeAt <= now) throw DomainError.field('resumeAt', 'Must be in the future.');
+    // Resumed then, it may start a period there (`resume`), which must end by the year 9999.
+    if (resumeAt && schedule && !storable(periodEnd(resumeAt, schedule))) throw DomainError.field('resumeAt', 'A period starting then would end after the year 9999.');
     this.status = 'Paused';
     this.pausedAt = now;
     this.resumeAt = resumeAt;
@@ -260,7 +261,7 @@ export class Subscription {
       this.dunningStartedAt = at;
       this.retryCount = 0;
       if (offsets.length > 0) {
-        this.nextBillingAt = addDays(at, offsets[0]!);
+        this.nextBillingAt = addDaysWithin(at, offsets[0]!);
         this.touch(at, 'subscription.past_due');
         return 'past_due';
       }
@@ -268,7 +269,7 @@ export class Subscription {
     } else {
       this.retryCount += 1;
       if (this.retryCount < offsets.length) {
-        this.nextBillingAt = addDays(this.dunningStartedAt ?? at, offsets[this.retryCount]!);
+        this.nextBillingAt = addDaysWithin(this.dunningStartedAt ?? at, offsets[this.retryCount]!);
         this.updatedAt = at;
         return 'retry_scheduled';
       }
@@ -324,7 +325,7 @@ export class Subscription {
       this.dunningPeriodStart = periodStart;
       this.dunningStartedAt = startedAt;
       this.retryCount = retries;
-      this.nextBillingAt = addDays(startedAt, offsets[this.retryCount]!);
+      this.nextBillingAt = addDaysWithin(startedAt, offsets[this.retryCount]!);
       return 'retry_scheduled';
     }
     this.endDunning();

@@ -111,7 +111,7 @@ export function subscriptionsGrpc(orm: MikroORM, store = new SubscriptionStore(o
     PauseSubscription: async (req) => {
       requireScope(req.scope); // an unscoped call is refused before its body is looked at
       const resumeAt = parseInstant('resumeAt', req.resumeAt);
-      return transition(req, (sub) => sub.pause(resumeAt));
+      return transition(req, (sub, plan) => sub.pause(resumeAt, new Date(), plan ?? undefined));
     },
 
     ResumeSubscription: async (req) =>
