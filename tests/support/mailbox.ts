@@ -45,10 +45,17 @@ export async function waitForMessage(
   }
 }
 
+/** The first link in `text` that points at `/<page>` and carries a `token`, as written. */
+export function linkFrom(text: string, page: string): string {
+  const link = text.match(/https?:\/\/\S+/g)?.find((u) => {
+    const url = new URL(u);
+    return url.pathname.endsWith(`/${page}`) && url.searchParams.get('token');
+  });
+  if (!link) throw new Error(`no /${page} link with a token in: ${text}`);
+  return link;
+}
+
 /** The `token` query parameter of the first link in `text` that points at `/<page>`. */
 export function tokenFromLink(text: string, page: string): string {
-  const url = text.match(/https?:\/\/\S+/g)?.map((u) => new URL(u)).find((u) => u.pathname.endsWith(`/${page}`));
-  const token = url?.searchParams.get('token');
-  if (!token) throw new Error(`no /${page} link with a token in: ${text}`);
-  return token;
+  return new URL(linkFrom(text, page)).searchParams.get('token')!;
 }

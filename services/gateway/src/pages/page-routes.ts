@@ -12,7 +12,7 @@ export interface PagesClient {
  * services/checkout/web/pages/<name>/ and fetched from the checkout service's Pages RPC.
  * Adding a page is a folder there and its name here.
  */
-export const PAGES = ['checkout', 'onboard'] as const;
+export const PAGES = ['checkout', 'onboard', 'reset-password', 'verify-email'] as const;
 
 /**
  * Pages run only their own bundled script and stylesheet (no inline script or style, no third
@@ -32,7 +32,7 @@ export const PAGE_CSP = [
 const SECURITY_HEADERS: Record<string, string> = {
   'content-security-policy': PAGE_CSP,
   'x-content-type-options': 'nosniff',
-  // Signed links carry their credential in the query string: never send it on as a Referer.
+  // Signed and emailed links carry their credential in the query string: never send it on as a Referer.
   'referrer-policy': 'no-referrer',
   'x-frame-options': 'DENY',
 };

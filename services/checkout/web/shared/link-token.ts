@@ -1,0 +1,26 @@
+/** The one-time token of an emailed link (`?token=...`), held by the page that opened it. */
+export interface LinkToken {
+  /** The token, or '' when the page was opened without one. */
+  readonly value: string;
+  /** Drops the token once the API has used it up (or refused it for good). */
+  forget(): void;
+}
+
+/**
+ * Takes the `token` of an emailed link out of the address bar, so it is not left in the
+ * browser's history, a bookmark or a shared address, and keeps it in this tab's sessionStorage
+ * under `key`, so a reload before it is used still works. A token in the address wins over a
+ * kept one (a second link opened in the same tab).
+ */
+export function takeLinkToken(key: string): LinkToken {
+  const url = new URL(location.href);
+  const fromLink = url.searchParams.get('token');
+  if (fromLink !== null) {
+    url.searchParams.delete('token');
+    history.replaceState(history.state, '', `${url.pathname}${url.search}${url.hash}`);
+    if (fromLink) sessionStorage.setItem(key, fromLink);
+    else sessionStorage.removeItem(key);
+  }
+  const value = fromLink ?? sessionStorage.getItem(key) ?? '';
+  return { value, forget: () => sessionStorage.removeItem(key) };
+}
