@@ -46,7 +46,8 @@ describe('POST /api/account/signup', () => {
     expect(res.status).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(['account', 'expiresAt', 'token']);
     expect(Object.keys(res.body.account).sort()).toEqual(['email', 'emailVerified', 'fullName', 'id']);
-    expect(res.body.account).toMatchObject({ email: email.toLowerCase(), fullName: 'Ada Lovelace', emailVerified: false });
+    // Stored and returned exactly as sent (it was lower-cased).
+    expect(res.body.account).toMatchObject({ email, fullName: 'Ada Lovelace', emailVerified: false });
     expect(res.body.token.split('.')).toHaveLength(3);
     const lifetimeMs = Date.parse(res.body.expiresAt) - before;
     expect(lifetimeMs).toBeGreaterThan(3500_000);
@@ -57,7 +58,7 @@ describe('POST /api/account/signup', () => {
     expect(Object.keys(me.body).sort()).toEqual(PROFILE_KEYS);
     expect(me.body).toMatchObject({
       id: res.body.account.id,
-      email: email.toLowerCase(),
+      email,
       firstName: 'Ada',
       lastName: 'Lovelace',
       fullName: 'Ada Lovelace',

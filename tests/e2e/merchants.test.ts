@@ -131,7 +131,7 @@ describe('GET /api/Merchants/me', () => {
 describe('merchant users (admin)', () => {
   it('creates users, refuses a duplicate email (any case) with 409, and 404s an unknown merchant', async () => {
     const m = await createMerchant(api, admin);
-    const email = `${unique('dup')}@example.com`;
+    const email = `${unique('Dup')}@Example.com`;
     const first = await api.post(`/api/admin/merchants/${m.id}/users`, { email, password: 'password-123', fullName: 'A', role: 'Admin' }, { token: admin });
     expect(first.status).toBe(201);
     expect(first.body).toEqual({ id: expect.any(String), merchantId: m.id, email, fullName: 'A', role: 'Admin', isActive: true });

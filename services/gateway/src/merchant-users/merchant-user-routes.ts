@@ -47,7 +47,7 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       url: '/api/admin/merchants/:id/users',
       tag: 'Admin',
       summary: 'Create a merchant user',
-      description: 'The platform admin, or an Owner of the merchant (another role or another merchant: 403; an API key: 401). Email is unique across all merchant users (409).',
+      description: 'The platform admin, or an Owner of the merchant (another role or another merchant: 403; an API key: 401). The email is stored and returned as sent, and unique across all merchant users in any letter case (409).',
       auth: { merchant: 'Owner', apiKeys: false },
       params: z.object({ id: Uuid }),
       body: CreateMerchantUserRequest,

@@ -23,12 +23,15 @@ export interface SignupProfile extends Partial<CustomerContactDetails> {
 
 /**
  * A merchant's end customer. An account is *unclaimed* (no password) when an invitation or a
- * checkout created it for an email; signing up with that email claims it. A suspended account
- * cannot sign in and its tokens are refused.
+ * checkout created it for an email; signing up with that email, in any letter case, claims it.
+ * A suspended account cannot sign in and its tokens are refused.
  */
 export class CustomerAccount {
   id: string = randomUUID();
-  /** Stored lower-cased; unique. */
+  /**
+   * Exactly as sent: at signup, else as the invitation or checkout that created the account gave
+   * it. Unique compared case-insensitively (a unique index on `lower(email)`; see `byEmail`).
+   */
   email!: string;
   /** scrypt hash; null while unclaimed. */
   passwordHash: string | null = null;
@@ -53,7 +56,7 @@ export class CustomerAccount {
   /** An account created for an email named by an invitation or a checkout; no password yet. */
   static unclaimed(props: { email: string; firstName: string; lastName: string; phone?: string | null }): CustomerAccount {
     return Object.assign(new CustomerAccount(), {
-      email: props.email.toLowerCase(),
+      email: props.email,
       firstName: props.firstName,
       lastName: props.lastName,
       phone: props.phone ?? null,
@@ -61,8 +64,8 @@ export class CustomerAccount {
   }
 
   static signUp(email: string, profile: SignupProfile, passwordHash: string, acceptedTerms: boolean): CustomerAccount {
-    const account = Object.assign(new CustomerAccount(), { email: email.toLowerCase(), firstName: profile.firstName, lastName: profile.lastName });
-    account.claim(profile, passwordHash, acceptedTerms);
+    const account = Object.assign(new CustomerAccount(), { email, firstName: profile.firstName, lastName: profile.lastName });
+    account.claim(email, profile, passwordHash, acceptedTerms);
     return account;
   }
 
@@ -78,9 +81,14 @@ export class CustomerAccount {
     return this.suspendedAt !== null;
   }
 
-  /** Sets the password and fills the profile; given contact fields replace stored ones, absent ones are kept. */
-  claim(profile: SignupProfile, passwordHash: string, acceptedTerms: boolean, now = new Date()): void {
+  /**
+   * Sets the password and fills the profile; given contact fields replace stored ones, absent ones
+   * are kept. `email` (this account's in some letter case) is the one the customer typed at
+   * signup and replaces the one the invitation or checkout gave: the owner's spelling wins.
+   */
+  claim(email: string, profile: SignupProfile, passwordHash: string, acceptedTerms: boolean, now = new Date()): void {
     if (this.isClaimed()) throw new DomainError('conflict', 'An account already exists for this email.');
+    this.email = email;
     this.passwordHash = passwordHash;
     this.claimedAt = now;
     this.firstName = profile.firstName;
@@ -134,7 +142,8 @@ export const CustomerAccountSchema = new EntitySchema<CustomerAccount>({
   tableName: 'customer_accounts',
   properties: {
     id: { type: 'uuid', primary: true },
-    email: { type: 'string', unique: true },
+    // Unique on lower(email), an expression index the migrations make.
+    email: { type: 'string' },
     passwordHash: { type: 'text', nullable: true },
     firstName: { type: 'string' },
     lastName: { type: 'string' },

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { UniqueConstraintViolationException } from '@mikro-orm/postgresql';
 import { openDatabase } from '@billing/service-runtime';
 import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { ENTITIES } from '../app.js';
@@ -7,6 +8,7 @@ import { MIGRATIONS } from '../migrations/index.js';
 import { CustomerAccount } from './customer-account.js';
 import { consumeToken, CustomerToken } from './customer-token.js';
 import { LoginLockout } from '../passwords/login-lockout.js';
+import { ResetEmailThrottle } from './reset-email-throttle.js';
 
 // The lockout counter and the one-time tokens against a real Postgres database of their own,
 // many statements at once on separate connections, as several identity replicas would run them.
@@ -59,6 +61,36 @@ describe('LoginLockout', () => {
     for (let i = 0; i < 5; i++) await lockout.recordFailure(orm().em.fork(), e, C);
     expect(await lockout.recordSuccess(orm().em.fork(), e, C)).toBeGreaterThan(0);
     expect(await lockout.secondsLocked(orm().em.fork(), e, C)).toBeGreaterThan(0);
+  });
+
+  it('keys an email in every letter case as one, stored lower-cased: failures add up, and a clear in any case ends the lock', async () => {
+    const e = `Mixed.${randomBytes(6).toString('hex')}@Example.COM`;
+    for (const typed of [e, e.toLowerCase(), e.toUpperCase(), e.toLowerCase(), e]) await lockout.recordFailure(orm().em.fork(), typed, C);
+    for (const typed of [e, e.toLowerCase(), e.toUpperCase()]) expect(await lockout.secondsLocked(orm().em.fork(), typed, C)).toBeGreaterThan(890);
+    expect(await orm().em.fork().execute(`select email from login_failures where lower(email) = lower(?)`, [e])).toEqual([{ email: e.toLowerCase() }]);
+    await lockout.clear(orm().em.fork(), e);
+    expect(await lockout.secondsLocked(orm().em.fork(), e.toUpperCase(), C)).toBe(0);
+  });
+});
+
+describe('ResetEmailThrottle', () => {
+  it('counts an address in every letter case as one', async () => {
+    const throttle = new ResetEmailThrottle(3);
+    const e = `Mixed.${randomBytes(6).toString('hex')}@Example.COM`;
+    const admitted = [];
+    for (const typed of [e, e.toLowerCase(), e.toUpperCase(), e]) admitted.push(await throttle.admit(orm().em.fork(), typed));
+    expect(admitted).toEqual([true, true, true, false]);
+  });
+});
+
+describe('customer account emails', () => {
+  it('are stored as given and unique in any letter case (the unique index on lower(email))', async () => {
+    const e = `Mixed.${randomBytes(6).toString('hex')}@Example.COM`;
+    const account = CustomerAccount.unclaimed({ email: e, firstName: 'A', lastName: 'B' });
+    await orm().em.fork().persistAndFlush(account);
+    expect(await orm().em.fork().execute(`select email from customer_accounts where id = ?`, [account.id])).toEqual([{ email: e }]);
+    const twin = CustomerAccount.unclaimed({ email: e.toLowerCase(), firstName: 'C', lastName: 'D' });
+    await expect(orm().em.fork().persistAndFlush(twin)).rejects.toBeInstanceOf(UniqueConstraintViolationException);
   });
 });
 

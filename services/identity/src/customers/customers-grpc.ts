@@ -19,6 +19,7 @@ import { Batcher, type DeliveryChannels, type Logger, type ServiceImpl } from '@
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import type { PasswordHasher } from '../passwords/password-hasher.js';
 import type { TokenIssuer } from '../signing-keys/token-issuer.js';
+import { byEmail } from '../email-match.js';
 import { CustomerAccount, OPTIONAL_PROFILE_FIELDS, type OptionalProfileField } from './customer-account.js';
 import { ensureAccounts, type EnsuredAccount } from './ensure-accounts.js';
 import { emailVerificationEmail, passwordResetEmail } from './customer-mail.js';
@@ -93,7 +94,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
 
   const sendPasswordReset = async (email: string) => {
     const em = orm.em.fork();
-    const account = await em.findOne(CustomerAccount, { email });
+    const account = await em.findOne(CustomerAccount, byEmail(email));
     if (!account) return;
     if (!(await resetEmails.admit(em, email))) {
       logger.info({ accountId: account.id }, 'password-reset email not sent: hourly limit for this email reached');
@@ -107,14 +108,14 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
   return {
     SignUpCustomer: async (req) => {
       const input = parseOrThrow(CustomerSignupRequest, req);
-      const email = input.email.toLowerCase();
+      const { email } = input;
       const passwordHash = await hasher.hash(input.password);
       let verification: string;
       let account: CustomerAccount;
       try {
         ({ account, verification } = await orm.em.fork().transactional(async (em) => {
-          let account = await em.findOne(CustomerAccount, { email }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-          if (account) account.claim(input, passwordHash, input.acceptedTerms === true);
+          let account = await em.findOne(CustomerAccount, byEmail(email), { lockMode: LockMode.PESSIMISTIC_WRITE });
+          if (account) account.claim(email, input, passwordHash, input.acceptedTerms === true);
           else em.persist((account = CustomerAccount.signUp(email, input, passwordHash, input.acceptedTerms === true)));
           // The token row references the account: the account's insert must come first.
           await em.flush();
@@ -134,14 +135,14 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
     LoginCustomer: async (req) => {
       const input = parseOrThrow(CustomerLoginRequest, req);
       const client = req.client;
-      const email = input.email.toLowerCase();
+      const { email } = input;
       const em = orm.em.fork();
       const locked = (seconds: number) =>
         new DomainError('account_locked', `Too many failed sign-ins; try again in ${seconds} second(s).`, { retryAfterSeconds: seconds });
 
       const lockedFor = await lockout.secondsLocked(em, email, client);
       if (lockedFor) throw locked(lockedFor);
-      const account = await em.findOne(CustomerAccount, { email });
+      const account = await em.findOne(CustomerAccount, byEmail(email));
       // An unknown email and an unclaimed account cost the same time as a wrong password.
       const ok = account?.passwordHash ? await hasher.verify(input.password, account.passwordHash) : await hasher.verifyAgainstNothing(input.password);
       if (!account || !ok) {
@@ -173,7 +174,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
     RequestPasswordReset: async (req) => {
       const { email } = parseOrThrow(ForgotPasswordRequest, req);
       // Answer before looking anything up, so the answer and its timing are the same for every email.
-      setImmediate(() => void sendPasswordReset(email.toLowerCase()).catch((e) => logger.error({ err: e }, 'could not send a password-reset email')));
+      setImmediate(() => void sendPasswordReset(email).catch((e) => logger.error({ err: e }, 'could not send a password-reset email')));
       return {};
     },
 

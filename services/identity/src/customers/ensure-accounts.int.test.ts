@@ -4,6 +4,7 @@ import { openDatabase } from '@billing/service-runtime';
 import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { ENTITIES } from '../app.js';
 import { MIGRATIONS } from '../migrations/index.js';
+import { byEmail } from '../email-match.js';
 import { CustomerAccount } from './customer-account.js';
 import { ensureAccounts } from './ensure-accounts.js';
 
@@ -56,5 +57,34 @@ describe('ensureAccounts', () => {
       expect(answers.filter((a) => a.created)).toHaveLength(1);
       expect(await orm().em.fork().count(CustomerAccount, { email: address })).toBe(1);
     }
+  });
+
+  it('keeps the email as given and finds the account by it in any letter case, one account per address', async () => {
+    const given = `Ada.${randomBytes(6).toString('hex')}@Example.COM`;
+    const first = wanted(given);
+    expect(await ensureAccounts(orm(), [first])).toEqual([{ id: first.id, created: true, claimed: false }]);
+    for (const other of [given.toLowerCase(), given.toUpperCase()]) {
+      expect(await ensureAccounts(orm(), [wanted(other, { firstName: 'Other' })])).toEqual([{ id: first.id, created: false, claimed: false }]);
+    }
+    expect(await orm().em.fork().find(CustomerAccount, byEmail(given.toLowerCase()))).toMatchObject([{ id: first.id, email: given, firstName: 'Ada' }]);
+  });
+
+  it('gives one new address asked for in several letter cases, in one batch and in concurrent statements, one account', async () => {
+    const base = `grace.${randomBytes(6).toString('hex')}@example.com`;
+    const cases = [base, base.toUpperCase(), `Grace${base.slice(5)}`];
+    const batch = cases.map((e) => wanted(e));
+    const answers = await ensureAccounts(orm(), batch);
+    expect(new Set(answers.map((a) => a.id)).size).toBe(1);
+    expect(answers.filter((a) => a.created)).toHaveLength(1);
+    const stored = await orm().em.fork().find(CustomerAccount, byEmail(base));
+    expect(stored).toHaveLength(1);
+    // The request whose row went in gave the stored spelling.
+    expect(stored[0]!.email).toBe(batch[answers.findIndex((a) => a.created)]!.email);
+
+    const next = `hopper.${randomBytes(6).toString('hex')}@example.com`;
+    const racing = (await Promise.all(Array.from({ length: 20 }, (_, i) => ensureAccounts(orm(), [wanted(i % 2 ? next.toUpperCase() : next)])))).flat();
+    expect(new Set(racing.map((a) => a.id)).size).toBe(1);
+    expect(racing.filter((a) => a.created)).toHaveLength(1);
+    expect(await orm().em.fork().count(CustomerAccount, byEmail(next))).toBe(1);
   });
 });

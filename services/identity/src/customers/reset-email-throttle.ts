@@ -1,9 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { emailKey } from '../email-match.js';
 
 /**
  * At most `perHour` password-reset emails per email address in each hour (a fixed window that
  * starts with the first email), so forgot-password cannot flood a mailbox. Shared by every
- * identity replica through one atomic statement.
+ * identity replica through one atomic statement. An address in any letter case is one count.
  */
 export class ResetEmailThrottle {
   constructor(private readonly perHour: number) {}
@@ -18,7 +19,7 @@ export class ResetEmailThrottle {
          window_started_at = case when s.window_started_at <= now() - interval '1 hour' then now() else s.window_started_at end,
          sent_count = case when s.window_started_at <= now() - interval '1 hour' then 1 else s.sent_count + 1 end
        returning s.sent_count`,
-      [email],
+      [emailKey(email)],
     );
     return Number(rows[0]!.sent_count) <= this.perHour;
   }

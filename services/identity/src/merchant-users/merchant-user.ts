@@ -5,7 +5,7 @@ import type { MerchantRole } from '@billing/contracts';
 export class MerchantUser {
   id: string = randomUUID();
   merchantId!: string;
-  /** Stored lower-cased; unique across all merchant users. */
+  /** Exactly as sent; unique across all merchant users compared case-insensitively (a unique index on `lower(email)`; see `byEmail`). */
   email!: string;
   passwordHash!: string;
   fullName!: string;
@@ -15,7 +15,7 @@ export class MerchantUser {
   updatedAt: Date = new Date();
 
   static create(props: { merchantId: string; email: string; passwordHash: string; fullName: string; role: MerchantRole }): MerchantUser {
-    return Object.assign(new MerchantUser(), { ...props, email: props.email.toLowerCase() });
+    return Object.assign(new MerchantUser(), props);
   }
 
   /** Whether `change` makes this active Owner a user who can no longer manage the merchant's users. */
@@ -51,7 +51,8 @@ export const MerchantUserSchema = new EntitySchema<MerchantUser>({
   properties: {
     id: { type: 'uuid', primary: true },
     merchantId: { type: 'uuid' },
-    email: { type: 'string', unique: true },
+    // Unique on lower(email), an expression index the migrations make.
+    email: { type: 'string' },
     passwordHash: { type: 'text' },
     fullName: { type: 'string' },
     role: { type: 'string' },

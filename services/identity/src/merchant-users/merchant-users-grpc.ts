@@ -5,6 +5,7 @@ import { CredentialChange } from '../credential-changes/credential-change.js';
 import type { LoginLockout } from '../passwords/login-lockout.js';
 import type { PasswordHasher } from '../passwords/password-hasher.js';
 import type { TokenIssuer } from '../signing-keys/token-issuer.js';
+import { byEmail } from '../email-match.js';
 import { MerchantUser } from './merchant-user.js';
 
 /**
@@ -69,14 +70,14 @@ export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer:
 
     LoginMerchantUser: async (req) => {
       const input = parseOrThrow(MerchantLoginRequest, req);
-      const email = input.email.toLowerCase();
+      const { email } = input;
       const em = orm.em.fork();
       const locked = (seconds: number) =>
         new DomainError('account_locked', `Too many failed sign-ins; try again in ${seconds} second(s).`, { retryAfterSeconds: seconds });
       // Locked like customer login (contract §4): per email and client, even with the right password.
       const lockedFor = await lockout.secondsLocked(em, email, req.client);
       if (lockedFor) throw locked(lockedFor);
-      const user = await em.findOne(MerchantUser, { email });
+      const user = await em.findOne(MerchantUser, byEmail(email));
       const ok = user ? await hasher.verify(input.password, user.passwordHash) : await hasher.verifyAgainstNothing(input.password);
       // An inactive user fails like a wrong password, and counts like one.
       if (!user || !ok || !user.isActive) {

@@ -8,4 +8,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { name: 'Migration20261121160000_customers', load: async () => (await import('./Migration20261121160000_customers.js')).Migration20261121160000_customers },
   { name: 'Migration20261121170000_api_key_endpoints_backfill', load: async () => (await import('./Migration20261121170000_api_key_endpoints_backfill.js')).Migration20261121170000_api_key_endpoints_backfill },
   { name: 'Migration20261122190000_login_abuse', load: async () => (await import('./Migration20261122190000_login_abuse.js')).Migration20261122190000_login_abuse },
+  { name: 'Migration20261127000000_customer_email_as_sent', load: async () => (await import('./Migration20261127000000_customer_email_as_sent.js')).Migration20261127000000_customer_email_as_sent },
 ];

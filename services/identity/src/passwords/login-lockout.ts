@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { emailKey } from '../email-match.js';
 
 export type LoginKind = 'customer' | 'merchant_user';
 
@@ -21,7 +22,7 @@ export interface LockoutPolicy {
  * clients is bounded by the gateway's per-account limit on password endpoints.
  *
  * Every change is one atomic statement against the database clock, so concurrent failures at any
- * number of replicas are all counted.
+ * number of replicas are all counted. An email in any letter case is one key (`emailKey`).
  */
 export class LoginLockout {
   constructor(
@@ -35,7 +36,7 @@ export class LoginLockout {
     const rows = await em.execute<{ seconds: number }[]>(
       `select ceil(extract(epoch from locked_until - now()))::int as seconds
          from login_failures where kind = ? and email = ? and client = ? and locked_until > now()`,
-      [this.kind, email, client],
+      [this.kind, emailKey(email), client],
     );
     return rows.length ? Math.max(1, Number(rows[0]!.seconds)) : 0;
   }
@@ -62,7 +63,7 @@ export class LoginLockout {
          updated_at = now()
        where f.locked_until is null or f.locked_until <= now()
        returning f.failed_count`,
-      [this.kind, email, client, threshold, threshold, threshold, lockSeconds, threshold, threshold, threshold, maxLockSeconds, lockSeconds],
+      [this.kind, emailKey(email), client, threshold, threshold, threshold, lockSeconds, threshold, threshold, threshold, maxLockSeconds, lockSeconds],
     );
     return rows.length ? 0 : this.secondsLocked(em, email, client);
   }
@@ -79,13 +80,13 @@ export class LoginLockout {
        )
        select ceil(extract(epoch from locked_until - now()))::int as seconds
          from login_failures where kind = ? and email = ? and client = ? and locked_until > now()`,
-      [this.kind, email, client, this.kind, email, client],
+      [this.kind, emailKey(email), client, this.kind, emailKey(email), client],
     );
     return rows.length ? Math.max(1, Number(rows[0]!.seconds)) : 0;
   }
 
   /** Forgets every client's failures and locks of `email` (after a password reset, which proves control of the email). */
   async clear(em: EntityManager, email: string): Promise<void> {
-    await em.execute(`delete from login_failures where kind = ? and email = ?`, [this.kind, email]);
+    await em.execute(`delete from login_failures where kind = ? and email = ?`, [this.kind, emailKey(email)]);
   }
 }
