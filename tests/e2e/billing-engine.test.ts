@@ -631,6 +631,9 @@ describe('retry and refund', () => {
     const [settled] = await m.transactions(ok.id);
     expect((await api.post(`/api/Transactions/${settled.id}/retry`, {}, { token: m.key, headers: idempotent() })).status).toBe(409);
     expect((await api.post(`/api/Transactions/${randomUUID()}/retry`, {}, { token: m.key, headers: idempotent() })).status).toBe(404);
+    // An id of the uuid shape without RFC 9562's version digit names nothing: 404, not 400.
+    expect((await api.get('/api/Transactions/00000000-0000-0000-0000-000000000001', { token: m.key })).status).toBe(404);
+    expect((await api.post('/api/admin/fee-statements/00000000-0000-0000-0000-000000000001/pay', {}, { token: admin })).status).toBe(404);
     expect((await api.get(`/api/Transactions/${randomUUID()}`, { token: m.key })).status).toBe(404);
 
     await fault(m.id, { down: true });

@@ -100,7 +100,7 @@ describe('plans', () => {
     expect(res.status).toBe(404);
   });
 
-  it('patches name and isActive only', async () => {
+  it('patches name and isActive only; a price or schedule change is 400', async () => {
     const plan = (await api.post('/api/Plans', { merchantId: a.id, productId: a.productId, name: 'Old', amount: 10, interval: 'Fortnight' }, { token: a.key })).body;
     const res = await api.patch(`/api/Plans/${plan.id}`, { isActive: false }, { token: a.key });
     expect(res.status).toBe(200);
@@ -109,6 +109,11 @@ describe('plans', () => {
     expect(renamed.body).toMatchObject({ name: 'New', isActive: false });
     expect((await api.patch(`/api/Plans/${plan.id}`, { id: randomUUID(), name: 'x' }, { token: a.key })).status).toBe(400);
     expect((await api.patch(`/api/Plans/${plan.id}`, { name: '' }, { token: a.key })).status).toBe(400);
+    // A price or schedule change is refused, not answered 200 with nothing changed.
+    const repriced = await api.patch(`/api/Plans/${plan.id}`, { amount: 99, currency: 'USD' }, { token: a.key });
+    expect(repriced.status).toBe(400);
+    expect(Object.keys(repriced.body.errors).sort()).toEqual(['amount', 'currency']);
+    expect((await api.get(`/api/Plans/${plan.id}`, { token: a.key })).body).toMatchObject({ amount: 10, currency: 'AUD', name: 'New' });
     expect((await api.patch(`/api/Plans/${b.planId}`, { name: 'x' }, { token: a.key })).status).toBe(404);
     expect((await api.patch(`/api/Plans/${plan.id}`, { merchantId: b.id, name: 'x' }, { token: a.key })).status).toBe(403);
   });

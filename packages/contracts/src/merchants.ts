@@ -9,7 +9,8 @@ export const DEFAULT_RETRY_OFFSETS_DAYS = '1,3,7';
 export const RetryOffsetsDays = z
   .string()
   .max(64, 'Must be at most 64 characters.')
-  .regex(/^\d{1,3}(,\d{1,3})*$/, 'Must be comma-separated whole days, e.g. "1,3,7".')
+  .regex(/^\d+(,\d+)*$/, { message: 'Must be comma-separated whole days, e.g. "1,3,7".', abort: true })
+  .refine((s) => s.split(',').every((d) => d.length <= 3), { message: 'Each offset must be at most 999 days.', abort: true })
   .refine((s) => {
     const days = s.split(',').map(Number);
     return days.every((d, i) => d > 0 && (i === 0 || d > days[i - 1]!));

@@ -68,12 +68,29 @@ export const CreatePlanRequest = z
 export type CreatePlanRequest = z.infer<typeof CreatePlanRequest>;
 
 /** Only the name and the active flag change; price and schedule are fixed once subscribed to. */
+/**
+ * A plan's price and schedule are fixed once subscriptions may be billed on them: an update that
+ * names one is refused (400 naming the field) rather than answered 200 with nothing changed.
+ */
+const FIXED_TERM = "A plan's product, price and schedule cannot be changed: create a new plan (and deactivate this one).";
+const FixedTerm = z
+  .unknown()
+  .refine((v) => v === undefined || v === null, FIXED_TERM)
+  .optional()
+  .meta({ description: 'Cannot be changed (400 when given).' });
+
 export const UpdatePlanRequest = z
   .object({
     id: Uuid.nullish(),
     merchantId: Uuid.nullish(),
     name: NonBlankText(200).nullish(),
     isActive: z.boolean().nullish(),
+    productId: FixedTerm,
+    amount: FixedTerm,
+    currency: FixedTerm,
+    interval: FixedTerm,
+    intervalCount: FixedTerm,
+    trialDays: FixedTerm,
   })
   .meta({ id: 'UpdatePlanRequest' });
 export type UpdatePlanRequest = z.infer<typeof UpdatePlanRequest>;

@@ -32,7 +32,8 @@ export const Subscription = z
 export type Subscription = z.infer<typeof Subscription>;
 
 /** A date-time, or a calendar date (`2026-01-31`, meaning 00:00 UTC). */
-export const DateOrDateTime = z.union([DateTime, IsoDate]);
+/** A calendar date or a date-time; one that is neither says what it must be (a union's own message is "Invalid input"). */
+export const DateOrDateTime = z.union([DateTime, IsoDate], { error: 'Must be an ISO 8601 date (YYYY-MM-DD) or date-time with an offset, in the years 0001 to 9999.' });
 
 export const CreateSubscriptionRequest = z
   .object({

@@ -5,6 +5,9 @@ import { ResolveCheckoutLinkRequest } from './checkout.js';
 import { CustomerLoginRequest, CustomerSignupRequest, ResetPasswordRequest } from './customers.js';
 import { CreateMerchantUserRequest, MerchantLoginRequest } from './merchant-users.js';
 import { GenerateFeeStatementRequest } from './fee-statements.js';
+import { RetryOffsetsDays } from './merchants.js';
+import { UpdatePlanRequest } from './plans.js';
+import { DateOrDateTime } from './subscriptions.js';
 import { SaveOnboardingDetailsRequest } from './onboarding.js';
 import { fieldErrorsOf } from './validation.js';
 
@@ -24,6 +27,14 @@ describe('field errors', () => {
   it('say "Required." once for an empty or blank onboarding name', () => {
     expect(errorsOf(SaveOnboardingDetailsRequest, { invitationId: ID, firstName: '', lastName: 'Vite' })).toEqual({ firstName: ['Required.'] });
     expect(errorsOf(SaveOnboardingDetailsRequest, { invitationId: ID, firstName: 'Ada', lastName: '   ' })).toEqual({ lastName: ['Required.'] });
+  });
+
+  it('say what a date must be, how long a retry offset may be, and that a plan keeps its price', () => {
+    expect(errorsOf(z.object({ startDate: DateOrDateTime }), { startDate: 'tomorrow' })).toEqual({ startDate: [expect.stringContaining('ISO 8601 date (YYYY-MM-DD) or date-time')] });
+    expect(errorsOf(z.object({ d: RetryOffsetsDays }), { d: '100000' })).toEqual({ d: ['Each offset must be at most 999 days.'] });
+    expect(errorsOf(z.object({ d: RetryOffsetsDays }), { d: 'a' })).toEqual({ d: ['Must be comma-separated whole days, e.g. "1,3,7".'] });
+    expect(Object.keys(errorsOf(UpdatePlanRequest, { amount: 99, currency: 'USD', name: 'P' })).sort()).toEqual(['amount', 'currency']);
+    expect(UpdatePlanRequest.safeParse({ name: 'P', amount: null }).success).toBe(true);
   });
 
   it('say "Required." for a missing field and name the type for a value of the wrong type', () => {

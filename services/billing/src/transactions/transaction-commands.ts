@@ -137,7 +137,7 @@ export class TransactionCommands {
     if (outcome === 'unavailable') {
       throw new DomainError(
         'provider_unavailable',
-        `The payment provider did not answer; ${t.kind.toLowerCase()} ${t.id} stays Processing until the next billing run completes it with the same idempotency key. Look it up before trying again.`,
+        `The payment provider did not answer; ${t.kind.toLowerCase()} ${t.id} stays Processing until a billing run repeats the call with the same idempotency key and records the answer (the first run once this request's claim on it has lapsed, about two minutes by default). Look it up before trying again.`,
       );
     }
     if (outcome.status === 'Failed' && outcome.failureReason === PROVIDER_NOT_CONFIGURED) {

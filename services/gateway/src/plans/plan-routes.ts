@@ -64,7 +64,7 @@ export function planRoutes(backends: Backends, access: MerchantAccess): RouteSpe
       url: '/api/Plans/:id',
       tag: 'Plans',
       summary: "Rename a plan or change whether it is active",
-      description: 'Absent or null fields are unchanged. Price and schedule cannot change. Deactivating a plan leaves existing subscriptions running; new enrolments are 422.',
+      description: 'Absent or null fields are unchanged. Price and schedule cannot change: naming productId, amount, currency, interval, intervalCount or trialDays is 400 (create a new plan instead). Deactivating a plan leaves existing subscriptions running; new enrolments are 422.',
       auth: { merchant: 'Admin' },
       params: IdParams,
       body: UpdatePlanRequest,
