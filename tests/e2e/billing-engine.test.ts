@@ -707,6 +707,24 @@ describe('retry and refund', () => {
     expect((await ledger(m.id)).charges.filter((c) => c.status === 'Settled')).toHaveLength(2);
   });
 
+  it('records a due charge of a member with no payment method as Failed (no_payment_method), sending nothing; it can be retried once a method is added', async () => {
+    const m = await billingMerchant();
+    const sub = await m.subscriber([]);
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 0, failed: 1 });
+    expect((await m.sub(sub.id)).status).toBe('PastDue');
+    const [failed, ...more] = await m.transactions(sub.id);
+    expect(more).toEqual([]);
+    expect(failed).toMatchObject({ kind: 'Charge', status: 'Failed', failureReason: 'no_payment_method', paymentMethodId: null, attempt: 1, amount: 19.95, occurredAt: T0 });
+    expect(await outbox('transaction.failed', 'id', failed.id)).toHaveLength(1);
+    expect((await ledger(m.id)).charges).toEqual([]);
+    await addPaymentMethod(api, m, sub.memberId, CARD);
+    const retry = await api.post(`/api/Transactions/${failed.id}/retry`, {}, { token: m.key, headers: idempotent() });
+    expect(retry.status).toBe(201);
+    expect(retry.body).toMatchObject({ status: 'Settled', attempt: 2, originalTransactionId: failed.id });
+    expect((await m.sub(sub.id)).status).toBe('Active');
+    expect((await ledger(m.id)).charges).toHaveLength(1);
+  });
+
   it('answers the last declined try when every method declines the retry, and 409 charging nothing when the member has no method', async () => {
     const m = await billingMerchant();
     const DECLINED = { ...CARD, last4: '0002' };

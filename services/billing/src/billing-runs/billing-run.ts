@@ -5,7 +5,7 @@ import { insertOutboxSql, pooledQuery, queryRows, recordEvent, toOutboxJsonRow, 
 import { injectTraceHeaders, withoutCallSpans } from '@billing/telemetry';
 import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
-import { PROVIDER_NOT_CONFIGURED, PROVIDER_REJECTED, ProviderRejected, type ChargeStatus, type PaymentProvider } from '../payment-provider/payment-provider.js';
+import { NO_PAYMENT_METHOD, PROVIDER_NOT_CONFIGURED, PROVIDER_REJECTED, ProviderRejected, type ChargeStatus, type PaymentProvider } from '../payment-provider/payment-provider.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { Plan } from '../plans/plan.js';
 import { periodEnd, storable, type BillingSchedule } from '../plans/billing-interval.js';
@@ -417,6 +417,8 @@ export class BillingRun {
 
       const until = this.lease();
       const charges: Transaction[] = [];
+      /** Charges recorded Failed without a provider call (the member had no payment method). */
+      const failedWithoutCall: Transaction[] = [];
       const changed: Subscription[] = [];
       const events: PendingEvent[] = [];
       for (const sub of subs) {
@@ -454,7 +456,26 @@ export class BillingRun {
         const next = chargeOrder(methods.get(sub.memberId) ?? [], sub.paymentMethodId).find((pm) => !tried.get(sub.id)?.has(pm.id));
         if (sub.chargeAttempt() > 1) this.retried.add(sub.id);
         if (!next) {
-          // Every method declined (or the member has none): the period's charge failed.
+          // Every method declined (or the member has none): the period's charge failed. With no
+          // method at all nothing was sent, but the attempt is recorded all the same, as a Failed
+          // charge (`no_payment_method`, transaction.failed): the merchant sees why the
+          // subscription is PastDue, and can retry it once the member has a method.
+          if ((methods.get(sub.memberId) ?? []).length === 0) {
+            const none = Object.assign(new Transaction(), {
+              merchantId: sub.merchantId,
+              memberId: sub.memberId,
+              subscriptionId: sub.id,
+              kind: 'Charge' as const,
+              amountMinor: plan.amountMinor,
+              currency: plan.currency,
+              attempt,
+              periodStart: sub.duePeriodStart(),
+              occurredAt: this.asOf,
+            });
+            none.applyOutcome({ status: 'Failed', providerRef: `none:${none.id}`, failureReason: NO_PAYMENT_METHOD }, this.asOf);
+            failedWithoutCall.push(none);
+            events.push(...none.pullEvents().map((type) => ({ type, merchantId: none.merchantId, data: transactionEventData(none, toMajorUnits) })));
+          }
           const outcome = sub.recordFailedCharge(dunningPolicyOf(merchant), this.asOf);
           this.failed.add(sub.id);
           if (outcome === 'terminated') this.result.terminated++;
@@ -478,7 +499,7 @@ export class BillingRun {
         });
         charges.push(t);
       }
-      await insertTransactions(em, charges);
+      await insertTransactions(em, [...charges, ...failedWithoutCall]);
       await setClaims(em, charges.map((t) => t.subscriptionId!), until);
       await saveBillingStates(em, changed);
       await insertEvents(em, events);

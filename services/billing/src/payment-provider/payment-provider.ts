@@ -33,6 +33,9 @@ export const PROVIDER_REJECTED = 'provider_rejected';
  */
 export const PROVIDER_NOT_CONFIGURED = 'provider_not_configured';
 
+/** Failure reason of a billing run's charge of a member with no payment method: nothing was sent. */
+export const NO_PAYMENT_METHOD = 'no_payment_method';
+
 /**
  * The provider refused a call and did not act on it: an answer that is neither a result nor a
  * sign of a transient condition (HTTP 4xx other than 408, 409, 425, 429: an unknown token, a
