@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { CreateMemberRequest, DomainError, isUuidText, parseOrThrow, type SubscriptionStatus } from '@billing/contracts';
-import { faultInjector, queryRows, requireMerchantScope, type CallScope, type Logger, type ServiceImpl } from '@billing/service-runtime';
+import { faultInjector, queryPrepared, requireMerchantScope, type CallScope, type Logger, type ServiceImpl } from '@billing/service-runtime';
 import { saveMemberAnswers } from '../answers/answers-grpc.js';
 import { memberCreation } from '../members/create-member.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
@@ -92,13 +92,15 @@ export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, write
    */
   const refuseBeforeWriting = async (merchantId: string, email: string, planId: string, subscriptionId: string | undefined, adoptSince: Date | undefined) => {
     if (!isUuidText(planId)) throw new DomainError('not_found', 'Plan not found.');
-    const [row] = await queryRows<{ is_active: boolean; live_id: string | null; live_status: SubscriptionStatus | null; live_created_at: Date | null }>(
-      orm.em.fork(),
+    // Named: planned once per connection, not for every completion (three keyed lookups).
+    const { rows: [row] } = await queryPrepared<{ is_active: boolean; live_id: string | null; live_status: SubscriptionStatus | null; live_created_at: Date | null }>(
+      orm,
+      'billing_enrol_refusals',
       `select p.is_active, s.id as live_id, s.status as live_status, s.created_at as live_created_at
          from plans p
-         left join members m on m.merchant_id = p.merchant_id and lower(m.email) = ?
+         left join members m on m.merchant_id = p.merchant_id and lower(m.email) = $1
          left join subscriptions s on s.member_id = m.id and s.plan_id = p.id and s.status <> 'Cancelled'
-        where p.id = ? and p.merchant_id = ?`,
+        where p.id = $2 and p.merchant_id = $3`,
       [email.trim().toLowerCase(), planId.toLowerCase(), merchantId],
     );
     if (!row) throw new DomainError('not_found', 'Plan not found.');
