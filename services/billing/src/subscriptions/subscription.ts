@@ -203,19 +203,8 @@ export class Subscription {
     if (this.status !== 'Active' && this.status !== 'PastDue') throw new DomainError('invalid_transition', `A ${this.status} subscription is not billed.`);
     const start = this.duePeriodStart();
     if (!start) throw new DomainError('invalid_transition', 'Nothing is due.');
-    if (start < this.currentPeriodStart) {
-      this.nextBillingAt = this.currentPeriodStart;
-    } else {
-      this.currentPeriodStart = start;
-      this.currentPeriodEnd = periodEnd(start, schedule, this.billingAnchor);
-      this.nextBillingAt = this.currentPeriodEnd;
-    }
-    this.dunningPeriodStart = null;
-    const retrying = charge.processing && this.status === 'PastDue';
+    this.collected(start, schedule, now, { processing: charge.processing, retrying: this.status === 'PastDue' });
     this.status = 'Active';
-    if (!charge.processing) this.dunningStartedAt = null;
-    if (!retrying) this.retryCount = 0;
-    this.updatedAt = now;
   }
 
   /**
@@ -231,18 +220,7 @@ export class Subscription {
     const owing = this.dunningPeriodStart !== null;
     const held = this.dunningPeriodStart ?? this.nextBillingAt;
     if (!held || held.getTime() !== periodStart.getTime()) return false;
-    if (periodStart < this.currentPeriodStart) {
-      this.nextBillingAt = this.currentPeriodStart;
-    } else {
-      this.currentPeriodStart = periodStart;
-      this.currentPeriodEnd = periodEnd(periodStart, schedule, this.billingAnchor);
-      this.nextBillingAt = this.currentPeriodEnd;
-    }
-    this.dunningPeriodStart = null;
-    // As `advancePeriod`: a processing retry keeps where dunning was, should it fail at settlement.
-    if (!charge.processing) this.dunningStartedAt = null;
-    if (!(charge.processing && owing)) this.retryCount = 0;
-    this.updatedAt = now;
+    this.collected(periodStart, schedule, now, { processing: charge.processing, retrying: owing });
     return true;
   }
 
@@ -352,6 +330,27 @@ export class Subscription {
     const events = this.pending ?? [];
     this.pending = [];
     return events;
+  }
+
+  /**
+   * The period starting at `start` is paid: it becomes current and the next is due at its end (or,
+   * collected behind a newer period a resume started, that newer one is due), and dunning ends. A
+   * processing charge (a bank debit) may still fail at settlement: when it was a retry
+   * (`retrying`), dunning then goes on from where it was, so when it started and how many retries
+   * had run are kept.
+   */
+  private collected(start: Date, schedule: BillingSchedule, now: Date, charge: { processing?: boolean; retrying: boolean }): void {
+    if (start < this.currentPeriodStart) {
+      this.nextBillingAt = this.currentPeriodStart;
+    } else {
+      this.currentPeriodStart = start;
+      this.currentPeriodEnd = periodEnd(start, schedule, this.billingAnchor);
+      this.nextBillingAt = this.currentPeriodEnd;
+    }
+    this.dunningPeriodStart = null;
+    if (!charge.processing) this.dunningStartedAt = null;
+    if (!(charge.processing && charge.retrying)) this.retryCount = 0;
+    this.updatedAt = now;
   }
 
   /** A new period starting at `now`, anchored there (its charge is due as the caller decides). */
