@@ -8,12 +8,14 @@ export const required = (what = 'string') => ({
   error: (issue: { input?: unknown }) => (issue.input === undefined || issue.input === null ? 'Required.' : `Must be a ${what}.`),
 });
 
+export const Uuid = z.uuid({ message: 'Must be a valid UUID.' });
 /**
- * An id: any 8-4-4-4-12 hex string (`z.guid`), as Postgres's uuid type and the services'
- * `isUuidText` take it. RFC 9562's version and variant digits are not required: an id a client
- * made up (`00000000-0000-0000-0000-000000000001`) names nothing (404), it is not malformed (400).
+ * The id a path names: any 8-4-4-4-12 hex string (`z.guid`), as Postgres's uuid type and the
+ * services' `isUuidText` take it. RFC 9562's version and variant digits are not required: an id
+ * a client made up (`00000000-0000-0000-0000-000000000001`) names nothing (404), it is not
+ * malformed (400). Bodies and events keep `Uuid`: the ids the platform makes are RFC 9562 ones.
  */
-export const Uuid = z.guid({ message: 'Must be a valid UUID.' });
+export const PathId = z.guid({ message: 'Must be a valid UUID.' });
 /** Instants a date or date-time may name: years 0001 to 9999 in UTC, what storage and ISO 8601's four-digit years hold. */
 const EARLIEST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
 const LATEST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');

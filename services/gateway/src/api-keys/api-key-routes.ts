@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AdminCreateApiKeyRequest, ApiKey, CreateApiKeyRequest, CreatedApiKey, Paged, PageQuery, toPage, UpdateWebhookRequest, Uuid } from '@billing/contracts';
+import { AdminCreateApiKeyRequest, ApiKey, CreateApiKeyRequest, CreatedApiKey, Paged, PageQuery, PathId, toPage, UpdateWebhookRequest, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import type { CredentialFeed } from '../auth/credential-feed.js';
 import { callScope, credentialScope, merchantCallScope } from '../auth/call-scope.js';
@@ -29,7 +29,7 @@ function toCreatedApiKey(res: CreatedApiKey__Output): CreatedApiKey {
   return { ...toApiKey(present(res.apiKey, 'apiKey')), key: res.key, signingSecret: res.signingSecret };
 }
 
-const IdParams = z.object({ id: Uuid });
+const IdParams = z.object({ id: PathId });
 
 export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: CredentialFeed): RouteSpec[] {
   const keys = backends.identity.apiKeys;

@@ -8,9 +8,9 @@ import {
   DomainError,
   ForgotPasswordRequest,
   PasswordResetToken,
+  PathId,
   ResetPasswordRequest,
   UpdateCustomerProfileRequest,
-  Uuid,
   VerifyEmailRequest,
 } from '@billing/contracts';
 import type { CredentialFeed } from '../auth/credential-feed.js';
@@ -57,7 +57,7 @@ function accountIdOf(principal: Principal): string {
   return principal.accountId;
 }
 
-const IdParams = z.object({ id: Uuid });
+const IdParams = z.object({ id: PathId });
 
 export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteSpec[] {
   const customers = backends.identity.customers;

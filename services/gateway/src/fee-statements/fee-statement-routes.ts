@@ -7,10 +7,10 @@ import {
   Paged,
   PagedStatementLines,
   PageQuery,
+  PathId,
   PayFeeStatementRequest,
-  toPage,
-  Uuid,
   type StatementLine,
+  toPage,
 } from '@billing/contracts';
 import { toMajorUnits } from '@billing/money';
 import type { Scope } from '@billing/proto-types/common/v1/Scope';
@@ -50,8 +50,8 @@ const toLine = (currency: string) => (l: Record<string, any>): StatementLine => 
   netAmount: toMajorUnits(Number(l.netMinor), currency),
 });
 
-const IdParams = z.object({ id: Uuid });
-const StatementIdParams = z.object({ statementId: Uuid });
+const IdParams = z.object({ id: PathId });
+const StatementIdParams = z.object({ statementId: PathId });
 
 const STATEMENT_RULES =
   'Lines are the merchant\'s Charge transactions with occurredAt in [periodStart, periodEnd) that are Settled or Processing (amount, feeAmount = the platform fee fixed when the charge was made, netAmount = amount - feeAmount), and its Refunds in the period (negative amount, feeAmount 0, negative netAmount), in the statement currency. totalFees, totalNet and transactionCount are the sums and count of the lines. Lines are taken at generate and again at finalise, then never change.';

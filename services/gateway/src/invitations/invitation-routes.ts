@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreateInvitationRequest, DomainError, Invitation, INVITATION_STATUSES, InvitationResult, ListInvitationsQuery, Paged, toPage, Uuid } from '@billing/contracts';
+import { CreateInvitationRequest, DomainError, Invitation, INVITATION_STATUSES, InvitationResult, ListInvitationsQuery, Paged, PathId, toPage, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { credentialScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
@@ -26,7 +26,7 @@ function toInvitation(i: Invitation__Output): Invitation {
   };
 }
 
-const IdParams = z.object({ id: Uuid });
+const IdParams = z.object({ id: PathId });
 
 export function invitationRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const invitations = backends.checkout.invitations;

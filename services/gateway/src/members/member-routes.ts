@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreateMemberRequest, ListMembersQuery, Member, Paged, toPage, Uuid } from '@billing/contracts';
+import { CreateMemberRequest, ListMembersQuery, Member, Paged, PathId, toPage, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
@@ -20,7 +20,7 @@ export function toMember(m: Member__Output): Member {
   };
 }
 
-const IdParams = z.object({ id: Uuid });
+const IdParams = z.object({ id: PathId });
 
 export function memberRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const members = backends.billing.members;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreateMerchantUserRequest, MERCHANT_ROLES, MerchantLoginRequest, MerchantSignInResult, MerchantUser, Paged, PageQuery, toPage, UpdateMerchantUserRequest, Uuid } from '@billing/contracts';
+import { CreateMerchantUserRequest, MERCHANT_ROLES, MerchantLoginRequest, MerchantSignInResult, MerchantUser, Paged, PageQuery, PathId, toPage, UpdateMerchantUserRequest, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { merchantCallScope } from '../auth/call-scope.js';
 import type { CredentialFeed } from '../auth/credential-feed.js';
@@ -23,7 +23,7 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
     url: '/api/admin/merchants/:id/users/:userId',
     tag: 'Admin',
     auth: { merchant: 'Owner', apiKeys: false },
-    params: z.object({ id: Uuid, userId: Uuid }),
+    params: z.object({ id: PathId, userId: PathId }),
     responses: { 200: MerchantUser, 400: null, 403: null, 404: null },
   } as const;
   return [
@@ -49,7 +49,7 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       summary: 'Create a merchant user',
       description: 'The platform admin, or an Owner of the merchant (another role or another merchant: 403; an API key: 401). The email is stored and returned as sent, and unique across all merchant users in any letter case (409).',
       auth: { merchant: 'Owner', apiKeys: false },
-      params: z.object({ id: Uuid }),
+      params: z.object({ id: PathId }),
       body: CreateMerchantUserRequest,
       responses: { 201: MerchantUser, 400: null, 403: null, 404: null, 409: null },
       handler: async ({ params, body, principal }) => {
@@ -65,7 +65,7 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       summary: "List a merchant's users",
       description: 'The platform admin, or an Owner of the merchant (another role or another merchant: 403; an API key: 401). Oldest first, in the paged shape.',
       auth: { merchant: 'Owner', apiKeys: false },
-      params: z.object({ id: Uuid }),
+      params: z.object({ id: PathId }),
       query: PageQuery,
       responses: { 200: Paged(MerchantUser), 400: null, 403: null, 404: null },
       handler: async ({ params, query, principal }) => {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BILLING_TERMINAL_ACTIONS, CreateMerchantRequest, CurrentMerchant, DomainError, Merchant, PROVIDER_ENVIRONMENTS, Paged, PageQuery, toCurrentMerchant, toPage, UpdateMerchantBillingRequest, UpdateProviderRequest, Uuid } from '@billing/contracts';
+import { BILLING_TERMINAL_ACTIONS, CreateMerchantRequest, CurrentMerchant, DomainError, Merchant, Paged, PageQuery, PathId, PROVIDER_ENVIRONMENTS, toCurrentMerchant, toPage, UpdateMerchantBillingRequest, UpdateProviderRequest, Uuid } from '@billing/contracts';
 import { toMajorUnits, toMinorUnits } from '@billing/money';
 import type { Backends } from '../backends/clients.js';
 import { credentialScope } from '../auth/call-scope.js';
@@ -43,7 +43,7 @@ function feeTerms(body: { platformFeePercent?: number | string | null; platformF
   };
 }
 
-const IdParams = z.object({ id: Uuid });
+const IdParams = z.object({ id: PathId });
 
 export function merchantRoutes(backends: Backends): RouteSpec[] {
   const merchants = backends.billing.merchants;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AddPaymentMethodFromTokenRequest, AddPaymentMethodRequest, PAYMENT_METHOD_TYPES, PaymentMethod, ReorderPaymentMethodsRequest, Uuid } from '@billing/contracts';
+import { AddPaymentMethodFromTokenRequest, AddPaymentMethodRequest, PathId, PAYMENT_METHOD_TYPES, PaymentMethod, ReorderPaymentMethodsRequest, Uuid } from '@billing/contracts';
 import { PLATFORM_SCOPE } from '@billing/service-runtime';
 import type { MerchantAccess } from '../auth/access.js';
 import { callScope, merchantCallScope } from '../auth/call-scope.js';
@@ -27,7 +27,7 @@ export function toPaymentMethod(pm: PaymentMethod__Output): PaymentMethod {
   };
 }
 
-const MemberParams = z.object({ memberId: Uuid });
+const MemberParams = z.object({ memberId: PathId });
 
 function addedOrExisting(res: AddPaymentMethodReply__Output): RouteResult {
   const pm = toPaymentMethod(present(res.paymentMethod, 'paymentMethod'));

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreatePlanRequest, ListPlansQuery, Paged, Plan, PLAN_INTERVALS, toPage, UpdatePlanRequest, Uuid } from '@billing/contracts';
+import { CreatePlanRequest, ListPlansQuery, Paged, PathId, Plan, PLAN_INTERVALS, toPage, UpdatePlanRequest, Uuid } from '@billing/contracts';
 import { toMajorUnits, toMinorUnits } from '@billing/money';
 import type { MerchantAccess } from '../auth/access.js';
 import { callScope, merchantCallScope } from '../auth/call-scope.js';
@@ -26,7 +26,7 @@ export function toPlan(p: Plan__Output): Plan {
   };
 }
 
-const IdParams = z.object({ id: Uuid });
+const IdParams = z.object({ id: PathId });
 
 export function planRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const plans = backends.billing.plans;

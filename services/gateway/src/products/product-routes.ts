@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreateProductRequest, ListProductsQuery, Paged, Product, toPage, Uuid } from '@billing/contracts';
+import { CreateProductRequest, ListProductsQuery, Paged, PathId, Product, toPage, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
@@ -11,7 +11,7 @@ export function toProduct(p: Product__Output): Product {
   return { id: p.id, merchantId: p.merchantId, name: p.name, description: orNull(p.description), createdAt: p.createdAt, updatedAt: p.updatedAt };
 }
 
-const IdParams = z.object({ id: Uuid });
+const IdParams = z.object({ id: PathId });
 
 export function productRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const products = backends.billing.products;

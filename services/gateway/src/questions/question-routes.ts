@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreateQuestionRequest, Question, QUESTION_KINDS, ReorderQuestionsRequest, Uuid } from '@billing/contracts';
+import { CreateQuestionRequest, PathId, Question, QUESTION_KINDS, ReorderQuestionsRequest, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
@@ -20,7 +20,7 @@ export function toQuestion(q: Question__Output): Question {
   };
 }
 
-const ProductParams = z.object({ productId: Uuid });
+const ProductParams = z.object({ productId: PathId });
 
 export function questionRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const questions = backends.billing.questions;

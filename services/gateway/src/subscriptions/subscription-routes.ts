@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CancelSubscriptionRequest, CreateSubscriptionRequest, ListSubscriptionsQuery, Paged, PauseSubscriptionRequest, ResumeSubscriptionRequest, Subscription, SUBSCRIPTION_STATUSES, toPage, Uuid } from '@billing/contracts';
+import { CancelSubscriptionRequest, CreateSubscriptionRequest, ListSubscriptionsQuery, Paged, PathId, PauseSubscriptionRequest, ResumeSubscriptionRequest, Subscription, SUBSCRIPTION_STATUSES, toPage, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { PLATFORM_SCOPE } from '@billing/service-runtime';
 import { callScope, merchantCallScope } from '../auth/call-scope.js';
@@ -28,7 +28,7 @@ export function toSubscription(s: Subscription__Output): Subscription {
   };
 }
 
-const IdParams = z.object({ id: Uuid });
+const IdParams = z.object({ id: PathId });
 
 export function subscriptionRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const subscriptions = backends.billing.subscriptions;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DomainError, ListTransactionsQuery, Paged, RefundTransactionRequest, RetryTransactionRequest, toPage, Transaction, Uuid } from '@billing/contracts';
+import { DomainError, ListTransactionsQuery, Paged, PathId, RefundTransactionRequest, RetryTransactionRequest, toPage, Transaction, Uuid } from '@billing/contracts';
 import { MoneyError, toMajorUnits, toMinorUnits } from '@billing/money';
 import type { MerchantAccess } from '../auth/access.js';
 import { PLATFORM_SCOPE } from '@billing/service-runtime';
@@ -28,7 +28,7 @@ export function toTransaction(msg: Record<string, any>): Transaction {
   };
 }
 
-const IdParams = z.object({ id: Uuid });
+const IdParams = z.object({ id: PathId });
 
 export function transactionRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const transactions = backends.billing.transactions;

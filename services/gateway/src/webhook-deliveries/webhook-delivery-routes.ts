@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ATTEMPT_ERRORS, ATTEMPT_TRIGGERS, DELIVERY_STATUSES, ListWebhookDeliveriesQuery, Paged, ReplayAccepted, toPage, Uuid, WebhookAttempt, WebhookDelivery } from '@billing/contracts';
+import { ATTEMPT_ERRORS, ATTEMPT_TRIGGERS, DELIVERY_STATUSES, ListWebhookDeliveriesQuery, Paged, PathId, ReplayAccepted, toPage, Uuid, WebhookAttempt, WebhookDelivery } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { credentialScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
@@ -35,7 +35,7 @@ export function toWebhookDelivery(d: Delivery__Output): WebhookDelivery {
   };
 }
 
-const IdParams = z.object({ id: Uuid });
+const IdParams = z.object({ id: PathId });
 
 const DELIVERY_DESCRIPTION =
   'A delivery is one event sent to one API key\'s webhook endpoint. status: Pending (attempts continue), Succeeded (a 2xx arrived within 15 s), Failed (the retry schedule is used up). attempts lists every attempt, oldest first, with its trigger (Scheduled or Manual), status code (null when no response arrived), duration, error and the first 1 KiB of the response body; attemptCount is their number.';
