@@ -140,7 +140,7 @@ export const DUE_SUBSCRIPTIONS_SQL = `select s.id from subscriptions s join merc
  * subscription, each chunk reading all the charges the run had made so far (auto_explain on the
  * billing-run bench: 64,000 rows removed and 109 ms for one chunk).
  */
-export const TRIED_CHARGES_SQL = `select t.subscription_id, t.payment_method_id, t.period_start, t.attempt, t.original_transaction_id is not null as manual
+export const TRIED_CHARGES_SQL = `select t.subscription_id, t.payment_method_id, t.period_start, t.attempt, t.original_transaction_id is not null as manual, t.status = 'Failed' as failed
   from unnest(?::uuid[]) as s(id)
   cross join lateral (select * from transactions t
                        where t.subscription_id = s.id and t.kind = 'Charge' offset 0) t`;
@@ -397,7 +397,7 @@ export class BillingRun {
       const merchants = await merchantsById(em, subs.map((s) => s.merchantId));
       const plans = new Map((await em.find(Plan, { id: { $in: [...new Set(subs.map((s) => s.planId))] } }, { disableIdentityMap: true })).map((p) => [p.id, p]));
       const methods = methodsByMember(await loadPaymentMethods(em, { memberIds: [...new Set(subs.map((s) => s.memberId))] }));
-      const triedRows = await queryRows<{ subscription_id: string; payment_method_id: string | null; period_start: Date; attempt: number; manual: boolean }>(em, TRIED_CHARGES_SQL, [
+      const triedRows = await queryRows<{ subscription_id: string; payment_method_id: string | null; period_start: Date; attempt: number; manual: boolean; failed: boolean }>(em, TRIED_CHARGES_SQL, [
         subs.map((s) => s.id),
       ]);
       const byId = new Map(subs.map((s) => [s.id, s]));
@@ -407,12 +407,16 @@ export class BillingRun {
       // retry of the ladder, so the numbers of a period's charges keep increasing.
       const attempts = new Map(subs.map((s) => [s.id, s.chargeAttempt()]));
       for (const r of ofDuePeriod) if (r.manual) attempts.set(r.subscription_id, attempts.get(r.subscription_id)! + 1);
-      // Methods already tried in each subscription's attempt (earlier chunks of this or a crashed run).
+      // Methods already tried in each subscription's attempt (earlier chunks of this or a crashed
+      // run), and those that failed the period in an earlier attempt (declined, or a bank debit
+      // that failed at settlement), which this attempt tries after the others.
       const tried = new Map<string, Set<string>>();
+      const failedEarlier = new Map<string, Set<string>>();
+      const add = (m: Map<string, Set<string>>, sub: string, pm: string) => (m.get(sub) ?? m.set(sub, new Set()).get(sub)!).add(pm);
       for (const r of ofDuePeriod) {
-        if (!r.manual && r.attempt === attempts.get(r.subscription_id) && r.payment_method_id) {
-          (tried.get(r.subscription_id) ?? tried.set(r.subscription_id, new Set()).get(r.subscription_id)!).add(r.payment_method_id);
-        }
+        if (!r.payment_method_id) continue;
+        if (!r.manual && r.attempt === attempts.get(r.subscription_id)) add(tried, r.subscription_id, r.payment_method_id);
+        else if (r.failed && r.attempt < attempts.get(r.subscription_id)!) add(failedEarlier, r.subscription_id, r.payment_method_id);
       }
 
       const until = this.lease();
@@ -453,7 +457,12 @@ export class BillingRun {
           continue;
         }
         this.chargedFor.set(sub.id, due);
-        const next = chargeOrder(methods.get(sub.memberId) ?? [], sub.paymentMethodId).find((pm) => !tried.get(sub.id)?.has(pm.id));
+        const order = chargeOrder(methods.get(sub.memberId) ?? [], sub.paymentMethodId);
+        const failedBefore = failedEarlier.get(sub.id);
+        // A retry tries first the methods that have not failed this period: a bank account that
+        // failed at settlement (its first try looked like a success) is not retried before a card.
+        const retryOrder = failedBefore ? [...order.filter((pm) => !failedBefore.has(pm.id)), ...order.filter((pm) => failedBefore.has(pm.id))] : order;
+        const next = retryOrder.find((pm) => !tried.get(sub.id)?.has(pm.id));
         if (sub.chargeAttempt() > 1) this.retried.add(sub.id);
         if (!next) {
           // Every method declined (or the member has none): the period's charge failed. With no
