@@ -18,7 +18,8 @@ export const Uuid = z.uuid({ message: 'Must be a valid UUID.' });
 export const PathId = z.guid({ message: 'Must be a valid UUID.' });
 /** Instants a date or date-time may name: years 0001 to 9999 in UTC, what storage and ISO 8601's four-digit years hold. */
 const EARLIEST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
-const LATEST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+/** The latest instant stored (ms): the last of the year 9999. */
+export const LATEST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
 const RANGE_MESSAGE = 'Must fall in the years 0001 to 9999 (UTC).';
 const inRange = (s: string) => {
   const t = Date.parse(s);
@@ -28,6 +29,19 @@ const inRange = (s: string) => {
 export const DateTime = z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time.' }).refine(inRange, RANGE_MESSAGE);
 /** A calendar date (`YYYY-MM-DD`), read as midnight UTC. */
 export const IsoDate = z.iso.date({ message: 'Must be an ISO 8601 date or date-time.' }).refine(inRange, RANGE_MESSAGE);
+/** An unpaired UTF-16 surrogate: a high one not followed by a low one, or a low one not after a high one. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Why `s` cannot be stored as text, or undefined when it can: a NUL (U+0000), or a lone UTF-16
+ * surrogate (`\ud800` in JSON), which no UTF-8 text can carry.
+ */
+export function unstorableText(s: string): string | undefined {
+  if (s.includes('\u0000')) return 'Must not contain a NUL character (U+0000).';
+  if (LONE_SURROGATE.test(s)) return 'Must be valid Unicode text (no unpaired surrogates).';
+  return undefined;
+}
+
 export const Email = z.email({ message: 'Must be a valid email address.' }).max(256, 'Must be at most 256 characters.');
 
 /**

@@ -17,6 +17,9 @@ export type GrpcPeer = (typeof GRPC_PEERS)[number];
  * peer's certificate must be signed by, and this service's own certificate and key. All three
  * or none; without them gRPC runs in plaintext and no call is authorised.
  */
+/** `GRPC_RECONNECT_BACKOFF_MAX_MS` when not set. */
+const DEFAULT_RECONNECT_BACKOFF_MAX_MS = 1000;
+
 export const GrpcTlsConfig = z.object({
   GRPC_TLS_CA: z.string().min(1).optional(),
   GRPC_TLS_CERT: z.string().min(1).optional(),
@@ -26,7 +29,7 @@ export const GrpcTlsConfig = z.object({
    * own (120 s, growing from 1 s by 1.6 per attempt) left a caller failing fast with UNAVAILABLE
    * for seconds after a restarted service was back; reconnecting to a refused port is cheap.
    */
-  GRPC_RECONNECT_BACKOFF_MAX_MS: z.coerce.number().int().min(100).max(120_000).default(1000),
+  GRPC_RECONNECT_BACKOFF_MAX_MS: z.coerce.number().int().min(100).max(120_000).default(DEFAULT_RECONNECT_BACKOFF_MAX_MS),
 });
 export type GrpcTlsConfig = z.input<typeof GrpcTlsConfig>;
 
@@ -39,7 +42,7 @@ interface Transport {
 
 /** The first reconnect waits this long at most; later ones grow by 1.6 up to the configured cap. */
 const INITIAL_RECONNECT_BACKOFF_MS = 200;
-let reconnectBackoffMaxMs = 1000;
+let reconnectBackoffMaxMs = DEFAULT_RECONNECT_BACKOFF_MAX_MS;
 
 /** Reconnect backoff of every client channel (see GRPC_RECONNECT_BACKOFF_MAX_MS). */
 export function reconnectOptions(): grpc.ChannelOptions {
@@ -74,7 +77,7 @@ export function configureGrpcTransport(config: GrpcTlsConfig & { PLATFORM_MODE: 
 }
 
 function setTransport(config: GrpcTlsConfig & { PLATFORM_MODE: PlatformMode }): void {
-  reconnectBackoffMaxMs = Number(config.GRPC_RECONNECT_BACKOFF_MAX_MS ?? 1000);
+  reconnectBackoffMaxMs = Number(config.GRPC_RECONNECT_BACKOFF_MAX_MS ?? DEFAULT_RECONNECT_BACKOFF_MAX_MS);
   const { GRPC_TLS_CA: ca, GRPC_TLS_CERT: cert, GRPC_TLS_KEY: key } = config;
   const given = [ca, cert, key].filter(Boolean).length;
   if (given === 0) {

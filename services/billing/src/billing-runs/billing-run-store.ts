@@ -32,11 +32,14 @@ export type ChargeableMethod = Pick<PaymentMethod, 'id' | 'memberId' | 'type' | 
 
 /**
  * The order a subscription's charge tries its member's methods (`ranked`, in rank order): the
- * method the subscription names first, when the member still has it, then the others by rank.
+ * method the subscription names first, when the member still has it, then the others by rank;
+ * those in `failedBefore` (that failed the period in an earlier attempt, such as a bank debit
+ * that failed at settlement after looking like a success) after all the others, in that order.
  */
-export function chargeOrder(ranked: readonly ChargeableMethod[], preferredId: string | null | undefined): ChargeableMethod[] {
+export function chargeOrder(ranked: readonly ChargeableMethod[], preferredId: string | null | undefined, failedBefore?: ReadonlySet<string>): ChargeableMethod[] {
   const preferred = preferredId ? ranked.find((pm) => pm.id === preferredId) : undefined;
-  return preferred ? [preferred, ...ranked.filter((pm) => pm !== preferred)] : [...ranked];
+  const order = preferred ? [preferred, ...ranked.filter((pm) => pm !== preferred)] : [...ranked];
+  return failedBefore?.size ? [...order.filter((pm) => !failedBefore.has(pm.id)), ...order.filter((pm) => failedBefore.has(pm.id))] : order;
 }
 
 /** Methods grouped by member, each member's in the order given (rank order, as loaded). */

@@ -457,12 +457,9 @@ export class BillingRun {
           continue;
         }
         this.chargedFor.set(sub.id, due);
-        const order = chargeOrder(methods.get(sub.memberId) ?? [], sub.paymentMethodId);
-        const failedBefore = failedEarlier.get(sub.id);
         // A retry tries first the methods that have not failed this period: a bank account that
         // failed at settlement (its first try looked like a success) is not retried before a card.
-        const retryOrder = failedBefore ? [...order.filter((pm) => !failedBefore.has(pm.id)), ...order.filter((pm) => failedBefore.has(pm.id))] : order;
-        const next = retryOrder.find((pm) => !tried.get(sub.id)?.has(pm.id));
+        const next = chargeOrder(methods.get(sub.memberId) ?? [], sub.paymentMethodId, failedEarlier.get(sub.id)).find((pm) => !tried.get(sub.id)?.has(pm.id));
         if (sub.chargeAttempt() > 1) this.retried.add(sub.id);
         if (!next) {
           // Every method declined (or the member has none): the period's charge failed. With no

@@ -1,4 +1,4 @@
-import type { PlanInterval } from '@billing/contracts';
+import { LATEST_INSTANT, type PlanInterval } from '@billing/contracts';
 
 /** How often a plan bills: every `intervalCount` × `interval`. */
 export interface BillingSchedule {
@@ -8,11 +8,8 @@ export interface BillingSchedule {
 
 const DAY_MS = 86_400_000;
 
-/** The latest instant stored (years 0001 to 9999, what the API accepts and four-digit ISO 8601 years hold). */
-export const LATEST_INSTANT = new Date('9999-12-31T23:59:59.999Z');
-
-/** Whether `d` can be stored: no later than `LATEST_INSTANT`. */
-export const storable = (d: Date): boolean => d.getTime() <= LATEST_INSTANT.getTime();
+/** Whether `d` can be stored: no later than `LATEST_INSTANT` (years 0001 to 9999, what the API accepts). */
+export const storable = (d: Date): boolean => d.getTime() <= LATEST_INSTANT;
 
 /**
  * The instant of a UTC calendar date and time. `Date.UTC` reads years 0 to 99 as 1900 to 1999;
@@ -60,5 +57,5 @@ export function addDays(from: Date, days: number): Date {
 
 /** `addDays`, no later than `LATEST_INSTANT`: a retry date past the year 9999 is on its last instant. */
 export function addDaysWithin(from: Date, days: number): Date {
-  return new Date(Math.min(from.getTime() + days * DAY_MS, LATEST_INSTANT.getTime()));
+  return new Date(Math.min(from.getTime() + days * DAY_MS, LATEST_INSTANT));
 }

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
+import { unstorableText } from '@billing/contracts';
 
 /**
  * The payload of a checkout deep link (contract §6): `d` is base64url (no padding) of this
@@ -45,12 +46,9 @@ export function signLink(d: string, secret: string): string {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-/** A NUL, or an unpaired UTF-16 surrogate (`\ud800` in JSON), which no stored text can hold. */
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
 /** Whether every string in `value` (property names included) can be stored as text. */
 function storable(value: unknown): boolean {
-  if (typeof value === 'string') return !UNSTORABLE.test(value);
+  if (typeof value === 'string') return unstorableText(value) === undefined;
   if (value === null || typeof value !== 'object') return true;
   return Object.entries(value).every(([k, v]) => storable(k) && storable(v));
 }

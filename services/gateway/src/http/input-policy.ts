@@ -1,4 +1,4 @@
-import { DomainError, fieldPath, type FieldErrors } from '@billing/contracts';
+import { DomainError, fieldPath, unstorableText, type FieldErrors } from '@billing/contracts';
 
 /**
  * The gateway's one input policy for text (contract §2 as amended), applied before a request
@@ -14,22 +14,10 @@ import { DomainError, fieldPath, type FieldErrors } from '@billing/contracts';
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const lossyUtf8 = new TextDecoder('utf-8');
 
-/** An unpaired UTF-16 surrogate: a high one not followed by a low one, or a low one not after a high one. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-const NUL_MESSAGE = 'Must not contain a NUL character (U+0000).';
-const SURROGATE_MESSAGE = 'Must be valid Unicode text (no unpaired surrogates).';
 const INVALID_UTF8_MESSAGE = 'Must be valid UTF-8.';
 /** Default of `BODY_MAX_DEPTH`: arrays and objects inside one another, the body itself the first. */
 export const DEFAULT_BODY_MAX_DEPTH = 32;
 const tooDeep = (maxDepth: number) => `Must be nested at most ${maxDepth} arrays and objects deep.`;
-
-/** Why `s` cannot be stored as text, or undefined when it can. */
-function textProblem(s: string): string | undefined {
-  if (s.includes('\u0000')) return NUL_MESSAGE;
-  if (LONE_SURROGATE.test(s)) return SURROGATE_MESSAGE;
-  return undefined;
-}
 
 /**
  * Adds a problem for every string (value or property name) in `value` that cannot be stored, and
@@ -37,7 +25,7 @@ function textProblem(s: string): string | undefined {
  */
 function collect(value: unknown, path: PropertyKey[], errors: FieldErrors, maxDepth: number, depth = 0): void {
   if (typeof value === 'string') {
-    const problem = textProblem(value);
+    const problem = unstorableText(value);
     if (problem) (errors[fieldPath(path)] ??= []).push(problem);
     return;
   }
@@ -51,7 +39,7 @@ function collect(value: unknown, path: PropertyKey[], errors: FieldErrors, maxDe
     return;
   }
   for (const [k, v] of Object.entries(value)) {
-    const keyProblem = textProblem(k);
+    const keyProblem = unstorableText(k);
     // A bad property name is named by its escaped form, so the path itself stays printable.
     if (keyProblem) (errors[fieldPath([...path, JSON.stringify(k).slice(1, -1)])] ??= []).push(keyProblem);
     else collect(v, [...path, k], errors, maxDepth, depth + 1);
