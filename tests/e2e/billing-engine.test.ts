@@ -528,6 +528,40 @@ describe('never twice, never lost', () => {
     for (const s of subs) expect((await m.transactions(s.id)).map((t) => t.status)).toEqual(['Settled']);
   });
 
+  it('goes on charging when an unconfirmed charge cannot be recorded, and records it once it can', async () => {
+    const stuck = await billingMerchant();
+    const other = await billingMerchant();
+    const stuckSub = await stuck.subscriber();
+    await fault(stuck.id, { down: true });
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 0 });
+    const [unconfirmed] = await stuck.transactions(stuckSub.id);
+    expect(unconfirmed).toMatchObject({ status: 'Processing' });
+    await fault(stuck.id, null);
+    const otherSub = await other.subscriber();
+    // Recording the repeated call's answer fails (as a row the database refuses would); claiming it does not.
+    await db.query(`create or replace function billing.refuse_recording() returns trigger language plpgsql as $$
+      begin raise exception 'refused by test'; end $$`);
+    await db.query(`create trigger refuse_recording before update on billing.transactions for each row
+      when (new.id = '${unconfirmed.id}'::uuid and new.status <> 'Processing') execute function billing.refuse_recording()`);
+    try {
+      // The run neither fails nor stops at reconciliation: the other merchant is charged.
+      expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 1 });
+      expect((await other.transactions(otherSub.id)).map((t) => t.status)).toEqual(['Settled']);
+      expect(await stuck.transactions(stuckSub.id)).toEqual([expect.objectContaining({ id: unconfirmed.id, status: 'Processing' })]);
+    } finally {
+      await db.query('drop trigger if exists refuse_recording on billing.transactions');
+    }
+    // Once its claim lapses, a later run records the provider's answer to the same key: one charge.
+    const later = await eventually(async () => {
+      const r = await run(T0);
+      return r.succeeded > 0 ? r : undefined;
+    }, 10_000, 200);
+    expect(later).toMatchObject({ charged: 0, succeeded: 1 });
+    expect((await stuck.transactions(stuckSub.id)).map((t) => [t.id, t.status])).toEqual([[unconfirmed.id, 'Settled']]);
+    expect(await stuck.sub(stuckSub.id)).toMatchObject({ status: 'Active', nextBillingAt: day(31) });
+    expect((await ledger(stuck.id)).charges).toHaveLength(1);
+  });
+
   it('fails an unconfirmed charge whose repeat the provider refuses for good, and falls back without charging twice', async () => {
     const m = await billingMerchant();
     const sub = await m.subscriber([{ ...CARD, last4: '1111' }, CARD]);
