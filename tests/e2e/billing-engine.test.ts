@@ -289,6 +289,22 @@ describe('billing runs', () => {
     ]);
   });
 
+  it('retries by hand a period whose bank debit failed at settlement on the member\'s other methods first', async () => {
+    const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3 } });
+    const sub = await m.subscriber([{ ...BANK, last4: '8002' }, CARD]);
+    expect(await run(T0)).toMatchObject({ charged: 1, failed: 0 });
+    expect(await run(day(3))).toMatchObject({ failed: 1 });
+    const [failed] = await m.transactions(sub.id);
+    const retry = await api.post(`/api/Transactions/${failed.id}/retry`, {}, { token: m.key, headers: idempotent() });
+    expect(retry.status, JSON.stringify(retry.body)).toBe(201);
+    const methods = (await api.get(`/api/members/${sub.memberId}/payment-methods`, { token: m.key })).body as { id: string; type: string }[];
+    const card = methods.find((pm) => pm.type === 'Card')!;
+    // The card, not the bank account again: the period is collected at once.
+    expect(retry.body).toMatchObject({ attempt: 2, status: 'Settled', paymentMethodId: card.id, originalTransactionId: failed.id });
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'Active', currentPeriodStart: T0 });
+    expect((await ledger(m.id)).charges.map((c) => c.paymentMethod.last4)).toEqual(['8002', '4242']);
+  });
+
   it('walks the retry ladder with bank debits that fail at settlement, and does not bill the next period while one is unsettled', async () => {
     // Weekly, offsets 1 and 3 days, a 3-day window: retries that fail only at settlement.
     const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3, billingRetryOffsetsDays: '1,3' }, plan: { interval: 'Week' } });
@@ -745,17 +761,20 @@ describe('retry and refund', () => {
     expect(retry.body).toMatchObject({ status: 'Settled', attempt: 2, paymentMethodId: good.id, originalTransactionId: failedFirst.id });
     expect(byAttempt(await m.transactions(first.id)).map((t) => [t.attempt, t.status])).toEqual([[1, 'Failed'], [1, 'Failed'], [2, 'Settled']]);
 
-    // Ranked last: the declined methods are tried again first, each try its own Charge of the next attempt.
+    // Ranked last, after the two declined ones and a third added later: the methods that have not
+    // failed the period are tried first, in rank order, each try its own Charge of the next
+    // attempt; the two that declined in the run are not tried again.
+    const another = await addPaymentMethod(api, m, last.memberId, DECLINED);
     const fallback = await addPaymentMethod(api, m, last.memberId);
     const retried = await api.post(`/api/Transactions/${failedLast.id}/retry`, {}, { token: m.key, headers: idempotent() });
     expect(retried.status).toBe(201);
-    expect(retried.body).toMatchObject({ status: 'Settled', attempt: 4, paymentMethodId: fallback.id });
+    expect(retried.body).toMatchObject({ status: 'Settled', attempt: 3, paymentMethodId: fallback.id });
     const txns = byAttempt(await m.transactions(last.id));
-    expect(txns.map((t) => [t.attempt, t.status])).toEqual([[1, 'Failed'], [1, 'Failed'], [2, 'Failed'], [3, 'Failed'], [4, 'Settled']]);
-    expect(txns.slice(2).map((t) => t.originalTransactionId)).toEqual([failedLast.id, txns[2].id, txns[3].id]);
-    expect(txns[2].paymentMethodId).not.toBe(txns[3].paymentMethodId);
+    expect(txns.map((t) => [t.attempt, t.status])).toEqual([[1, 'Failed'], [1, 'Failed'], [2, 'Failed'], [3, 'Settled']]);
+    expect(txns.slice(2).map((t) => t.originalTransactionId)).toEqual([failedLast.id, txns[2].id]);
+    expect(txns[2].paymentMethodId).toBe(another.id);
     expect(await m.sub(last.id)).toMatchObject({ status: 'Active', currentPeriodStart: T0 });
-    for (const t of txns.slice(2, 4)) expect(await outbox('transaction.failed', 'id', t.id)).toHaveLength(1);
+    expect(await outbox('transaction.failed', 'id', txns[2].id)).toHaveLength(1);
     expect((await ledger(m.id)).charges.filter((c) => c.status === 'Settled')).toHaveLength(2);
   });
 

@@ -56,7 +56,7 @@ export class TransactionCommands {
 
   /**
    * Retries a Failed charge for the same period (contract §7) against the member's payment
-   * methods as they are now, in `chargeOrder` (the subscription's own, then by rank) until one
+   * methods as they are now, in `chargeOrder` (the subscription's own, then by rank, those that failed the period last) until one
    * succeeds (contract §10, as a billing run's attempt falls back): each try is its own Charge, a retry of the one before it (`attempt + 1`,
    * `originalTransactionId` = the charge it retries, the first the failed charge), reserved and
    * called as a retry alone is, so a concurrent retry of any of them is refused as usual and

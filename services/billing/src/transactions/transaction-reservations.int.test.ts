@@ -61,14 +61,14 @@ async function seedSubscription(o: Owner, status: 'Active' | 'PastDue' | 'Cancel
 }
 
 /** A charge of `amountMinor` with `refundedMinor` refunded, of the subscription's `PERIOD` when it has one. */
-async function seedCharge(o: Owner, c: { status: 'Settled' | 'Failed' | 'Processing'; amountMinor?: number; refundedMinor?: number; subscriptionId?: string; attempt?: number }): Promise<string> {
+async function seedCharge(o: Owner, c: { status: 'Settled' | 'Failed' | 'Processing'; amountMinor?: number; refundedMinor?: number; subscriptionId?: string; attempt?: number; paymentMethodId?: string }): Promise<string> {
   const id = randomUUID();
   await rows(
     `insert into billing.transactions (id, merchant_id, member_id, subscription_id, payment_method_id, kind, amount_minor, currency, status, failure_reason, attempt,
                                        period_start, fee_minor, refunded_minor, provider_ref, occurred_at, settled_at, created_at, updated_at)
      values (?, ?, ?, ?, ?, 'Charge', ?, 'AUD', ?, ?, ?, ?, 0, ?, ?, now(), null, now(), now())`,
     [
-      id, o.merchantId, o.memberId, c.subscriptionId ?? null, o.paymentMethodId, c.amountMinor ?? 9950, c.status, c.status === 'Failed' ? 'declined' : null, c.attempt ?? 1,
+      id, o.merchantId, o.memberId, c.subscriptionId ?? null, c.paymentMethodId ?? o.paymentMethodId, c.amountMinor ?? 9950, c.status, c.status === 'Failed' ? 'declined' : null, c.attempt ?? 1,
       c.subscriptionId ? PERIOD : null, c.refundedMinor ?? 0, c.status === 'Processing' ? null : `ch_${id}`,
     ],
   );
@@ -199,7 +199,7 @@ describe('TransactionReservations.retry', () => {
   it.each([
     ['optimistically', undefined],
     ['under the row locks', 0],
-  ])('charges the subscription’s own method, else the member’s first-ranked one, not yet tried by the retry (not the failed charge’s), and refuses a member with none (%s)', async (_, optimisticAttempts) => {
+  ])('charges the subscription’s own method, else the member’s first-ranked one, not yet tried by the retry (not the failed charge’s), those that failed the period last, and refuses a member with none (%s)', async (_, optimisticAttempts) => {
     const o = await seedMerchant();
     const reservations = new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS, { optimisticAttempts });
     const promoted = randomUUID();
@@ -217,10 +217,14 @@ describe('TransactionReservations.retry', () => {
     const fallback = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { status: 'Failed', subscriptionId: await unnamed() }), tried: [promoted] });
     expect(fallback.t.paymentMethodId).toBe(o.paymentMethodId);
     // One that names a method: that one first, then the others by rank.
-    const named = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o) }) });
+    const onPromoted = { status: 'Failed', paymentMethodId: promoted } as const;
+    const named = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { ...onPromoted, subscriptionId: await seedSubscription(o) }) });
     expect(named.t.paymentMethodId).toBe(o.paymentMethodId);
-    const namedFallback = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o) }), tried: [o.paymentMethodId] });
+    const namedFallback = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { ...onPromoted, subscriptionId: await seedSubscription(o) }), tried: [o.paymentMethodId] });
     expect(namedFallback.t.paymentMethodId).toBe(promoted);
+    // A method that failed the period (the named one, here) comes after the others.
+    const namedFailed = await reservations.retry({ scope: o.scope, id: await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o) }) });
+    expect(namedFailed.t.paymentMethodId).toBe(promoted);
 
     const exhausted = await seedCharge(o, { status: 'Failed', subscriptionId: await unnamed() });
     await expect(reservations.retry({ scope: o.scope, id: exhausted, tried: [promoted, o.paymentMethodId] })).rejects.toMatchObject({ code: 'conflict' });

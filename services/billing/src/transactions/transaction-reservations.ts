@@ -176,8 +176,8 @@ export class TransactionReservations {
   /**
    * Reserves a retry of a Failed charge: a `Processing` charge of `attempt + 1` on the first of
    * the member's payment methods as they are now in `chargeOrder` (the subscription's own, then
-   * by rank; not simply the failed charge's: it may have been demoted or removed since), leaving
-   * out those in `tried`, its subscription claimed, committed; a
+   * by rank; not simply the failed charge's: it may have been demoted or removed since; those that
+   * failed the period, the retried charge's among them, after the others), leaving out those in `tried`, its subscription claimed, committed; a
    * member with no such method is a conflict, and nothing is reserved. Optimistic, as refunds
    * are: a batch reads its charges with their subscriptions, whether each was retried and its
    * member's methods (one statement, without locks), the domain decides
@@ -279,7 +279,7 @@ export class TransactionReservations {
 
   /** One attempt of a batch of retries (see `retry`, `optimisticWriter`): with `lock`, in the caller's transaction, under the charges' and subscriptions' row locks. */
   private async reserveRetries(query: PreparedQuery, batch: readonly RetryRequest[], opts: { lock: boolean }): Promise<ReservationAttempt[]> {
-    const { charges, subs, retried, methods } = opts.lock ? await this.lockRetryFacts(query, batch) : await readRetryFacts(query, batch);
+    const { charges, subs, retried, methods, failedPeriod } = opts.lock ? await this.lockRetryFacts(query, batch) : await readRetryFacts(query, batch);
     const failed = new Map([...charges].map(([id, l]) => [id, l.charge]));
     const retries: Transaction[] = [];
     const claimed = new Map<string, Date>();
@@ -293,7 +293,8 @@ export class TransactionReservations {
         if (sub.duePeriodStart()?.getTime() !== f.periodStart?.getTime()) throw new DomainError('invalid_transition', 'The period of this charge has been collected since.');
         if (sub.claimedUntil && sub.claimedUntil > new Date()) throw new DomainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.');
       }
-      const method = chargeOrder(methods.get(f.memberId) ?? [], sub?.paymentMethodId).find((pm) => !r.tried?.includes(pm.id));
+      const failedBefore = new Set([...(failedPeriod.get(f.id) ?? []), ...(f.paymentMethodId ? [f.paymentMethodId] : [])]);
+      const method = chargeOrder(methods.get(f.memberId) ?? [], sub?.paymentMethodId, failedBefore).find((pm) => !r.tried?.includes(pm.id));
       if (!method) {
         throw new DomainError('conflict', r.tried?.length
           ? "Every one of the member's payment methods has been tried by this retry."
@@ -342,7 +343,7 @@ export class TransactionReservations {
     const subIds = [...new Set([...charges.values()].flatMap((l) => l.charge.subscriptionId ?? []))];
     const memberIds = [...new Set([...charges.values()].map((l) => l.charge.memberId))];
     // After the charges' locks, so a retry of one of these charges committed meanwhile is seen.
-    const { rows } = charges.size === 0 ? { rows: [] } : await query<{ subs: SubscriptionRow[]; retried: string[]; methods: ChargeableMethod[] }>(
+    const { rows } = charges.size === 0 ? { rows: [] } : await query<{ subs: SubscriptionRow[]; retried: string[]; methods: ChargeableMethod[]; failed: { id: string; methods: string[] }[] }>(
       'transaction_reserve_retry_facts',
       `with subs as materialized (
          select to_jsonb(s) as sub from subscriptions s where s.id = any($2::uuid[]) order by s.id for update of s)
@@ -350,7 +351,9 @@ export class TransactionReservations {
               coalesce((select json_agg(distinct original_transaction_id) from transactions
                          where kind = 'Charge' and original_transaction_id = any($1::uuid[])), '[]') as retried,
               coalesce((select json_agg(${CHARGEABLE_METHOD_JSON} order by x.member_id, x.rank)
-                          from payment_methods x where x.member_id = any($3::uuid[])), '[]') as methods`,
+                          from payment_methods x where x.member_id = any($3::uuid[])), '[]') as methods,
+              coalesce((select json_agg(json_build_object('id', t.id, 'methods', ${FAILED_PERIOD_METHODS_SQL}))
+                          from transactions t where t.id = any($1::uuid[])), '[]') as failed`,
       [[...charges.keys()], subIds, memberIds],
     );
     return {
@@ -358,6 +361,7 @@ export class TransactionReservations {
       subs: new Map((rows[0]?.subs ?? []).map((r) => [r.id, { sub: subscriptionOfRow(r), read: r }])),
       retried: new Set(rows[0]?.retried ?? []),
       methods: methodsByMember(rows[0]?.methods ?? []),
+      failedPeriod: new Map((rows[0]?.failed ?? []).map((r) => [r.id, r.methods])),
     };
   }
 }
@@ -372,7 +376,17 @@ interface RetryFacts {
   subs: Map<string, { sub: Subscription; read: SubscriptionRow }>;
   retried: Set<string>;
   methods: Map<string, ChargeableMethod[]>;
+  /** By charge id: the payment methods of its period's Failed charges, which its retry tries after the others. */
+  failedPeriod: Map<string, string[]>;
 }
+
+/**
+ * For a charge `t`: the payment methods of the Failed charges of its subscription's period (a
+ * declined card, a bank debit that failed at settlement), as a JSON array, in SQL.
+ */
+const FAILED_PERIOD_METHODS_SQL = `coalesce((select json_agg(distinct p.payment_method_id) from transactions p
+   where p.subscription_id = t.subscription_id and p.period_start = t.period_start and p.kind = 'Charge'
+     and p.status = 'Failed' and p.payment_method_id is not null), '[]')`;
 
 /** A `payment_methods x` row as a `ChargeableMethod`, in SQL. */
 const CHARGEABLE_METHOD_JSON = `json_build_object('id', x.id, 'memberId', x.member_id, 'type', x.type, 'last4', x.last4, 'providerToken', x.provider_token, 'rank', x.rank)`;
@@ -381,12 +395,13 @@ const CHARGEABLE_METHOD_JSON = `json_build_object('id', x.id, 'memberId', x.memb
 /** The retries' facts without locks, in one statement; malformed ids find nothing. */
 async function readRetryFacts(query: PreparedQuery, batch: readonly RetryRequest[]): Promise<RetryFacts> {
   const ids = distinctUuids(batch.map((r) => r.id));
-  const { rows } = ids.length === 0 ? { rows: [] } : await query<LockedRow & { sub: SubscriptionRow | null; retried: boolean; methods: ChargeableMethod[] }>(
+  const { rows } = ids.length === 0 ? { rows: [] } : await query<LockedRow & { sub: SubscriptionRow | null; retried: boolean; methods: ChargeableMethod[]; failed: string[] }>(
     'transaction_retry_read',
     `select ${transactionColumns('t')}, m.provider_environment, m.platform_fee_percent::text, m.platform_fee_fixed_minor,
             (select to_jsonb(s) from subscriptions s where s.id = t.subscription_id) as sub,
             coalesce((select json_agg(${CHARGEABLE_METHOD_JSON} order by x.rank) from payment_methods x where x.member_id = t.member_id), '[]') as methods,
-            exists (select 1 from transactions r where r.kind = 'Charge' and r.original_transaction_id = t.id) as retried
+            exists (select 1 from transactions r where r.kind = 'Charge' and r.original_transaction_id = t.id) as retried,
+            ${FAILED_PERIOD_METHODS_SQL} as failed
        from transactions t join merchants m on m.id = t.merchant_id
       where t.id = any($1::uuid[])`,
     [ids],
@@ -396,6 +411,7 @@ async function readRetryFacts(query: PreparedQuery, batch: readonly RetryRequest
     subs: new Map(rows.flatMap((r) => (r.sub ? [[r.sub.id, { sub: subscriptionOfRow(r.sub), read: r.sub }] as const] : []))),
     retried: new Set(rows.filter((r) => r.retried).map((r) => r.id)),
     methods: new Map(rows.map((r) => [r.member_id, r.methods])),
+    failedPeriod: new Map(rows.map((r) => [r.id, r.failed])),
   };
 }
 
