@@ -18,7 +18,7 @@ let db: pg.Client;
 
 beforeAll(async () => {
   platform = await startTestPlatform({
-    services: ['sandbox-provider', 'identity', 'billing', 'gateway'],
+    services: ['sandbox-provider', 'identity', 'billing', 'checkout', 'gateway'],
     serviceEnv: { billing: { BILLING_CLAIM_LEASE_MS: '1500', PAYMENT_PROVIDER_TIMEOUT_MS: '1000', BILLING_RUN_CHUNK_SIZE: '7', BILLING_RUN_WORKERS: '2' } },
   });
   api = apiClient(platform.gatewayUrl!);
@@ -287,6 +287,39 @@ describe('billing runs', () => {
       [1, 'Failed', 'bank'],
       [2, 'Settled', 'card'],
     ]);
+  });
+
+  it('charges a subscription made by a hosted checkout on the method captured there only, never on the methods of the member whose email the visitor gave', async () => {
+    const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3, billingRetryOffsetsDays: '1,5' } });
+    const email = `victim-${unique()}@example.com`;
+    const victim = await api.post('/api/Members', { merchantId: m.id, email, firstName: 'Victor', lastName: 'Victim' }, { token: m.key });
+    expect(victim.status).toBe(201);
+    await addPaymentMethod(api, m, victim.body.id, CARD);
+    // An anonymous visitor opens a generic link, gives the victim's email and a bank account whose debits fail at settlement.
+    const link = await api.post('/api/Checkout/links', { merchantId: m.id, planId: m.planId, returnUrl: 'https://shop.example/done' }, { token: m.key });
+    const resolved = await api.post('/api/Checkout/sessions/resolve', { d: link.body.d, s: link.body.s });
+    const token = resolved.body.sessionToken as string;
+    const sessionId = resolved.body.sessionId as string;
+    expect((await api.patch('/api/Checkout/sessions/me/customer', { email, firstName: 'Anyone', lastName: 'Else' }, { token })).status).toBe(204);
+    const bank = await api.post('/api/Checkout/sessions/me/capture-bank', { sessionId, accountName: 'Anyone Else', bsb: '062-000', accountNumber: '1110002' }, { token });
+    const completed = await api.post('/api/Checkout/sessions/me/complete', { sessionId, providerToken: bank.body.providerToken }, { token });
+    expect(completed.status, JSON.stringify(completed.body)).toBe(200);
+    const [sub] = (await api.get(`/api/Subscriptions?merchantId=${m.id}&memberId=${victim.body.id}`, { token: m.key })).body.items;
+
+    // The first debit fails at settlement; the run's retry and a manual retry debit the visitor's
+    // account again, never the victim's card.
+    const at = (days: number) => new Date(Date.parse(sub.createdAt) + days * 86_400_000 + 60_000).toISOString();
+    expect(await run(at(0))).toMatchObject({ charged: 1, failed: 0 });
+    expect(await run(at(3))).toMatchObject({ failed: 1 });
+    expect(await run(at(4))).toMatchObject({ charged: 1, retried: 1, failed: 0 });
+    expect(await run(at(7))).toMatchObject({ charged: 0, failed: 1 });
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'PastDue' });
+    const failed = byAttempt(await m.transactions(sub.id)).at(-1);
+    const retry = await api.post(`/api/Transactions/${failed.id}/retry`, {}, { token: m.key, headers: idempotent() });
+    expect(retry.status, JSON.stringify(retry.body)).toBe(201);
+    expect(retry.body).toMatchObject({ status: 'Processing', paymentMethodId: sub.paymentMethodId });
+    expect((await m.transactions(sub.id)).map((t) => t.paymentMethodId)).toEqual([sub.paymentMethodId, sub.paymentMethodId, sub.paymentMethodId]);
+    expect((await ledger(m.id)).charges.map((c) => c.paymentMethod.last4)).toEqual(['0002', '0002', '0002']);
   });
 
   it('retries by hand a period whose bank debit failed at settlement on the member\'s other methods first', async () => {

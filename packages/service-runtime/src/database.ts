@@ -113,6 +113,20 @@ export async function migrate(orm: MikroORM, schema: string, migrations: readonl
 }
 
 /**
+ * The instant of a timestamp as the ORM's pool returns it: text in Postgres's output format
+ * ("0050-03-01 00:00:00+00", "2030-01-15 10:00:00.123+00", or ISO 8601 from `to_jsonb`), or a
+ * Date. Not `new Date(text)`: V8 reads the Postgres format with its legacy parser, which takes
+ * the years 0 to 99 as 1900 to 1999 (a period starting 0050-03-01 came back as 1950).
+ */
+export function instantOfRow(v: Date | string): Date {
+  if (typeof v !== 'string') return v;
+  // As ISO 8601, which V8 reads with the year as written: "T" between date and time, and a zone "+HH" as "+HH:MM".
+  const d = new Date(v.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'));
+  if (Number.isNaN(d.getTime())) throw new Error(`Not a Postgres timestamp: ${v}`);
+  return d;
+}
+
+/**
  * Where `queryRows` runs its SQL: an EntityManager (in its transaction when it has one), or the
  * connection of a `transactPrepared` transaction (its `PreparedQuery`).
  */

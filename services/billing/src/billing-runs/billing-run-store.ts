@@ -35,9 +35,16 @@ export type ChargeableMethod = Pick<PaymentMethod, 'id' | 'memberId' | 'type' | 
  * method the subscription names first, when the member still has it, then the others by rank;
  * those in `failedBefore` (that failed the period in an earlier attempt, such as a bank debit
  * that failed at settlement after looking like a success) after all the others, in that order.
+ * A subscription charged on its own method only (`ownMethodOnly`, made by a hosted checkout)
+ * tries that one alone.
  */
-export function chargeOrder(ranked: readonly ChargeableMethod[], preferredId: string | null | undefined, failedBefore?: ReadonlySet<string>): ChargeableMethod[] {
-  const preferred = preferredId ? ranked.find((pm) => pm.id === preferredId) : undefined;
+export function chargeOrder(
+  ranked: readonly ChargeableMethod[],
+  sub: Pick<Subscription, 'paymentMethodId' | 'ownMethodOnly'> | undefined,
+  failedBefore?: ReadonlySet<string>,
+): ChargeableMethod[] {
+  const preferred = sub?.paymentMethodId ? ranked.find((pm) => pm.id === sub.paymentMethodId) : undefined;
+  if (sub?.ownMethodOnly) return preferred ? [preferred] : [];
   const order = preferred ? [preferred, ...ranked.filter((pm) => pm !== preferred)] : [...ranked];
   return failedBefore?.size ? [...order.filter((pm) => !failedBefore.has(pm.id)), ...order.filter((pm) => failedBefore.has(pm.id))] : order;
 }

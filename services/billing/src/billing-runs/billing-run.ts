@@ -1,7 +1,7 @@
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, PROVIDER_ENVIRONMENTS } from '@billing/contracts';
 import { toMajorUnits } from '@billing/money';
-import { insertOutboxSql, pooledQuery, queryRows, recordEvent, toOutboxJsonRow, transactPrepared, type Logger, type OutboxJsonRow, type SqlContext } from '@billing/service-runtime';
+import { insertOutboxSql, instantOfRow, pooledQuery, queryRows, recordEvent, toOutboxJsonRow, transactPrepared, type Logger, type OutboxJsonRow, type SqlContext } from '@billing/service-runtime';
 import { injectTraceHeaders, withoutCallSpans } from '@billing/telemetry';
 import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
@@ -397,11 +397,11 @@ export class BillingRun {
       const merchants = await merchantsById(em, subs.map((s) => s.merchantId));
       const plans = new Map((await em.find(Plan, { id: { $in: [...new Set(subs.map((s) => s.planId))] } }, { disableIdentityMap: true })).map((p) => [p.id, p]));
       const methods = methodsByMember(await loadPaymentMethods(em, { memberIds: [...new Set(subs.map((s) => s.memberId))] }));
-      const triedRows = await queryRows<{ subscription_id: string; payment_method_id: string | null; period_start: Date; attempt: number; manual: boolean; failed: boolean }>(em, TRIED_CHARGES_SQL, [
+      const triedRows = await queryRows<{ subscription_id: string; payment_method_id: string | null; period_start: Date | string; attempt: number; manual: boolean; failed: boolean }>(em, TRIED_CHARGES_SQL, [
         subs.map((s) => s.id),
       ]);
       const byId = new Map(subs.map((s) => [s.id, s]));
-      const ofDuePeriod = triedRows.filter((r) => new Date(r.period_start).getTime() === byId.get(r.subscription_id)!.duePeriodStart()?.getTime());
+      const ofDuePeriod = triedRows.filter((r) => instantOfRow(r.period_start).getTime() === byId.get(r.subscription_id)!.duePeriodStart()?.getTime());
       // Each due period's attempt: the dunning's (`chargeAttempt`), moved on by one for each
       // manual retry of the period, which takes the next attempt number without counting as a
       // retry of the ladder, so the numbers of a period's charges keep increasing.
@@ -459,7 +459,7 @@ export class BillingRun {
         this.chargedFor.set(sub.id, due);
         // A retry tries first the methods that have not failed this period: a bank account that
         // failed at settlement (its first try looked like a success) is not retried before a card.
-        const next = chargeOrder(methods.get(sub.memberId) ?? [], sub.paymentMethodId, failedEarlier.get(sub.id)).find((pm) => !tried.get(sub.id)?.has(pm.id));
+        const next = chargeOrder(methods.get(sub.memberId) ?? [], sub, failedEarlier.get(sub.id)).find((pm) => !tried.get(sub.id)?.has(pm.id));
         if (sub.chargeAttempt() > 1) this.retried.add(sub.id);
         if (!next) {
           // Every method declined (or the member has none): the period's charge failed. With no

@@ -132,7 +132,7 @@ export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, write
       fault('enrol-after-member');
       const paymentMethod = looked ? await appendLooked(scope, member.id, await looked) : await ensureMethod(scope, { id: member.id, created }, details!);
       fault('enrol-after-payment-method');
-      const subscription = await subscribe({ merchantId, memberId: member.id, planId: req.planId, paymentMethodId: paymentMethod.id, id: req.subscriptionId }, adoptSince);
+      const subscription = await subscribe({ merchantId, memberId: member.id, planId: req.planId, paymentMethodId: paymentMethod.id, ownMethodOnly: req.ownMethodOnly, id: req.subscriptionId }, adoptSince);
       // Saving no answers replaces a member's answers with none: nothing to do for a member this
       // enrolment created (it has none yet), the usual case for a product that asks nothing.
       if (req.productId && (req.answers.length > 0 || !created)) {

@@ -1,7 +1,7 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, pageWindow } from '@billing/contracts';
 import { toMajorUnits } from '@billing/money';
-import { queryRows, recordEvent, type CallScope } from '@billing/service-runtime';
+import { instantOfRow, queryRows, recordEvent, type CallScope } from '@billing/service-runtime';
 import { Merchant } from '../merchants/merchant.js';
 import { findScoped } from '../merchant-scope.js';
 import { FeeStatement, type LineTotals } from './fee-statement.js';
@@ -137,7 +137,7 @@ export async function statementLines(orm: MikroORM, scope: CallScope, id: string
     [s.id, limit, offset],
   );
   return {
-    items: items.map((r) => ({ ...r, occurredAt: new Date(r.occurredAt).toISOString(), amountMinor: Number(r.amountMinor), feeMinor: Number(r.feeMinor), netMinor: Number(r.netMinor) })),
+    items: items.map((r) => ({ ...r, occurredAt: instantOfRow(r.occurredAt).toISOString(), amountMinor: Number(r.amountMinor), feeMinor: Number(r.feeMinor), netMinor: Number(r.netMinor) })),
     totalCount: s.transactionCount,
   };
 }

@@ -1,7 +1,8 @@
+import { instantOfRow } from '@billing/service-runtime';
 import { Subscription } from './subscription.js';
 
 /** Every column of `subscriptions`, in the order `subscriptionOfRow` reads them. */
-export const SUBSCRIPTION_COLUMNS = `id, merchant_id, member_id, plan_id, payment_method_id, status, current_period_start, current_period_end, next_billing_at,
+export const SUBSCRIPTION_COLUMNS = `id, merchant_id, member_id, plan_id, payment_method_id, own_method_only, status, current_period_start, current_period_end, next_billing_at,
   billing_anchor, cancel_at_period_end, paused_at, resume_at, cancelled_at, dunning_period_start, dunning_started_at, retry_count, claimed_until, created_at, updated_at`;
 
 /**
@@ -34,6 +35,7 @@ export interface SubscriptionRow {
   member_id: string;
   plan_id: string;
   payment_method_id: string | null;
+  own_method_only: boolean;
   status: Subscription['status'];
   current_period_start: string;
   current_period_end: string;
@@ -51,7 +53,7 @@ export interface SubscriptionRow {
   updated_at: string;
 }
 
-const instant = (v: Date | string | null): Date | null => (v === null ? null : new Date(v));
+const instant = (v: Date | string | null): Date | null => (v === null ? null : instantOfRow(v));
 
 /** The aggregate of a row read by hand-written SQL, detached from any unit of work. */
 export function subscriptionOfRow(r: SubscriptionRow): Subscription {
@@ -61,6 +63,7 @@ export function subscriptionOfRow(r: SubscriptionRow): Subscription {
     memberId: r.member_id,
     planId: r.plan_id,
     paymentMethodId: r.payment_method_id,
+    ownMethodOnly: r.own_method_only,
     status: r.status,
     currentPeriodStart: instant(r.current_period_start)!,
     currentPeriodEnd: instant(r.current_period_end)!,

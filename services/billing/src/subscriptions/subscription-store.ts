@@ -302,6 +302,7 @@ export class SubscriptionStore {
       member_id: sub.memberId,
       plan_id: sub.planId,
       payment_method_id: sub.paymentMethodId,
+      own_method_only: sub.ownMethodOnly,
       created_at: sub.createdAt.toISOString(),
       ...transitionColumnsOf(sub),
     }));
@@ -313,11 +314,11 @@ export class SubscriptionStore {
       this.orm,
       'subscription_insert_live_batch',
       `with inserted as (
-         insert into subscriptions (id, merchant_id, member_id, plan_id, payment_method_id, status, current_period_start, current_period_end,
+         insert into subscriptions (id, merchant_id, member_id, plan_id, payment_method_id, own_method_only, status, current_period_start, current_period_end,
                                     next_billing_at, billing_anchor, cancel_at_period_end, paused_at, resume_at, cancelled_at, created_at, updated_at)
-         select s.id, s.merchant_id, s.member_id, s.plan_id, s.payment_method_id, s.status, s.current_period_start, s.current_period_end,
+         select s.id, s.merchant_id, s.member_id, s.plan_id, s.payment_method_id, s.own_method_only, s.status, s.current_period_start, s.current_period_end,
                 s.next_billing_at, s.billing_anchor, s.cancel_at_period_end, s.paused_at, s.resume_at, s.cancelled_at, s.created_at, s.updated_at
-           from jsonb_to_recordset($1::jsonb) as s(seq int, id uuid, merchant_id uuid, member_id uuid, plan_id uuid, payment_method_id uuid, status text,
+           from jsonb_to_recordset($1::jsonb) as s(seq int, id uuid, merchant_id uuid, member_id uuid, plan_id uuid, payment_method_id uuid, own_method_only boolean, status text,
                   current_period_start timestamptz, current_period_end timestamptz, next_billing_at timestamptz, billing_anchor timestamptz,
                   cancel_at_period_end boolean, paused_at timestamptz, resume_at timestamptz, cancelled_at timestamptz, created_at timestamptz, updated_at timestamptz)
           order by s.seq

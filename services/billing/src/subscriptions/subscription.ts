@@ -48,6 +48,8 @@ export class Subscription {
   memberId!: string;
   planId!: string;
   paymentMethodId: string | null = null;
+  /** Charged on `paymentMethodId` only, never on the member's other methods (made by a hosted checkout). */
+  ownMethodOnly = false;
   status: SubscriptionStatus = 'Active';
   currentPeriodStart!: Date;
   currentPeriodEnd!: Date;
@@ -80,10 +82,14 @@ export class Subscription {
    * Starts at `startDate` (or now). Without a trial the first period is due at once; with one,
    * the trial is a free period and the first charge is due when it ends.
    */
-  static start(input: { merchantId: string; memberId: string; planId: string; paymentMethodId: string | null; startDate?: Date | null; plan: PlanTerms }, now = new Date()): Subscription {
+  static start(
+    input: { merchantId: string; memberId: string; planId: string; paymentMethodId: string | null; ownMethodOnly?: boolean; startDate?: Date | null; plan: PlanTerms },
+    now = new Date(),
+  ): Subscription {
     const s = new Subscription();
     const start = input.startDate ?? now;
-    Object.assign(s, { merchantId: input.merchantId, memberId: input.memberId, planId: input.planId, paymentMethodId: input.paymentMethodId, createdAt: now, updatedAt: now });
+    const { merchantId, memberId, planId, paymentMethodId } = input;
+    Object.assign(s, { merchantId, memberId, planId, paymentMethodId, ownMethodOnly: input.ownMethodOnly ?? false, createdAt: now, updatedAt: now });
     if (input.plan.trialDays > 0) {
       const trialEnd = addDays(start, input.plan.trialDays);
       Object.assign(s, { currentPeriodStart: start, currentPeriodEnd: trialEnd, nextBillingAt: trialEnd, billingAnchor: trialEnd });
@@ -426,6 +432,7 @@ export const SubscriptionSchema = new EntitySchema<Subscription>({
     memberId: { type: 'uuid' },
     planId: { type: 'uuid' },
     paymentMethodId: { type: 'uuid', nullable: true },
+    ownMethodOnly: { type: 'boolean', default: false },
     status: { type: 'string' },
     currentPeriodStart: { type: 'Date', columnType: 'timestamptz' },
     currentPeriodEnd: { type: 'Date', columnType: 'timestamptz' },

@@ -43,6 +43,8 @@ export interface SubscriptionCreateRequest {
   memberId: string;
   planId: string;
   paymentMethodId?: string;
+  /** Charge `paymentMethodId` only, never the member's other methods (`Subscription.ownMethodOnly`). */
+  ownMethodOnly?: boolean;
   /** The caller-chosen id: a repeat of the create answers the subscription it made. */
   id?: string;
   startDate?: string;
@@ -71,7 +73,7 @@ export function subscriptionCreation(orm: MikroORM, store: SubscriptionStore): (
         if (paymentMethod.memberId !== member.id) throw DomainError.field('paymentMethodId', 'Must be a payment method of the member.');
       }
       if (!plan.isActive) throw planInactive();
-      const started = Subscription.start({ merchantId: member.merchantId, memberId: member.id, planId: plan.id, paymentMethodId: paymentMethod?.id ?? null, startDate, plan });
+      const started = Subscription.start({ merchantId: member.merchantId, memberId: member.id, planId: plan.id, paymentMethodId: paymentMethod?.id ?? null, ownMethodOnly: req.ownMethodOnly, startDate, plan });
       if (req.id) started.id = req.id.toLowerCase();
       return { sub: started, events: started.pullEvents().map((type) => ({ type, data: started.toView() })) };
     });

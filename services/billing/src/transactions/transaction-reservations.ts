@@ -294,7 +294,7 @@ export class TransactionReservations {
         if (sub.claimedUntil && sub.claimedUntil > new Date()) throw new DomainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.');
       }
       const failedBefore = new Set([...(failedPeriod.get(f.id) ?? []), ...(f.paymentMethodId ? [f.paymentMethodId] : [])]);
-      const method = chargeOrder(methods.get(f.memberId) ?? [], sub?.paymentMethodId, failedBefore).find((pm) => !r.tried?.includes(pm.id));
+      const method = chargeOrder(methods.get(f.memberId) ?? [], sub, failedBefore).find((pm) => !r.tried?.includes(pm.id));
       if (!method) {
         throw new DomainError('conflict', r.tried?.length
           ? "Every one of the member's payment methods has been tried by this retry."

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { queryPrepared } from '@billing/service-runtime';
+import { instantOfRow, queryPrepared } from '@billing/service-runtime';
 import { Transaction, type TransactionKind, type TransactionStatus } from './transaction.js';
 
 /** Every column of `transactions`, each prefixed with `alias` (`t.id, …`) when given. */
@@ -46,7 +46,7 @@ export interface TransactionRow {
   updated_at: string | Date;
 }
 
-const instant = (v: Date | string | null): Date | null => (v === null ? null : new Date(v));
+const instant = (v: Date | string | null): Date | null => (v === null ? null : instantOfRow(v));
 
 /**
  * The entity of a row read by hand-written SQL, detached from any unit of work: the same

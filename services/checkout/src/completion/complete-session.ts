@@ -189,7 +189,15 @@ export class SessionCompletion {
    */
   private async enrol(s: TakenSession, customer: { email: string; firstName: string; lastName: string; phone?: string }, providerToken: string) {
     try {
-      const { member, paymentMethod, subscription } = await this.backends.enrolments.Enrol({ scope: scopeOfMerchant(s.merchantId), ...customer, providerToken, planId: s.planId, subscriptionId: s.subscriptionId });
+      const { member, paymentMethod, subscription } = await this.backends.enrolments.Enrol({
+        scope: scopeOfMerchant(s.merchantId),
+        ...customer,
+        providerToken,
+        planId: s.planId,
+        subscriptionId: s.subscriptionId,
+        // The visitor proved no claim to the methods of an existing member with the email they gave.
+        ownMethodOnly: true,
+      });
       return { memberId: member!.id, paymentMethodId: paymentMethod!.id, subscriptionId: subscription!.id };
     } catch (e) {
       if (e instanceof DomainError && e.code === 'validation_failed' && e.extensions.errors?.providerToken) {
