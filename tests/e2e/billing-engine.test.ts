@@ -489,6 +489,20 @@ describe('billing runs', () => {
     expect((await ledger(m.id)).charges).toHaveLength(1);
   }, 60_000);
 
+  it('bills periods in the years 0001 to 0099 as any other: one charge a period, its statement line dated as charged', async () => {
+    const m = await billingMerchant();
+    const sub = await m.subscriber([CARD], { startDate: '0050-03-01' });
+    expect(await run('0050-03-01T00:00:00.000Z')).toMatchObject({ charged: 1, succeeded: 1, failed: 0 });
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'Active', currentPeriodStart: '0050-03-01T00:00:00.000Z', currentPeriodEnd: '0050-04-01T00:00:00.000Z', nextBillingAt: '0050-04-01T00:00:00.000Z' });
+    expect(await run('0050-03-02T00:00:00.000Z')).toMatchObject({ charged: 0, retried: 0 });
+    expect((await m.transactions(sub.id)).map((t) => [t.status, t.attempt, t.occurredAt])).toEqual([['Settled', 1, '0050-03-01T00:00:00.000Z']]);
+    const gen = await api.post('/api/admin/fee-statements/generate', { merchantId: m.id, periodStart: '0050-03-01', periodEnd: '0050-04-01' }, { token: admin });
+    expect(gen.status, JSON.stringify(gen.body)).toBe(201);
+    const lines = await api.get(`/api/FeeStatements/${gen.body.id}/lines`, { token: m.key });
+    expect(lines.body.items.map((l: { occurredAt: string; amount: number }) => [l.occurredAt, l.amount])).toEqual([['0050-03-01T00:00:00.000Z', 19.95]]);
+    expect((await ledger(m.id)).charges).toHaveLength(1);
+  });
+
   it('bills nothing past the year 9999: the last period that ends by then is charged, retries fall on its last instant, runs never fail', async () => {
     const LAST = '9999-12-31T23:59:59.999Z';
     const m = await billingMerchant();
