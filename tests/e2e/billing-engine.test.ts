@@ -489,6 +489,31 @@ describe('billing runs', () => {
     expect((await ledger(m.id)).charges).toHaveLength(1);
   }, 60_000);
 
+  it('ends at its period end a subscription set to cancel then and paused since, however it is resumed, and charges it nothing more', async () => {
+    const m = await billingMerchant();
+    const [byRun, byResumeAt, byResume] = [await m.subscriber(), await m.subscriber(), await m.subscriber([CARD], { startDate: day(-45, new Date().toISOString()) })];
+    expect(await run(T0)).toMatchObject({ charged: 3, succeeded: 3 });
+    for (const s of [byRun, byResumeAt, byResume]) expect((await act(m, s.id, 'cancel', { atPeriodEnd: true })).body).toMatchObject({ status: 'Active', cancelAtPeriodEnd: true });
+    expect((await act(m, byRun.id, 'pause')).status).toBe(200);
+    expect((await act(m, byResumeAt.id, 'pause', { resumeAt: day(40) })).status).toBe(200);
+    expect((await act(m, byResume.id, 'pause')).status).toBe(200);
+
+    // The third's period (started 45 days ago) ended while it was paused: resuming it now cancels it.
+    const resumed = await act(m, byResume.id, 'resume');
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    expect(resumed.body).toMatchObject({ status: 'Cancelled', nextBillingAt: null });
+    expect(await outbox('subscription.cancelled', 'id', byResume.id)).toHaveLength(1);
+    expect(await outbox('subscription.resumed', 'id', byResume.id)).toHaveLength(0);
+    // A run after the others' period end (day 31) ends the first; the second's resumeAt, past it, ends it too.
+    expect(await run(day(45))).toMatchObject({ charged: 0, terminated: 2 });
+    for (const s of [byRun, byResumeAt]) expect(await m.sub(s.id)).toMatchObject({ status: 'Cancelled', cancelledAt: day(45), nextBillingAt: null });
+    expect(await run(day(90))).toMatchObject({ charged: 0, terminated: 0 });
+    expect((await ledger(m.id)).charges).toHaveLength(3);
+    // A new subscription to the plan is no longer refused.
+    const again = await api.post('/api/Subscriptions', { merchantId: m.id, memberId: byRun.memberId, planId: m.planId }, { token: m.key, headers: idempotent() });
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+  });
+
   it('bills periods in the years 0001 to 0099 as any other: one charge a period, its statement line dated as charged', async () => {
     const m = await billingMerchant();
     const sub = await m.subscriber([CARD], { startDate: '0050-03-01' });

@@ -211,32 +211,41 @@ export class BillingRun {
    * with `subscription.resumed`): a pause that covered the next due date starts a new period at
    * `resumeAt`, which this run then charges; one owing a period becomes PastDue, and this run
    * retries it if its retry is due. A subscription changed meanwhile (resumed, cancelled,
-   * paused again with another date) is left as it is.
+   * paused again with another date) is left as it is. A paused subscription set to cancel at its
+   * period end whose paid period has ended (`Subscription.endsWhilePaused`) is cancelled instead,
+   * with or without a `resumeAt`, counted as terminated.
    */
   private async resumeDue(): Promise<void> {
     const seen = new Set<string>();
     for (;;) {
       const rows = await queryRows<{ id: string }>(
         this.orm.em.fork(),
-        `select id from subscriptions where status = 'Paused' and resume_at is not null and resume_at <= ?::timestamptz and not (id = any(?::uuid[]))
-          order by resume_at limit ?`,
-        [this.asOf.toISOString(), [...seen], this.opts.chunkSize],
+        `select id from subscriptions
+          where status = 'Paused' and not (id = any(?::uuid[]))
+            and ((resume_at is not null and resume_at <= ?::timestamptz)
+              or (cancel_at_period_end and dunning_period_start is null and next_billing_at <> current_period_start and next_billing_at <= ?::timestamptz))
+          order by coalesce(resume_at, next_billing_at) limit ?`,
+        [[...seen], this.asOf.toISOString(), this.asOf.toISOString(), this.opts.chunkSize],
       );
       if (rows.length === 0) return;
       await Promise.all(
         rows.map(async ({ id }) => {
           seen.add(id);
           try {
+            let ended = false;
             await this.subscriptions.transition({
               scope: { kind: 'platform' },
               id,
               change: (sub, plan) => {
+                ended = sub.endsWhilePaused(this.asOf);
+                if (ended) return sub.endAtPeriodEnd(this.asOf);
                 if (sub.status !== 'Paused' || !sub.resumeAt || sub.resumeAt > this.asOf) return;
                 // Cannot happen (a foreign key); not a DomainError, so it is logged below.
                 if (!plan) throw new Error(`plan ${sub.planId} of subscription ${sub.id} is missing`);
                 sub.resume(plan, sub.resumeAt);
               },
             });
+            if (ended) this.result.terminated++;
           } catch (e) {
             this.logger.warn({ err: e, subscriptionId: id }, 'resuming a paused subscription at its resumeAt failed; the next run tries again');
           }

@@ -128,6 +128,42 @@ describe('Subscription transitions', () => {
     expect(pastDue.status).toBe('Cancelled');
   });
 
+  it('ends at its period end a subscription set to cancel then and paused since: by a resume after it, or a billing run', () => {
+    const paidThenPaused = () => {
+      const s = start();
+      s.advancePeriod(MONTHLY, T0); // the first period paid; it ends 2026-02-28
+      s.cancel(true, later(1));
+      s.pause(null, later(2));
+      s.pullEvents();
+      return s;
+    };
+    const periodEnd = new Date('2026-02-28T10:00:00Z');
+    const resumedAfter = paidThenPaused();
+    expect(resumedAfter.endsWhilePaused(later(27))).toBe(false);
+    expect(resumedAfter.endsWhilePaused(periodEnd)).toBe(true);
+    resumedAfter.resume(MONTHLY, later(40));
+    expect(resumedAfter).toMatchObject({ status: 'Cancelled', cancelledAt: later(40), nextBillingAt: null });
+    expect(resumedAfter.pullEvents()).toEqual(['subscription.cancelled']);
+
+    // Resumed before its period end: Active again, still ending at it.
+    const resumedBefore = paidThenPaused();
+    resumedBefore.resume(MONTHLY, later(10));
+    expect(resumedBefore).toMatchObject({ status: 'Active', cancelAtPeriodEnd: true, nextBillingAt: periodEnd });
+
+    const ended = paidThenPaused();
+    expect(codeOf(() => ended.endAtPeriodEnd(later(27)))).toBe('invalid_transition');
+    ended.endAtPeriodEnd(periodEnd);
+    expect(ended).toMatchObject({ status: 'Cancelled', cancelledAt: periodEnd });
+
+    // Its first period never paid: the pause holds that charge; a resume makes it due, as for any.
+    const unpaid = start();
+    unpaid.cancel(true, T0);
+    unpaid.pause(null, T0);
+    expect(unpaid.endsWhilePaused(later(60))).toBe(false);
+    unpaid.resume(MONTHLY, later(60));
+    expect(unpaid).toMatchObject({ status: 'Active', nextBillingAt: later(60) });
+  });
+
   it('pauses a PastDue subscription; a later successful charge makes it Active', () => {
     const s = start();
     s.recordFailedCharge(POLICY, T0);

@@ -127,10 +127,17 @@ export class Subscription {
    * pause held it, the next retry at its date from the first failure (now when that has passed),
    * with `subscription.past_due`. If the paused time covered the end of the owed period, a new
    * period starts now as above, due once the owed one is collected (`advancePeriod`).
+   *
+   * Set to cancel at its period end, and that period ended while it was paused
+   * (`endsWhilePaused`): it is Cancelled instead (`subscription.cancelled`), never charged again.
    */
   resume(schedule: BillingSchedule, now = new Date()): void {
     this.refuseWhenCancelled('resumed');
     if (this.status !== 'Paused') throw new DomainError('invalid_transition', `Only a paused subscription can be resumed; this one is ${this.status}.`);
+    if (this.endsWhilePaused(now)) {
+      this.end(now);
+      return;
+    }
     this.pausedAt = null;
     this.resumeAt = null;
     const owed = this.owesPeriodWhilePaused() ? this.dunningPeriodStart : null;
@@ -148,6 +155,23 @@ export class Subscription {
       this.nextBillingAt = now;
     }
     this.touch(now, 'subscription.resumed');
+  }
+
+  /**
+   * Whether it is Paused, set to cancel at its period end (cancelled with `atPeriodEnd` while
+   * Active, then paused), and its paid period has ended by `at`: a billing run or a resume then
+   * cancels it (`endAtPeriodEnd`, `resume`). Not while it owes a period: a pause holds that
+   * period's collection, and a resume charges it first, as for an Active one.
+   */
+  endsWhilePaused(at: Date): boolean {
+    return (
+      this.status === 'Paused' &&
+      this.cancelAtPeriodEnd &&
+      this.dunningPeriodStart === null &&
+      this.nextBillingAt !== null &&
+      this.nextBillingAt.getTime() !== this.currentPeriodStart.getTime() &&
+      this.nextBillingAt <= at
+    );
   }
 
   /** Whether it is Paused with a period still owed: it resumes PastDue (`resume`). */
@@ -324,10 +348,10 @@ export class Subscription {
 
   /**
    * Billing run at the end of the paid period of a subscription cancelled with `atPeriodEnd`:
-   * it ends instead of being charged.
+   * it ends instead of being charged; or, Paused since, once that period has ended (`endsWhilePaused`).
    */
   endAtPeriodEnd(at: Date): void {
-    if (!this.cancelAtPeriodEnd || this.status !== 'Active') throw new DomainError('invalid_transition', 'The subscription is not set to end at its period end.');
+    if (!(this.cancelAtPeriodEnd && this.status === 'Active') && !this.endsWhilePaused(at)) throw new DomainError('invalid_transition', 'The subscription is not set to end at its period end.');
     this.end(at);
   }
 
