@@ -1166,6 +1166,27 @@ describe('fees and fee statements', () => {
     expect(lines.body.items).toEqual([expect.objectContaining({ transactionId: t.id, amount: 2100, feeAmount: 34, netAmount: 2066 })]);
   });
 
+  it('generates a statement in the currency of the period\'s charges when none is named; several currencies are 400 naming currency', async () => {
+    const usd = await billingMerchant({ plan: { amount: 100, currency: 'USD' } });
+    await usd.subscriber();
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 1 });
+    const period = { merchantId: usd.id, periodStart: '2030-01-01', periodEnd: '2030-02-01' };
+    const gen = await api.post('/api/admin/fee-statements/generate', period, { token: admin });
+    expect(gen.status, JSON.stringify(gen.body)).toBe(201);
+    expect(gen.body).toMatchObject({ currency: 'USD', transactionCount: 1, totalFees: 1.8, totalNet: 98.2 });
+    // A period without transactions: AUD, as before.
+    expect((await api.post('/api/admin/fee-statements/generate', { ...period, periodStart: '2031-01-01', periodEnd: '2031-02-01' }, { token: admin })).body).toMatchObject({ currency: 'AUD', transactionCount: 0 });
+
+    const product = await api.post('/api/Products', { merchantId: usd.id, name: `AUD ${unique()}` }, { token: usd.key });
+    const aud = await api.post('/api/Plans', { merchantId: usd.id, productId: product.body.id, name: 'AUD', amount: 10, interval: 'Month' }, { token: usd.key });
+    await usd.subscriber([CARD], { planId: aud.body.id, startDate: day(1) });
+    expect(await run(day(1))).toMatchObject({ charged: 1, succeeded: 1 });
+    const mixed = await api.post('/api/admin/fee-statements/generate', period, { token: admin });
+    expect(mixed.status).toBe(400);
+    expect(mixed.body.errors.currency[0]).toMatch(/AUD, USD/);
+    expect((await api.post('/api/admin/fee-statements/generate', { ...period, currency: 'AUD' }, { token: admin })).body).toMatchObject({ currency: 'AUD', transactionCount: 1 });
+  });
+
   it('bills a transaction on one closed statement at most: overlapping periods, even finalised at once, never charge a fee twice', async () => {
     const m = await billingMerchant({ plan: { amount: 50 } });
     const subs = [await m.subscriber(), await m.subscriber()];

@@ -84,15 +84,38 @@ function recordStatementEvents(em: EntityManager, s: FeeStatement): void {
   }
 }
 
-export async function generateStatement(orm: MikroORM, input: { merchantId: string; periodStart: Date; periodEnd: Date; currency: string }): Promise<FeeStatement> {
+/**
+ * A Draft statement of the merchant's transactions in the period in `currency`. Without one, in
+ * the currency of the period's transactions that would be lines (AUD when there are none); when
+ * they are in several, 400 naming `currency` and them, rather than a statement that silently
+ * leaves some out.
+ */
+export async function generateStatement(orm: MikroORM, input: { merchantId: string; periodStart: Date; periodEnd: Date; currency?: string }): Promise<FeeStatement> {
   return orm.em.fork().transactional(async (em) => {
     if (!isUuidText(input.merchantId) || !(await em.findOne(Merchant, { id: input.merchantId.toLowerCase() }))) throw new DomainError('merchant_not_found', 'Merchant not found.');
-    const s = FeeStatement.generate({ ...input, merchantId: input.merchantId.toLowerCase() });
+    const merchantId = input.merchantId.toLowerCase();
+    const currency = input.currency ?? (await periodCurrency(em, merchantId, input.periodStart, input.periodEnd));
+    const s = FeeStatement.generate({ ...input, merchantId, currency });
     em.persist(s);
     await em.flush();
     await takeLines(em, s);
     return s;
   });
+}
+
+/** The one currency of the transactions a statement of the period would have as lines; AUD when there are none. */
+async function periodCurrency(em: EntityManager, merchantId: string, periodStart: Date, periodEnd: Date): Promise<string> {
+  const rows = await queryRows<{ currency: string }>(
+    em,
+    `select distinct t.currency from transactions t
+      where t.merchant_id = ?::uuid and t.occurred_at >= ?::timestamptz and t.occurred_at < ?::timestamptz and t.status in ('Settled','Processing')
+      order by 1`,
+    [merchantId, periodStart.toISOString(), periodEnd.toISOString()],
+  );
+  if (rows.length > 1) {
+    throw DomainError.field('currency', `The merchant has transactions in ${rows.map((r) => r.currency).join(', ')} in this period; a statement is in one currency: generate one for each, naming it.`);
+  }
+  return rows[0]?.currency ?? 'AUD';
 }
 
 /**

@@ -21,8 +21,8 @@ export function feeStatementsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.FeeSta
       const errors: Record<string, string[]> = {};
       if (!periodStart) errors.periodStart = ['Required.'];
       if (!periodEnd) errors.periodEnd = ['Required.'];
-      const currency = req.currency || 'AUD';
-      if (!isSupportedCurrency(currency)) errors.currency = ['Must be a supported ISO 4217 currency code.'];
+      const currency = req.currency || undefined;
+      if (currency !== undefined && !isSupportedCurrency(currency)) errors.currency = ['Must be a supported ISO 4217 currency code.'];
       if (Object.keys(errors).length) throw DomainError.validation(errors);
       return (await generateStatement(orm, { merchantId: req.merchantId, periodStart: periodStart!, periodEnd: periodEnd!, currency })).toMessage();
     },

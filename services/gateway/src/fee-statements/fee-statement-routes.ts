@@ -70,7 +70,7 @@ export function feeStatementRoutes(backends: Backends, access: MerchantAccess): 
       url: '/api/admin/fee-statements/generate',
       tag: 'Admin',
       summary: 'Generate a Draft fee statement for a merchant and period',
-      description: `periodStart and periodEnd are dates or date-times (periodEnd after periodStart, else 400); currency defaults to AUD. Unknown merchant: 404. ${STATEMENT_RULES}`,
+      description: `periodStart and periodEnd are dates or date-times (periodEnd after periodStart, else 400); currency, when not given, is the currency of the period's transactions that would be lines (AUD when there are none); when they are in several, 400 naming currency and them (generate one statement per currency, naming it). Unknown merchant: 404. ${STATEMENT_RULES}`,
       auth: { admin: true },
       body: GenerateFeeStatementRequest,
       responses: { 201: FeeStatement, 400: null, 404: null },
