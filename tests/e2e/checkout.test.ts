@@ -101,6 +101,23 @@ describe('POST /api/Checkout/sessions/resolve', () => {
     expect(replay.body.sessionToken).not.toBe(first.body.sessionToken);
   });
 
+  it('a replay after the link expired answers Ok with the same session while a session token lives from its opening; then, or for a link that opened none, LinkExpired', async () => {
+    const payload = linkPayload(m, { exp: Math.floor(Date.now() / 1000) + 2 });
+    const link = signLink(m.signingSecret, payload);
+    const first = await resolve(link);
+    expect(first.status).toBe(200);
+    await new Promise((r) => setTimeout(r, Math.max(0, (payload.exp as number) * 1000 - Date.now() + 100)));
+    const replay = await resolve(link);
+    expect(replay.status, JSON.stringify(replay.body)).toBe(200);
+    expect(replay.body).toMatchObject({ outcome: 'Ok', sessionId: first.body.sessionId });
+    expect((await api.get('/api/Checkout/sessions/me', { token: replay.body.sessionToken })).body.status).toBe('Open');
+    // Another d with the same nonce, expired: LinkExpired (expiry is checked before the nonce).
+    await expectOutcome(signLink(m.signingSecret, { ...payload, returnUrl: 'https://shop.example/other' }), 410, 'LinkExpired');
+    // Once a session token from its opening would have expired, the link is expired for good.
+    await db.query(`update checkout.sessions set created_at = now() - interval '30 minutes' where id = $1`, [first.body.sessionId]);
+    await expectOutcome(link, 410, 'LinkExpired');
+  });
+
   it('each refusal in the order of contract §6, as a problem with its outcome', async () => {
     const good = linkPayload(m);
     // d undecodable → InvalidSignature 401 (even with an unknown key inside).

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
-import { DomainError } from '@billing/contracts';
+import { CHECKOUT_SESSION_TTL_SECONDS, DomainError } from '@billing/contracts';
 import { Batcher, PLATFORM_SCOPE, queryPrepared, scopeOfMerchant, settledValue, sha256Hex } from '@billing/service-runtime';
 import type { Scope } from '@billing/proto-types/common/v1/Scope';
 import type { CheckoutLink__Output as CheckoutLink } from '@billing/proto-types/checkout/v1/CheckoutLink';
@@ -129,7 +129,11 @@ export class Links {
 
   /**
    * Checks a link in the order of contract §6 and opens (or, for a replay of the same link,
-   * finds) its session. Each refusal is an outcome, never an error.
+   * finds) its session. Each refusal is an outcome, never an error. A replay of a link that has
+   * opened its session answers the same outcome (Ok, the same session, a fresh token) after the
+   * link's `exp` too, for as long as a session token lives from when the session opened
+   * (`CHECKOUT_SESSION_TTL_SECONDS`): a visitor whose link expires mid-checkout, and whose page
+   * resolves it again on reload, keeps the session. Later, or for a link that opened none, LinkExpired.
    */
   async resolve(d: string, s: string): Promise<ResolveLinkReply> {
     const now = new Date();
@@ -140,11 +144,14 @@ export class Links {
     if (!verifyLink(d, s, key.secret)) return { outcome: 'InvalidSignature' };
     const merchantId = payload.mid.toLowerCase();
     if (merchantId !== key.merchantId) return { outcome: 'MerchantMismatch' };
-    if (payload.exp * 1000 <= now.getTime()) return { outcome: 'LinkExpired' };
+    const linkExpired = payload.exp * 1000 <= now.getTime();
 
     const linkHash = sha256Hex(d);
     const em = this.orm.em.fork();
     let session = await em.findOne(CheckoutSession, { merchantId, nonce: payload.nonce });
+    if (linkExpired && !(session && session.linkHash === linkHash && session.createdAt.getTime() + CHECKOUT_SESSION_TTL_SECONDS * 1000 > now.getTime())) {
+      return { outcome: 'LinkExpired' };
+    }
     if (!session) {
       if ((await this.planUsable(merchantId, payload.pid)) !== 'ok') return { outcome: 'PlanNotFound' };
       session = await this.open(payload, linkHash);
