@@ -171,6 +171,10 @@ describe('PUT /api/account/profile', () => {
     expect(res.body).toMatchObject({ id, firstName: 'Augusta', lastName: 'King', fullName: 'Augusta King', addressLine1: '1 Main St', country: 'AU', phone: null, city: 'Sydney', dateOfBirth: '1990-05-17' });
     const me = await api.get('/api/account/me', { token });
     expect(me.body).toEqual(res.body);
+    // Strings are stored and returned as sent, an empty one too (it is not a null).
+    const empty = await api.put('/api/account/profile', { firstName: 'Augusta', lastName: 'King', city: '', state: '', phone: ' ' }, { token });
+    expect(empty.body).toMatchObject({ city: '', state: '', phone: ' ', addressLine1: '1 Main St' });
+    expect((await api.get('/api/account/me', { token })).body).toMatchObject({ city: '', state: '', phone: ' ' });
   });
 
   it('accepts a new dateOfBirth and refuses an impossible one', async () => {

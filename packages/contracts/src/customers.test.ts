@@ -29,10 +29,10 @@ describe('CustomerSignupRequest', () => {
     expect(Object.keys(fieldErrorsOf(r.error!)).sort()).toEqual(['acceptedTerms', 'dateOfBirth', 'email', 'firstName', 'lastName', 'password']);
   });
 
-  it('keeps names exactly as sent (contract §2), refuses blank ones and treats empty optional strings as not given', () => {
+  it('keeps names and optional strings exactly as sent (contract §2), an empty one too, and refuses blank names', () => {
     const r = CustomerSignupRequest.parse({ email: 'a@b.co', password: 'longenough', firstName: ' Ann ', lastName: 'Lee', dateOfBirth: '1990-05-17', city: '' });
     expect(r.firstName).toBe(' Ann ');
-    expect(r.city).toBeNull();
+    expect(r.city).toBe('');
     const blank = CustomerSignupRequest.safeParse({ email: 'a@b.co', password: 'longenough', firstName: ' \t ', lastName: 'Lee', dateOfBirth: '1990-05-17' });
     expect(blank.success).toBe(false);
   });

@@ -15,13 +15,8 @@ export const MIN_DATE_OF_BIRTH = '1900-01-01';
 const RequiredText = (max: number) =>
   z.string(required()).regex(/\S/, 'Required.').max(max, `Must be at most ${max} characters.`);
 
-/** An optional string; null or absent means not given, an empty string counts as not given. */
-const OptionalText = (max: number) =>
-  z
-    .string('Must be a string.')
-    .max(max, `Must be at most ${max} characters.`)
-    .nullish()
-    .transform((v) => (v === '' ? null : v));
+/** An optional string, stored as sent (an empty string too); null or absent means not given. */
+const OptionalText = (max: number) => z.string('Must be a string.').max(max, `Must be at most ${max} characters.`).nullish();
 
 /** Why `s` is not an acceptable date of birth, or undefined when it is. */
 export function dateOfBirthProblem(s: string, today = new Date().toISOString().slice(0, 10)): string | undefined {
@@ -84,7 +79,7 @@ export type CustomerLoginRequest = z.infer<typeof CustomerLoginRequest>;
 
 /**
  * `accountId`, when present, must be the signed-in account. Absent optional fields are left
- * unchanged; null (or an empty string) clears one. dateOfBirth cannot be cleared.
+ * unchanged; null clears one (an empty string is stored as sent). dateOfBirth cannot be cleared.
  */
 export const UpdateCustomerProfileRequest = z
   .object({

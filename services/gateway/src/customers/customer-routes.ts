@@ -112,7 +112,7 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       tag: 'Customer accounts',
       summary: "Update the signed-in customer's profile",
       description:
-        'firstName and lastName are required. Optional fields that are absent stay unchanged; null (or an empty string) clears one; dateOfBirth, when given, must be a real past date and cannot be cleared. A body accountId other than the signed-in account is 403.',
+        'firstName and lastName are required. Optional fields that are absent stay unchanged; null clears one; strings, an empty one too, are stored and returned as sent; dateOfBirth, when given, must be a real past date and cannot be cleared. A body accountId other than the signed-in account is 403.',
       auth: { customer: true },
       body: UpdateCustomerProfileRequest,
       responses: { 200: CustomerAccount, 400: null, 401: null, 403: null },
