@@ -395,6 +395,12 @@ describe('PUT /api/ApiKeys/{id}/webhook', () => {
     expect(Object.keys(missing.body.errors).sort()).toEqual(['id', 'merchantId']);
     const mismatch = await api.put(`/api/ApiKeys/${key.id}/webhook`, { id: '6d1f7c39-5d0c-4a4e-9d59-0d0b4f1d1c11', merchantId: m.id }, { token: key.key });
     expect(mismatch.status).toBe(400);
+    // A revoked key: 400 naming id (not a 409, which the endpoint does not answer).
+    const revoked = await createApiKey(api, admin, m.id);
+    expect((await api.del(`/api/ApiKeys/${revoked.id}`, { token: admin })).status).toBe(204);
+    const onRevoked = await put({ webhookEnabled: false }, revoked.id, key.key);
+    expect(onRevoked.status).toBe(400);
+    expect(onRevoked.body.errors.id[0]).toMatch(/revoked/);
   });
 
   it("answers 404 for an unknown key or another merchant's key, 403 for another merchant", async () => {

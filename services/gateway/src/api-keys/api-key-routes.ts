@@ -110,7 +110,7 @@ export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: C
       tag: 'API keys',
       summary: 'Set the webhook URL, subscribed event types and enabled flag of a key',
       description:
-        'Absent fields are unchanged; `webhookUrl: null` clears it; `webhookEvents: null` subscribes to every event type and `[]` to none; unknown type names are 400. The URL must be absolute https (http only to loopback hosts outside production); in production a URL whose host (or any address it resolves to) is not global unicast is 400 — loopback, private, link-local, CGNAT, multicast, reserved and documentation ranges, also inside IPv4-mapped, IPv4-compatible, NAT64 and 6to4 forms. Enabling requires a URL.',
+        'Absent fields are unchanged; `webhookUrl: null` clears it; `webhookEvents: null` subscribes to every event type and `[]` to none; unknown type names are 400. The URL must be absolute https (http only to loopback hosts outside production); in production a URL whose host (or any address it resolves to) is not global unicast is 400 — loopback, private, link-local, CGNAT, multicast, reserved and documentation ranges, also inside IPv4-mapped, IPv4-compatible, NAT64 and 6to4 forms. Enabling requires a URL. A revoked key: 400 naming id (it gets no webhooks).',
       auth: { merchant: 'Admin' },
       params: IdParams,
       body: UpdateWebhookRequest,

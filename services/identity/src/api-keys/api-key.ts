@@ -56,7 +56,8 @@ export class ApiKey {
   }
 
   configureWebhook(change: { webhookUrl?: string | null; webhookEvents?: string[] | null; webhookEnabled?: boolean }): void {
-    if (this.revokedAt) throw new DomainError('conflict', 'The API key is revoked.');
+    // 400, one of the statuses the endpoint answers (interface.md: 200, 400, 404): the key is there, the request cannot apply to it.
+    if (this.revokedAt) throw DomainError.field('id', 'The API key is revoked: it gets no webhooks and its webhook cannot be configured.');
     const next = {
       webhookUrl: change.webhookUrl === undefined ? this.webhookUrl : change.webhookUrl,
       webhookEvents: change.webhookEvents === undefined ? this.webhookEvents : change.webhookEvents && [...new Set(change.webhookEvents)],
