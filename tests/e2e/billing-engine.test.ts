@@ -1187,6 +1187,34 @@ describe('fees and fee statements', () => {
     expect((await api.post('/api/admin/fee-statements/generate', { ...period, currency: 'AUD' }, { token: admin })).body).toMatchObject({ currency: 'AUD', transactionCount: 1 });
   });
 
+  it('credits on the next closed statement the fee of a charge billed while Processing that failed at settlement, once', async () => {
+    const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3 }, plan: { amount: 100 } });
+    await m.subscriber([{ ...BANK, last4: '9002' }], { startDate: '2030-01-31T12:00:00.000Z' });
+    expect(await run('2030-01-31T12:00:00.000Z')).toMatchObject({ charged: 1, failed: 0 });
+    const statement = async (periodStart: string, periodEnd: string) => {
+      const gen = await api.post('/api/admin/fee-statements/generate', { merchantId: m.id, periodStart, periodEnd }, { token: admin });
+      expect(gen.status, JSON.stringify(gen.body)).toBe(201);
+      const fin = await api.post(`/api/admin/fee-statements/${gen.body.id}/finalise`, {}, { token: admin });
+      expect(fin.status).toBe(200);
+      const lines = await api.get(`/api/FeeStatements/${gen.body.id}/lines`, { token: m.key });
+      return { ...fin.body, lines: lines.body.items } as { reference: string; totalFees: number; totalNet: number; transactionCount: number; lines: any[] };
+    };
+    const january = await statement('2030-01-01', '2030-02-01');
+    expect(january).toMatchObject({ totalFees: 1.8, totalNet: 98.2, transactionCount: 1 });
+    const [billed] = january.lines;
+    expect(billed).toMatchObject({ status: 'Processing', amount: 100, feeAmount: 1.8, netAmount: 98.2 });
+
+    expect(await run('2030-02-03T12:00:00.000Z')).toMatchObject({ failed: 1 });
+    const february = await statement('2030-02-01', '2030-03-01');
+    expect(february).toMatchObject({ totalFees: -1.8, totalNet: -98.2, transactionCount: 1 });
+    expect(february.lines).toEqual([
+      expect.objectContaining({ transactionId: billed.transactionId, status: 'Failed', occurredAt: '2030-02-03T12:00:00.000Z', amount: -100, feeAmount: -1.8, netAmount: -98.2 }),
+    ]);
+    expect(february.lines[0].description).toContain(january.reference);
+    // Once: a later or overlapping statement does not credit it again.
+    expect(await statement('2030-02-01', '2030-04-01')).toMatchObject({ totalFees: 0, transactionCount: 0 });
+  });
+
   it('bills a transaction on one closed statement at most: overlapping periods, even finalised at once, never charge a fee twice', async () => {
     const m = await billingMerchant({ plan: { amount: 50 } });
     const subs = [await m.subscriber(), await m.subscriber()];

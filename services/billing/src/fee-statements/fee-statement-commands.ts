@@ -26,8 +26,14 @@ export function findStatement(em: EntityManager, scope: CallScope, id: string, o
  * occurred in the period and are Settled or Processing, with their fee and net; refunds in the
  * period with negative amount, no fee and negative net. A transaction already on another closed
  * (Finalised or Paid) statement is left out, so overlapping periods never bill a fee twice
- * (finalising holds the merchant's statement lock, `lockMerchantStatements`). The totals are
- * then summed from the stored lines, so they are the sums of the lines by construction.
+ * (finalising holds the merchant's statement lock, `lockMerchantStatements`). And reversals: a
+ * charge a closed statement billed while it was Processing (a bank debit in its settlement
+ * window) that failed since, before this period's end (its `updated_at`: the billing run's
+ * `asOf` that recorded the failure), gets a line with status Failed, dated then, with its
+ * amount, fee and net negated, so the merchant is credited the fee of a charge that never
+ * settled; once per charge (not when a closed statement has its reversal), on the first
+ * statement closed after the failure whatever its period starts. The totals are then summed from the stored lines, so
+ * they are the sums of the lines by construction.
  */
 async function takeLines(em: EntityManager, s: FeeStatement): Promise<void> {
   s.assertLinesOpen();
@@ -49,6 +55,23 @@ async function takeLines(em: EntityManager, s: FeeStatement): Promise<void> {
         and not exists (select 1 from fee_statement_lines l join fee_statements f on f.id = l.statement_id
                          where l.transaction_id = t.id and f.id <> ?::uuid and f.status in ('Finalised','Paid'))`,
     [s.id, s.merchantId, s.currency, s.periodStart.toISOString(), s.periodEnd.toISOString(), s.id],
+  );
+  // Driven by the merchant's closed statements' Processing lines (few), not by its transactions.
+  await queryRows(
+    em,
+    `insert into fee_statement_lines (statement_id, transaction_id, occurred_at, description, reference, status, amount_minor, fee_minor, net_minor)
+     select distinct on (t.id) ?::uuid, t.id, t.updated_at,
+            'Reversal of charge ' || t.id || ', billed while Processing on statement ' || f.reference || ', failed: ' || coalesce(t.failure_reason, 'failed'),
+            coalesce(t.provider_ref, t.id::text), 'Failed', -t.amount_minor, -t.fee_minor, -(t.amount_minor - t.fee_minor)
+       from fee_statements f
+       join fee_statement_lines l on l.statement_id = f.id and l.status = 'Processing'
+       join transactions t on t.id = l.transaction_id
+      where f.merchant_id = ?::uuid and f.id <> ?::uuid and f.status in ('Finalised','Paid')
+        and t.kind = 'Charge' and t.status = 'Failed' and t.currency = ? and t.updated_at < ?::timestamptz
+        and not exists (select 1 from fee_statement_lines r join fee_statements g on g.id = r.statement_id
+                         where r.transaction_id = t.id and r.status = 'Failed' and g.id <> ?::uuid and g.status in ('Finalised','Paid'))
+      order by t.id`,
+    [s.id, s.merchantId, s.id, s.currency, s.periodEnd.toISOString(), s.id],
   );
   const [totals] = await queryRows<{ fees: string; net: string; n: number }>(
     em,
