@@ -514,6 +514,37 @@ describe('billing runs', () => {
     expect(again.status, JSON.stringify(again.body)).toBe(201);
   });
 
+  it('ends at its period end a subscription set to cancel then whose debit failed at settlement: no retry after it', async () => {
+    const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3, billingRetryOffsetsDays: '40' }, plan: { amount: 10 } });
+    const sub = await m.subscriber([{ ...BANK, last4: '9002' }]);
+    expect(await run(T0)).toMatchObject({ charged: 1, failed: 0 });
+    expect((await act(m, sub.id, 'cancel', { atPeriodEnd: true })).body).toMatchObject({ status: 'Active', cancelAtPeriodEnd: true });
+    expect(await run(day(3))).toMatchObject({ failed: 1 });
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'PastDue', cancelAtPeriodEnd: true, nextBillingAt: day(43) });
+    expect(await run(day(30))).toMatchObject({ charged: 0, terminated: 0 });
+    // The period ends on day 31: Cancelled then, and the retry due on day 43 is never made.
+    expect(await run(day(31))).toMatchObject({ charged: 0, terminated: 1 });
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'Cancelled', cancelledAt: day(31), nextBillingAt: null });
+    expect(await run(day(43))).toMatchObject({ charged: 0, retried: 0 });
+    expect((await ledger(m.id)).charges).toHaveLength(1);
+  });
+
+  it('ends at its period end a subscription set to cancel then whose debit is still settling, and lets the member subscribe again', async () => {
+    const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 10 }, plan: { amount: 10, interval: 'Week' } });
+    const sub = await m.subscriber([BANK]);
+    expect(await run(T0)).toMatchObject({ charged: 1, failed: 0 });
+    expect((await act(m, sub.id, 'cancel', { atPeriodEnd: true })).status).toBe(200);
+    expect(await run(day(7))).toMatchObject({ charged: 0, terminated: 1 });
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'Cancelled', cancelledAt: day(7) });
+    const again = await api.post('/api/Subscriptions', { merchantId: m.id, memberId: sub.memberId, planId: m.planId, startDate: day(7) }, { token: m.key, headers: idempotent() });
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    await act(m, again.body.id, 'cancel');
+    // The debit settles later; the period it paid stands.
+    expect(await run(day(10))).toMatchObject({ charged: 0 });
+    expect((await m.transactions(sub.id)).map((t) => t.status)).toEqual(['Settled']);
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'Cancelled' });
+  });
+
   it('bills periods in the years 0001 to 0099 as any other: one charge a period, its statement line dated as charged', async () => {
     const m = await billingMerchant();
     const sub = await m.subscriber([CARD], { startDate: '0050-03-01' });

@@ -151,7 +151,8 @@ export const TRIED_CHARGES_SQL = `select t.subscription_id, t.payment_method_id,
  * 1. settle `Processing` bank charges whose settlement window has passed;
  * 2. reconcile provider calls a crashed or cut-off run left unconfirmed, by repeating each call
  *    with its idempotency key (the transaction id): the provider answers the first outcome, or
- *    makes the call now if it never arrived; nothing is charged twice;
+ *    makes the call now if it never arrived; nothing is charged twice; then end the
+ *    subscriptions set to cancel at a period end that has come (`endDue`);
  * 3. charge every due subscription for one period (its next, if it is behind by several, is the
  *    next run's), each payment method in turn until one succeeds: the one the subscription
  *    names first, then the member's others in rank order (`chargeOrder`).
@@ -187,6 +188,7 @@ export class BillingRun {
     await this.resumeDue();
     await this.settleBankCharges();
     await this.reconcileUnconfirmed();
+    await this.endDue();
     this.result.skipped = await this.countSkipped();
     await Promise.all(Array.from({ length: this.opts.workers }, () => this.chargeDueLoop()));
     this.result.charged = this.chargedFor.size;
@@ -211,21 +213,18 @@ export class BillingRun {
    * with `subscription.resumed`): a pause that covered the next due date starts a new period at
    * `resumeAt`, which this run then charges; one owing a period becomes PastDue, and this run
    * retries it if its retry is due. A subscription changed meanwhile (resumed, cancelled,
-   * paused again with another date) is left as it is. A paused subscription set to cancel at its
-   * period end whose paid period has ended (`Subscription.endsWhilePaused`) is cancelled instead,
-   * with or without a `resumeAt`, counted as terminated.
+   * paused again with another date) is left as it is. One set to cancel at its period end whose
+   * paid period has ended by this run (`Subscription.endsWhilePaused`) is cancelled instead,
+   * counted as terminated (as `endDue` does without a `resumeAt`).
    */
   private async resumeDue(): Promise<void> {
     const seen = new Set<string>();
     for (;;) {
       const rows = await queryRows<{ id: string }>(
         this.orm.em.fork(),
-        `select id from subscriptions
-          where status = 'Paused' and not (id = any(?::uuid[]))
-            and ((resume_at is not null and resume_at <= ?::timestamptz)
-              or (cancel_at_period_end and dunning_period_start is null and next_billing_at <> current_period_start and next_billing_at <= ?::timestamptz))
-          order by coalesce(resume_at, next_billing_at) limit ?`,
-        [[...seen], this.asOf.toISOString(), this.asOf.toISOString(), this.opts.chunkSize],
+        `select id from subscriptions where status = 'Paused' and resume_at is not null and resume_at <= ?::timestamptz and not (id = any(?::uuid[]))
+          order by resume_at limit ?`,
+        [this.asOf.toISOString(), [...seen], this.opts.chunkSize],
       );
       if (rows.length === 0) return;
       await Promise.all(
@@ -248,6 +247,49 @@ export class BillingRun {
             if (ended) this.result.terminated++;
           } catch (e) {
             this.logger.warn({ err: e, subscriptionId: id }, 'resuming a paused subscription at its resumeAt failed; the next run tries again');
+          }
+        }),
+      );
+    }
+  }
+
+  /**
+   * Ends the subscriptions set to cancel at their period end whose end has come
+   * (`Subscription.endsAtPeriodEnd`) and that charging would not end: one whose period's bank
+   * debit is still settling (the charging step leaves it alone until it settles), one PastDue
+   * because that period's charge failed (its retries would go on past the cancellation), and
+   * one paused since. After settlement and reconciliation, which may have made it PastDue; before
+   * charging, so no retry is made after its period end. Counted as terminated. Those few are
+   * read through `subscriptions_ending_index`.
+   */
+  private async endDue(): Promise<void> {
+    const seen = new Set<string>();
+    for (;;) {
+      const rows = await queryRows<{ id: string }>(
+        this.orm.em.fork(),
+        `select id from subscriptions
+          where cancel_at_period_end and status <> 'Cancelled' and not (id = any(?::uuid[]))
+            and (next_billing_at <= ?::timestamptz or current_period_end <= ?::timestamptz)
+          order by id limit ?`,
+        [[...seen], this.asOf.toISOString(), this.asOf.toISOString(), this.opts.chunkSize],
+      );
+      if (rows.length === 0) return;
+      await Promise.all(
+        rows.map(async ({ id }) => {
+          seen.add(id);
+          try {
+            let ended = false;
+            await this.subscriptions.transition({
+              scope: { kind: 'platform' },
+              id,
+              change: (sub) => {
+                ended = sub.endsAtPeriodEnd(this.asOf);
+                if (ended) sub.endAtPeriodEnd(this.asOf);
+              },
+            });
+            if (ended) this.result.terminated++;
+          } catch (e) {
+            this.logger.warn({ err: e, subscriptionId: id }, 'ending a subscription at its period end failed; the next run tries again');
           }
         }),
       );

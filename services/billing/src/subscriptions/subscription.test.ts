@@ -164,6 +164,18 @@ describe('Subscription transitions', () => {
     expect(unpaid).toMatchObject({ status: 'Active', nextBillingAt: later(60) });
   });
 
+  it('ends at its period end a subscription set to cancel then whose period\'s charge failed at settlement: no retry after it', () => {
+    const s = start();
+    s.advancePeriod(MONTHLY, T0); // a bank debit, Processing: the period is current
+    s.cancel(true, later(1));
+    s.recordFailedSettlement(T0, 1, { retryOffsetsDays: [40], terminalAction: 'Cancel' }, later(3));
+    expect(s).toMatchObject({ status: 'PastDue', cancelAtPeriodEnd: true });
+    expect(s.endsAtPeriodEnd(later(27))).toBe(false);
+    expect(s.endsAtPeriodEnd(new Date('2026-02-28T10:00:00Z'))).toBe(true);
+    s.endAtPeriodEnd(later(29));
+    expect(s).toMatchObject({ status: 'Cancelled', cancelledAt: later(29), nextBillingAt: null });
+  });
+
   it('pauses a PastDue subscription; a later successful charge makes it Active', () => {
     const s = start();
     s.recordFailedCharge(POLICY, T0);
@@ -396,6 +408,10 @@ describe('Subscription transitions', () => {
       const s = start();
       s.cancel(true, T0);
       expect(s.isDue(T0)).toBe(true);
+      // Its first period unpaid: charged for it first, not ended.
+      expect(codeOf(() => s.endAtPeriodEnd(T0))).toBe('invalid_transition');
+      s.advancePeriod(MONTHLY, T0);
+      expect(s.endsAtPeriodEnd(later(27))).toBe(false);
       s.endAtPeriodEnd(later(31));
       expect(s.status).toBe('Cancelled');
       expect(s.pullEvents()).toContain('subscription.cancelled');

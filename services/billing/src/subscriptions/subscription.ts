@@ -174,6 +174,21 @@ export class Subscription {
     );
   }
 
+  /**
+   * Whether, set to cancel at its period end, that end has come by `at`, so a billing run ends it
+   * (`endAtPeriodEnd`) rather than charging it or going on collecting: Active with its current
+   * period paid (or its charge Processing, a bank debit settling) and due again; PastDue (its
+   * period's charge failed, at once or at settlement) once that period has ended, so no retry is
+   * made after the cancellation took effect (the arrears are the merchant's to collect with a
+   * manual retry before then); or Paused (`endsWhilePaused`).
+   */
+  endsAtPeriodEnd(at: Date): boolean {
+    if (!this.cancelAtPeriodEnd) return false;
+    if (this.status === 'Active') return !this.owesCurrentPeriod() && this.nextBillingAt !== null && this.nextBillingAt <= at;
+    if (this.status === 'PastDue') return this.currentPeriodEnd <= at;
+    return this.endsWhilePaused(at);
+  }
+
   /** Whether it is Paused with a period still owed: it resumes PastDue (`resume`). */
   owesPeriodWhilePaused(): boolean {
     return this.status === 'Paused' && this.dunningPeriodStart !== null;
@@ -347,11 +362,11 @@ export class Subscription {
   }
 
   /**
-   * Billing run at the end of the paid period of a subscription cancelled with `atPeriodEnd`:
-   * it ends instead of being charged; or, Paused since, once that period has ended (`endsWhilePaused`).
+   * Billing run at the end of the period of a subscription cancelled with `atPeriodEnd`
+   * (`endsAtPeriodEnd`): it ends instead of being charged or collected.
    */
   endAtPeriodEnd(at: Date): void {
-    if (!(this.cancelAtPeriodEnd && this.status === 'Active') && !this.endsWhilePaused(at)) throw new DomainError('invalid_transition', 'The subscription is not set to end at its period end.');
+    if (!this.endsAtPeriodEnd(at)) throw new DomainError('invalid_transition', 'The subscription is not set to end at its period end.');
     this.end(at);
   }
 
