@@ -192,6 +192,15 @@ describe('session endpoints', () => {
     const ok = await api.patch('/api/Checkout/sessions/me/customer', { email: 'new@example.com', firstName: 'New', lastName: 'Name', phone: null }, { token: s.token });
     expect(ok.status).toBe(204);
     expect((await api.get('/api/Checkout/sessions/me', { token: s.token })).body.customer).toEqual({ email: 'new@example.com', firstName: 'New', lastName: 'Name', phone: null });
+    // phone: absent keeps the session's (the link's), null clears it, a string is stored as sent.
+    const withPhone = await openSession(api, m, { customer: { email: 'signed@example.com', firstName: 'Pat', lastName: 'P', phone: '+61400000009' } });
+    const me = async () => (await api.get('/api/Checkout/sessions/me', { token: withPhone.token })).body.customer;
+    expect((await api.patch('/api/Checkout/sessions/me/customer', { email: 'signed@example.com', firstName: 'Pat', lastName: 'Peterson' }, { token: withPhone.token })).status).toBe(204);
+    expect(await me()).toEqual({ email: 'signed@example.com', firstName: 'Pat', lastName: 'Peterson', phone: '+61400000009' });
+    await api.patch('/api/Checkout/sessions/me/customer', { email: 'signed@example.com', firstName: 'Pat', lastName: 'P', phone: '' }, { token: withPhone.token });
+    expect((await me()).phone).toBe('');
+    await api.patch('/api/Checkout/sessions/me/customer', { email: 'signed@example.com', firstName: 'Pat', lastName: 'P', phone: null }, { token: withPhone.token });
+    expect((await me()).phone).toBeNull();
     const bad = await api.patch('/api/Checkout/sessions/me/customer', { email: 'nope', firstName: ' ', lastName: '' }, { token: s.token });
     expect(bad.status).toBe(400);
     expect(Object.keys(bad.body.errors).sort()).toEqual(['email', 'firstName', 'lastName']);

@@ -62,6 +62,8 @@ describe('POST /api/Invitations', () => {
     ['email', { email: 'not-an-email' }],
     ['email', { email: `${'a'.repeat(250)}@example.com` }],
     ['phone', { phone: '1'.repeat(51) }],
+    ['phone', { phone: '   ' }],
+    ['phone', { email: null, phone: '(-) ' }],
     ['expiresInDays', { expiresInDays: 0 }],
     ['expiresInDays', { expiresInDays: 91 }],
     ['merchantId', { merchantId: 'nope' }],

@@ -31,7 +31,8 @@ export const CreateInvitationRequest = z
     phone: z
       .string('Must be a string.')
       .max(50, 'Must be at most 50 characters.')
-      .regex(/^\+?[0-9 ()-]{3,}$/, 'Must be a phone number (digits, optionally a leading +).')
+      // At least three digits: spaces, brackets and hyphens alone are no number to send to.
+      .regex(/^\+?(?=(?:\D*\d){3})[0-9 ()-]+$/, 'Must be a phone number (digits, optionally a leading +).')
       .nullish(),
     expiresInDays: z.number('Must be a whole number.').int('Must be a whole number.').min(1, 'Must be between 1 and 90.').max(90, 'Must be between 1 and 90.').nullish(),
   })

@@ -27,7 +27,9 @@ export function checkoutGrpc(links: Links, sessions: Sessions, completion: Sessi
     ResolveLink: async (req) => links.resolve(req.d, req.s),
     GetSession: async (req) => sessions.view(merchantOf(req.scope), req.sessionId),
     UpdateSessionCustomer: async (req) => {
-      await sessions.updateCustomer(merchantOf(req.scope), req.sessionId, { email: req.email, firstName: req.firstName, lastName: req.lastName, phone: orNull(req.phone) });
+      // Absent, the phone is kept (the link's signed one, say); null clears it.
+      const phone = req.phoneCleared ? { phone: null } : req.phone === undefined ? {} : { phone: req.phone };
+      await sessions.updateCustomer(merchantOf(req.scope), req.sessionId, { email: req.email, firstName: req.firstName, lastName: req.lastName, ...phone });
       return {};
     },
     CaptureBank: async (req) => ({

@@ -44,8 +44,8 @@ export class CheckoutSession {
     return this.status === 'Completed';
   }
 
-  /** Customer details may change until the session completes. */
-  updateCustomer(c: { email: string; firstName: string; lastName: string; phone: string | null }, now = new Date()): void {
+  /** Customer details may change until the session completes; an absent phone stays as it is. */
+  updateCustomer(c: { email: string; firstName: string; lastName: string; phone?: string | null }, now = new Date()): void {
     this.refuseWhenCompleted();
     Object.assign(this, c, { updatedAt: now });
   }

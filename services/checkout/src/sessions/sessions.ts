@@ -48,7 +48,7 @@ export class Sessions {
     };
   }
 
-  async updateCustomer(merchantId: string, sessionId: string, c: { email: string; firstName: string; lastName: string; phone: string | null }): Promise<void> {
+  async updateCustomer(merchantId: string, sessionId: string, c: { email: string; firstName: string; lastName: string; phone?: string | null }): Promise<void> {
     await this.orm.em.fork().transactional(async (em) => {
       const s = await findSession(em, merchantId, sessionId);
       s.updateCustomer(c);

@@ -130,12 +130,12 @@ export function checkoutRoutes(backends: Backends, access: MerchantAccess): Rout
       url: '/api/Checkout/sessions/me/customer',
       tag: 'Hosted checkout',
       summary: "Set the session's customer details",
-      description: 'Checkout-session token only. 204. A completed session: 409.',
+      description: 'Checkout-session token only. 204. phone: absent leaves the session\'s as it is (the one the link carried, say); null clears it; strings are stored as sent. A completed session: 409.',
       auth: { checkout: true },
       body: UpdateCheckoutCustomerRequest,
       responses: { 204: null, 400: null, 404: null, 409: null },
       handler: async ({ body, principal }) => {
-        await checkout.UpdateSessionCustomer({ ...sessionOf(principal), email: body.email, firstName: body.firstName, lastName: body.lastName, phone: body.phone ?? undefined });
+        await checkout.UpdateSessionCustomer({ ...sessionOf(principal), email: body.email, firstName: body.firstName, lastName: body.lastName, phone: body.phone ?? undefined, phoneCleared: body.phone === null });
         return noContent();
       },
     }),
