@@ -109,7 +109,7 @@ export function subscriptionRoutes(backends: Backends, access: MerchantAccess): 
       tag: 'Subscriptions',
       summary: 'Resume a paused subscription',
       description:
-        'Paused → Active (PastDue when it still owes a period whose charge failed before or during the pause). If the pause covered the next due date, a new period starts now and is due at once; otherwise the paid period continues. Set to cancel at its period end and that period ended during the pause: Cancelled instead (subscription.cancelled). Not Paused: 409. Emits subscription.resumed. Requires an Idempotency-Key.',
+        'Paused → Active (PastDue when it still owes a period whose charge failed before or during the pause; a period the terminal action Pause wrote off is not owed: it resumes Active). If the pause covered the next due date, a new period starts now and is due at once; otherwise the paid period continues. Set to cancel at its period end and that period ended during the pause: Cancelled instead (subscription.cancelled). Not Paused: 409. Emits subscription.resumed. Requires an Idempotency-Key.',
       auth: { merchant: 'Staff' },
       idempotent: true,
       ownerOf,
