@@ -218,39 +218,23 @@ export class BillingRun {
    * counted as terminated (as `endDue` does without a `resumeAt`).
    */
   private async resumeDue(): Promise<void> {
-    const seen = new Set<string>();
-    for (;;) {
-      const rows = await queryRows<{ id: string }>(
-        this.orm.em.fork(),
-        `select id from subscriptions where status = 'Paused' and resume_at is not null and resume_at <= ?::timestamptz and not (id = any(?::uuid[]))
-          order by resume_at limit ?`,
-        [this.asOf.toISOString(), [...seen], this.opts.chunkSize],
-      );
-      if (rows.length === 0) return;
-      await Promise.all(
-        rows.map(async ({ id }) => {
-          seen.add(id);
-          try {
-            let ended = false;
-            await this.subscriptions.transition({
-              scope: { kind: 'platform' },
-              id,
-              change: (sub, plan) => {
-                ended = sub.endsWhilePaused(this.asOf);
-                if (ended) return sub.endAtPeriodEnd(this.asOf);
-                if (sub.status !== 'Paused' || !sub.resumeAt || sub.resumeAt > this.asOf) return;
-                // Cannot happen (a foreign key); not a DomainError, so it is logged below.
-                if (!plan) throw new Error(`plan ${sub.planId} of subscription ${sub.id} is missing`);
-                sub.resume(plan, sub.resumeAt);
-              },
-            });
-            if (ended) this.result.terminated++;
-          } catch (e) {
-            this.logger.warn({ err: e, subscriptionId: id }, 'resuming a paused subscription at its resumeAt failed; the next run tries again');
-          }
-        }),
-      );
-    }
+    await this.transitionEach(
+      `select id from subscriptions where status = 'Paused' and not (id = any(?::uuid[])) and resume_at is not null and resume_at <= ?::timestamptz
+        order by resume_at limit ?`,
+      [this.asOf.toISOString()],
+      (sub, plan) => {
+        if (sub.endsWhilePaused(this.asOf)) {
+          sub.endAtPeriodEnd(this.asOf);
+          return true;
+        }
+        if (sub.status !== 'Paused' || !sub.resumeAt || sub.resumeAt > this.asOf) return false;
+        // Cannot happen (a foreign key); not a DomainError, so it is logged.
+        if (!plan) throw new Error(`plan ${sub.planId} of subscription ${sub.id} is missing`);
+        sub.resume(plan, sub.resumeAt);
+        return false;
+      },
+      'resuming a paused subscription at its resumeAt failed; the next run tries again',
+    );
   }
 
   /**
@@ -263,33 +247,48 @@ export class BillingRun {
    * read through `subscriptions_ending_index`.
    */
   private async endDue(): Promise<void> {
+    const asOf = this.asOf.toISOString();
+    await this.transitionEach(
+      `select id from subscriptions
+        where cancel_at_period_end and status <> 'Cancelled' and not (id = any(?::uuid[]))
+          and (next_billing_at <= ?::timestamptz or current_period_end <= ?::timestamptz)
+        order by id limit ?`,
+      [asOf, asOf],
+      (sub) => {
+        if (!sub.endsAtPeriodEnd(this.asOf)) return false;
+        sub.endAtPeriodEnd(this.asOf);
+        return true;
+      },
+      'ending a subscription at its period end failed; the next run tries again',
+    );
+  }
+
+  /**
+   * Applies `change` to each subscription `sql` selects, a chunk at a time, through the
+   * optimistic transition of the API's pause, resume and cancel (so a subscription changed
+   * meanwhile is decided again on what it is now). `sql` takes the ids already seen, then
+   * `params`, then the chunk size. `change` answers whether it ended the subscription (counted
+   * terminated). A subscription whose change fails is logged (`failure`) and left for the next run.
+   */
+  private async transitionEach(
+    sql: string,
+    params: unknown[],
+    change: (sub: Subscription, plan: BillingSchedule | undefined) => boolean,
+    failure: string,
+  ): Promise<void> {
     const seen = new Set<string>();
     for (;;) {
-      const rows = await queryRows<{ id: string }>(
-        this.orm.em.fork(),
-        `select id from subscriptions
-          where cancel_at_period_end and status <> 'Cancelled' and not (id = any(?::uuid[]))
-            and (next_billing_at <= ?::timestamptz or current_period_end <= ?::timestamptz)
-          order by id limit ?`,
-        [[...seen], this.asOf.toISOString(), this.asOf.toISOString(), this.opts.chunkSize],
-      );
+      const rows = await queryRows<{ id: string }>(this.orm.em.fork(), sql, [[...seen], ...params, this.opts.chunkSize]);
       if (rows.length === 0) return;
       await Promise.all(
         rows.map(async ({ id }) => {
           seen.add(id);
           try {
             let ended = false;
-            await this.subscriptions.transition({
-              scope: { kind: 'platform' },
-              id,
-              change: (sub) => {
-                ended = sub.endsAtPeriodEnd(this.asOf);
-                if (ended) sub.endAtPeriodEnd(this.asOf);
-              },
-            });
+            await this.subscriptions.transition({ scope: { kind: 'platform' }, id, change: (sub, plan) => void (ended = change(sub, plan)) });
             if (ended) this.result.terminated++;
           } catch (e) {
-            this.logger.warn({ err: e, subscriptionId: id }, 'ending a subscription at its period end failed; the next run tries again');
+            this.logger.warn({ err: e, subscriptionId: id }, failure);
           }
         }),
       );
