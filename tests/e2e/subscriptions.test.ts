@@ -183,7 +183,7 @@ describe('subscription transitions', () => {
     expect(await outboxEvents(db, 'subscription.cancelled', s.id)).toHaveLength(0);
     const cancelled = await act(s.id, 'cancel');
     expect(cancelled.status).toBe(200);
-    expect(cancelled.body).toMatchObject({ status: 'Cancelled', nextBillingAt: null });
+    expect(cancelled.body).toMatchObject({ status: 'Cancelled', nextBillingAt: null, cancelAtPeriodEnd: false });
     expect(cancelled.body.cancelledAt).not.toBeNull();
     for (const action of ['pause', 'resume', 'cancel'] as const) {
       const res = await act(s.id, action);

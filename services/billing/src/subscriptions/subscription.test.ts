@@ -115,6 +115,9 @@ describe('Subscription transitions', () => {
     expect(s.isLive()).toBe(true);
     s.cancel(true, later(2));
     expect(s.pullEvents()).toEqual([]);
+    // Then cancelled now: no longer at its period end.
+    s.cancel(false, later(3));
+    expect(s).toMatchObject({ status: 'Cancelled', cancelAtPeriodEnd: false, cancelledAt: later(3) });
   });
 
   it('cancels a Paused or PastDue subscription at once even when asked for period end', () => {

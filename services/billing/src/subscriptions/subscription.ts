@@ -208,6 +208,8 @@ export class Subscription {
       this.updatedAt = now;
       return;
     }
+    // Cancelled now, not at a period end, whatever was asked before.
+    this.cancelAtPeriodEnd = false;
     this.end(now);
   }
 
