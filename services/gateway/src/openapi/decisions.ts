@@ -11,7 +11,7 @@ const SECTIONS_TEXT = `Authentication
 - Credential kinds: platform admin token, API key (sk_...), merchant-user JWT, customer JWT, checkout-session JWT. Each JWT kind has its own "aud" and header "typ"; ES256 only; a token of the wrong kind for an endpoint is 401.
 - API keys act with the reach of an Admin merchant user. The platform admin token may name any existing merchant.
 - Public signing keys: GET /.well-known/jwks.json.
-- Revoking a key, deactivating a user or changing a user's role ends existing credentials on the next request at the gateway that served the change and within one second at every other replica. No revocation is skipped, whatever order the changes commit in.
+- Revoking a key, deactivating a user or changing a user's role ends existing credentials on the next request at the gateway that served the change and within one second at every other replica. No revocation is skipped, whatever order the changes commit in. A PATCH of a merchant user that changes nothing (the role it already has, isActive true for an active user) ends nothing: its tokens stay valid.
 - Until a gateway replica has read identity's credential-change feed once (at start-up), it answers requests carrying an API key or a JWT with 503 and Retry-After: 1 (it cannot yet know which were revoked); the platform admin token is served.
 - Reactivating a user does not revive tokens issued before the deactivation; the user signs in again.
 - The platform admin token has no merchant: GET /api/Merchants/me with it is 401.
