@@ -72,7 +72,7 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       tag: 'Customer accounts',
       summary: 'Sign up a customer (or claim the unclaimed account of this email)',
       description:
-        'Creates a customer account and returns a customer token (one hour). When an invitation or a checkout already created an unclaimed account for the email, this claims it: sets the password and fills the profile (200). A claimed account for the email: 409. The email is stored and returned as sent and matched case-insensitively (a claim stores it as typed here). A verification link is emailed; emailVerified stays false until it is used.',
+        'Creates a customer account and returns a customer token (one hour). When an invitation or a checkout already created an unclaimed account for the email, this claims it: sets the password and the whole profile from this body alone, so a contact field not given here is null, whatever the invitation or checkout stored (200). A claimed account for the email: 409. The email is stored and returned as sent and matched case-insensitively (a claim stores it as typed here). A verification link is emailed; emailVerified stays false until it is used.',
       auth: { anonymous: true },
       body: CustomerSignupRequest,
       responses: { 200: CustomerSignInResult, 400: null, 409: null },
