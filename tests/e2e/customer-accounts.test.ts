@@ -310,6 +310,27 @@ describe('password reset', () => {
   });
 });
 
+describe('email verification by password reset', () => {
+  it('verifies the email with a reset from the forgot-password email, when the verification link was never used', async () => {
+    const { email } = await signUp();
+    expect((await api.post('/api/account/forgot-password', { email })).status).toBe(202);
+    const mail = await waitForMessage(dataDir, email, (m) => /reset-password\?token=/.test(m.text));
+    expect((await api.post('/api/account/reset-password', { token: tokenFromLink(mail.text, 'reset-password'), newPassword: 'emailed-reset-pw' })).status).toBe(204);
+    const login = await api.post('/api/account/login', { email, password: 'emailed-reset-pw' });
+    expect(login.body.account.emailVerified).toBe(true);
+    expect((await api.get('/api/account/me', { token: login.body.token })).body.emailVerified).toBe(true);
+  });
+
+  it('leaves the email unverified after a reset with a support-desk token (handed to the admin, not emailed)', async () => {
+    const { email, id } = await signUp();
+    const issued = await api.post(`/api/admin/accounts/${id}/password-reset`, undefined, { token: admin });
+    expect((await api.post('/api/account/reset-password', { token: issued.body.token, newPassword: 'support-desk-pw' })).status).toBe(204);
+    const login = await api.post('/api/account/login', { email, password: 'support-desk-pw' });
+    expect(login.body.account.emailVerified).toBe(false);
+    expect((await api.get('/api/account/me', { token: login.body.token })).body.emailVerified).toBe(false);
+  });
+});
+
 describe('claiming the unclaimed account of an invitation', () => {
   let merchant: { id: string; key: string };
   beforeAll(async () => {
@@ -338,6 +359,17 @@ describe('claiming the unclaimed account of an invitation', () => {
     const other = await invited();
     const given = await api.post('/api/account/signup', signupBody(other, { phone: '+61 499 999 999', city: 'Perth' }));
     expect((await api.get('/api/account/me', { token: given.body.token })).body).toMatchObject({ phone: '+61 499 999 999', city: 'Perth', country: null });
+  });
+
+  it('a reset from the forgot-password email claims it keeping the stored profile, and verifies the email', async () => {
+    const email = await invited();
+    expect((await api.post('/api/account/forgot-password', { email })).status).toBe(202);
+    const mail = await waitForMessage(dataDir, email, (m) => /reset-password\?token=/.test(m.text));
+    expect((await api.post('/api/account/reset-password', { token: tokenFromLink(mail.text, 'reset-password'), newPassword: 'claimed-by-reset' })).status).toBe(204);
+    const login = await api.post('/api/account/login', { email, password: 'claimed-by-reset' });
+    expect(login.status).toBe(200);
+    expect((await api.get('/api/account/me', { token: login.body.token })).body).toMatchObject({ email, firstName: 'Invited', phone: '+61 412 345 678', emailVerified: true });
+    expectProblem(await api.post('/api/account/signup', signupBody(email)), 409);
   });
 });
 

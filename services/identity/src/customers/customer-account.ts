@@ -110,10 +110,17 @@ export class CustomerAccount {
     this.updatedAt = new Date();
   }
 
-  /** A password reset also claims an unclaimed account: it proves control of the email. */
-  setPassword(passwordHash: string, now = new Date()): void {
+  /**
+   * A password reset also claims an unclaimed account, keeping its profile: the reset token was
+   * either emailed to the account's address (its holder controls the email the merchant stored
+   * those details for) or handed to the platform admin, who vouches for whom they give it to.
+   * `emailProven` (the token was emailed) also verifies the email, the one way an account claimed
+   * by a reset, or one whose verification link expired, can become verified.
+   */
+  setPassword(passwordHash: string, emailProven: boolean, now = new Date()): void {
     this.passwordHash = passwordHash;
     this.claimedAt ??= now;
+    if (emailProven) this.emailVerified = true;
     this.updatedAt = now;
   }
 
