@@ -310,6 +310,69 @@ describe('password reset', () => {
   });
 });
 
+describe('email verification by password reset', () => {
+  it('verifies the email with a reset from the forgot-password email, when the verification link was never used', async () => {
+    const { email } = await signUp();
+    expect((await api.post('/api/account/forgot-password', { email })).status).toBe(202);
+    const mail = await waitForMessage(dataDir, email, (m) => /reset-password\?token=/.test(m.text));
+    expect((await api.post('/api/account/reset-password', { token: tokenFromLink(mail.text, 'reset-password'), newPassword: 'emailed-reset-pw' })).status).toBe(204);
+    const login = await api.post('/api/account/login', { email, password: 'emailed-reset-pw' });
+    expect(login.body.account.emailVerified).toBe(true);
+    expect((await api.get('/api/account/me', { token: login.body.token })).body.emailVerified).toBe(true);
+  });
+
+  it('leaves the email unverified after a reset with a support-desk token (handed to the admin, not emailed)', async () => {
+    const { email, id } = await signUp();
+    const issued = await api.post(`/api/admin/accounts/${id}/password-reset`, undefined, { token: admin });
+    expect((await api.post('/api/account/reset-password', { token: issued.body.token, newPassword: 'support-desk-pw' })).status).toBe(204);
+    const login = await api.post('/api/account/login', { email, password: 'support-desk-pw' });
+    expect(login.body.account.emailVerified).toBe(false);
+    expect((await api.get('/api/account/me', { token: login.body.token })).body.emailVerified).toBe(false);
+  });
+});
+
+describe('claiming the unclaimed account of an invitation', () => {
+  let merchant: { id: string; key: string };
+  beforeAll(async () => {
+    const { id } = await createMerchant(api, admin);
+    merchant = { id, key: (await createApiKey(api, admin, id)).key };
+  });
+
+  /** An unclaimed account made by an invitation that gave the email a phone. */
+  async function invited(): Promise<string> {
+    const email = newEmail();
+    const res = await api.post('/api/Invitations', { merchantId: merchant.id, firstName: 'Invited', lastName: 'Person', email, phone: '+61 412 345 678' }, { token: merchant.key });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return email;
+  }
+
+  it('signup sets the whole profile from its body: the phone the merchant stored is not shown to the claimant', async () => {
+    const email = await invited();
+    const claim = await api.post('/api/account/signup', signupBody(email));
+    expect(claim.status).toBe(200);
+    const me = await api.get('/api/account/me', { token: claim.body.token });
+    expect(me.body).toMatchObject({
+      email, firstName: 'Ada', lastName: 'Lovelace', dateOfBirth: '1990-05-17', emailVerified: false,
+      phone: null, addressLine1: null, addressLine2: null, city: null, state: null, postCode: null, country: null,
+    });
+    // Contact fields the signup gives are stored as given.
+    const other = await invited();
+    const given = await api.post('/api/account/signup', signupBody(other, { phone: '+61 499 999 999', city: 'Perth' }));
+    expect((await api.get('/api/account/me', { token: given.body.token })).body).toMatchObject({ phone: '+61 499 999 999', city: 'Perth', country: null });
+  });
+
+  it('a reset from the forgot-password email claims it keeping the stored profile, and verifies the email', async () => {
+    const email = await invited();
+    expect((await api.post('/api/account/forgot-password', { email })).status).toBe(202);
+    const mail = await waitForMessage(dataDir, email, (m) => /reset-password\?token=/.test(m.text));
+    expect((await api.post('/api/account/reset-password', { token: tokenFromLink(mail.text, 'reset-password'), newPassword: 'claimed-by-reset' })).status).toBe(204);
+    const login = await api.post('/api/account/login', { email, password: 'claimed-by-reset' });
+    expect(login.status).toBe(200);
+    expect((await api.get('/api/account/me', { token: login.body.token })).body).toMatchObject({ email, firstName: 'Invited', phone: '+61 412 345 678', emailVerified: true });
+    expectProblem(await api.post('/api/account/signup', signupBody(email)), 409);
+  });
+});
+
 describe('POST /api/admin/accounts/{id}/password-reset', () => {
   it('returns a one-hour token that resets the password', async () => {
     const { email, id } = await signUp();
@@ -444,7 +507,8 @@ describe('with a 2-second lockout window', () => {
     expect(claim.status).toBe(200);
     expect(claim.body.account).toMatchObject({ id: first.id, email, fullName: 'Claimed Owner' });
     const me = await locked.get('/api/account/me', { token: claim.body.token });
-    expect(me.body).toMatchObject({ id: first.id, firstName: 'Claimed', phone: '0400 111 222', dateOfBirth: '1990-05-17' });
+    // The profile is the signup's alone: the phone the account was created with is not kept.
+    expect(me.body).toMatchObject({ id: first.id, firstName: 'Claimed', phone: null, dateOfBirth: '1990-05-17' });
 
     expectProblem(await locked.post('/api/account/signup', signupBody(email)), 409);
     expect(await customers.EnsureCustomerAccount({ email, firstName: 'X', lastName: 'Y' })).toEqual({ id: first.id, created: false, claimed: true });

@@ -233,6 +233,20 @@ describe('merchant users (admin)', () => {
     expect((await api.patch(last, { isActive: true }, { token: admin })).status).toBe(200);
   });
 
+  it("ends a user's tokens only on a real change: the role the user already has keeps them, another role ends them", async () => {
+    const m = await createMerchant(api, admin);
+    const { user, token } = await createMerchantUser(api, admin, m.id, 'Staff');
+    const path = `/api/admin/merchants/${m.id}/users/${user.id}`;
+    for (const unchanged of [{ role: 'Staff' }, { isActive: true }, { role: 'Staff', isActive: true }]) {
+      const res = await api.patch(path, unchanged, { token: admin });
+      expect(res.status, JSON.stringify(unchanged)).toBe(200);
+      expect(res.body).toMatchObject({ role: 'Staff', isActive: true });
+      expect((await api.get('/api/Merchants/me', { token })).status, JSON.stringify(unchanged)).toBe(200);
+    }
+    expect((await api.patch(path, { role: 'Viewer' }, { token: admin })).status).toBe(200);
+    expect((await api.get('/api/Merchants/me', { token })).status).toBe(401);
+  });
+
   it('stores the password as a scrypt hash', async () => {
     const m = await createMerchant(api, admin);
     const { user, password } = await createMerchantUser(api, admin, m.id);

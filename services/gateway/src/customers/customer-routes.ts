@@ -72,7 +72,7 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       tag: 'Customer accounts',
       summary: 'Sign up a customer (or claim the unclaimed account of this email)',
       description:
-        'Creates a customer account and returns a customer token (one hour). When an invitation or a checkout already created an unclaimed account for the email, this claims it: sets the password and fills the profile (200). A claimed account for the email: 409. The email is stored and returned as sent and matched case-insensitively (a claim stores it as typed here). A verification link is emailed; emailVerified stays false until it is used.',
+        'Creates a customer account and returns a customer token (one hour). When an invitation or a checkout already created an unclaimed account for the email, this claims it: sets the password and the whole profile from this body alone, so a contact field not given here is null, whatever the invitation or checkout stored (200). A claimed account for the email: 409. The email is stored and returned as sent and matched case-insensitively (a claim stores it as typed here). A verification link is emailed; emailVerified stays false until it is used (or a password reset with an emailed token).',
       auth: { anonymous: true },
       body: CustomerSignupRequest,
       responses: { 200: CustomerSignInResult, 400: null, 409: null },
@@ -148,7 +148,7 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       tag: 'Customer accounts',
       summary: 'Set a new password with a reset token',
       description:
-        'The token works once (also under concurrent use: exactly one succeeds) and for one hour; a used, expired or unknown token is 400 naming `token`. Success ends every existing token of the account, retires its other reset tokens and clears its failed-login lock.',
+        'The token works once (also under concurrent use: exactly one succeeds) and for one hour; a used, expired or unknown token is 400 naming `token`. Success ends every existing token of the account, retires its other reset tokens and clears its failed-login lock; it claims an unclaimed account, keeping its profile. A token from the forgot-password email also sets emailVerified true (it proves control of the address); a support-desk token does not.',
       auth: { anonymous: true },
       body: ResetPasswordRequest,
       responses: { 204: null, 400: null },
@@ -176,7 +176,7 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       url: '/api/admin/accounts/:id/password-reset',
       tag: 'Admin',
       summary: 'Issue a password-reset token for a customer (support desk)',
-      description: 'The plaintext token is returned once (only its SHA-256 is stored); it is valid one hour, once, at POST /api/account/reset-password. Nothing is emailed.',
+      description: 'The plaintext token is returned once (only its SHA-256 is stored); it is valid one hour, once, at POST /api/account/reset-password. Nothing is emailed, so a reset with it does not verify the email.',
       auth: { admin: true },
       params: IdParams,
       responses: { 200: PasswordResetToken, 404: null },

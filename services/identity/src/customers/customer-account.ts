@@ -82,8 +82,10 @@ export class CustomerAccount {
   }
 
   /**
-   * Sets the password and fills the profile; given contact fields replace stored ones, absent ones
-   * are kept. `email` (this account's in some letter case) is the one the customer typed at
+   * Sets the password and the whole profile from the signup alone: a contact field it does not
+   * give becomes null. The claimant has proved nothing yet (the email is not verified), so what
+   * the invitation or checkout stored for this email (a phone the merchant typed) must not be
+   * shown to them. `email` (this account's in some letter case) is the one the customer typed at
    * signup and replaces the one the invitation or checkout gave: the owner's spelling wins.
    */
   claim(email: string, profile: SignupProfile, passwordHash: string, acceptedTerms: boolean, now = new Date()): void {
@@ -94,7 +96,7 @@ export class CustomerAccount {
     this.firstName = profile.firstName;
     this.lastName = profile.lastName;
     this.dateOfBirth = profile.dateOfBirth;
-    for (const f of OPTIONAL_PROFILE_FIELDS) if (profile[f] != null) this[f] = profile[f];
+    for (const f of OPTIONAL_PROFILE_FIELDS) this[f] = profile[f] ?? null;
     if (acceptedTerms) this.termsAcceptedAt = now;
     this.updatedAt = now;
   }
@@ -108,10 +110,17 @@ export class CustomerAccount {
     this.updatedAt = new Date();
   }
 
-  /** A password reset also claims an unclaimed account: it proves control of the email. */
-  setPassword(passwordHash: string, now = new Date()): void {
+  /**
+   * A password reset also claims an unclaimed account, keeping its profile: the reset token was
+   * either emailed to the account's address (its holder controls the email the merchant stored
+   * those details for) or handed to the platform admin, who vouches for whom they give it to.
+   * `emailProven` (the token was emailed) also verifies the email, the one way an account claimed
+   * by a reset, or one whose verification link expired, can become verified.
+   */
+  setPassword(passwordHash: string, emailProven: boolean, now = new Date()): void {
     this.passwordHash = passwordHash;
     this.claimedAt ??= now;
+    if (emailProven) this.emailVerified = true;
     this.updatedAt = now;
   }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { UniqueConstraintViolationException } from '@mikro-orm/postgresql';
-import { openDatabase } from '@billing/service-runtime';
+import { openDatabase, sha256Hex } from '@billing/service-runtime';
 import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { ENTITIES } from '../app.js';
 import { MIGRATIONS } from '../migrations/index.js';
@@ -99,11 +99,11 @@ describe('customer one-time tokens', () => {
     const em = orm().em.fork();
     const account = CustomerAccount.unclaimed({ email: email(), firstName: 'A', lastName: 'B' });
     await em.persistAndFlush(account);
-    const { token, entity } = CustomerToken.mint(account.id, 'password_reset', 3600);
+    const { token, entity } = CustomerToken.mint(account.id, 'password_reset', 'email', 3600);
     await em.persistAndFlush(entity);
 
     const uses = await Promise.all(Array.from({ length: 10 }, () => orm().em.fork().transactional((tx) => consumeToken(tx, token, 'password_reset'))));
-    expect(uses.filter((u) => u === account.id)).toHaveLength(1);
+    expect(uses.filter((u) => u?.accountId === account.id)).toHaveLength(1);
     expect(uses.filter((u) => u === undefined)).toHaveLength(9);
   });
 
@@ -111,11 +111,26 @@ describe('customer one-time tokens', () => {
     const em = orm().em.fork();
     const account = CustomerAccount.unclaimed({ email: email(), firstName: 'A', lastName: 'B' });
     await em.persistAndFlush(account);
-    const verification = CustomerToken.mint(account.id, 'email_verification', 3600);
-    const expired = CustomerToken.mint(account.id, 'password_reset', 3600, new Date(Date.now() - 2 * 3600_000));
+    const verification = CustomerToken.mint(account.id, 'email_verification', 'email', 3600);
+    const expired = CustomerToken.mint(account.id, 'password_reset', 'email', 3600, new Date(Date.now() - 2 * 3600_000));
     await em.persistAndFlush([verification.entity, expired.entity]);
     expect(await consumeToken(orm().em.fork(), verification.token, 'password_reset')).toBeUndefined();
     expect(await consumeToken(orm().em.fork(), expired.token, 'password_reset')).toBeUndefined();
-    expect(await consumeToken(orm().em.fork(), verification.token, 'email_verification')).toBe(account.id);
+    expect(await consumeToken(orm().em.fork(), verification.token, 'email_verification')).toEqual({ accountId: account.id, delivery: 'email' });
+  });
+
+  it('report how they were delivered; a row written without it (a previous release) counts as handed out, which verifies nothing', async () => {
+    const em = orm().em.fork();
+    const account = CustomerAccount.unclaimed({ email: email(), firstName: 'A', lastName: 'B' });
+    await em.persistAndFlush(account);
+    const handedOut = CustomerToken.mint(account.id, 'password_reset', 'handed_out', 3600);
+    await em.persistAndFlush(handedOut.entity);
+    const legacy = randomBytes(32).toString('base64url');
+    await orm().em.fork().execute(
+      `insert into customer_tokens (token_hash, account_id, purpose, expires_at, created_at) values (?, ?, 'password_reset', now() + interval '1 hour', now())`,
+      [sha256Hex(legacy), account.id],
+    );
+    expect(await consumeToken(orm().em.fork(), handedOut.token, 'password_reset')).toEqual({ accountId: account.id, delivery: 'handed_out' });
+    expect(await consumeToken(orm().em.fork(), legacy, 'password_reset')).toEqual({ accountId: account.id, delivery: 'handed_out' });
   });
 });

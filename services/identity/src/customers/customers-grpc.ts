@@ -100,7 +100,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
       logger.info({ accountId: account.id }, 'password-reset email not sent: hourly limit for this email reached');
       return;
     }
-    const { token, entity } = CustomerToken.mint(account.id, 'password_reset', PASSWORD_RESET_TTL_SECONDS);
+    const { token, entity } = CustomerToken.mint(account.id, 'password_reset', 'email', PASSWORD_RESET_TTL_SECONDS);
     await em.persistAndFlush(entity);
     await channels.email.send(passwordResetEmail(account.email, token, publicBaseUrl));
   };
@@ -119,7 +119,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
           else em.persist((account = CustomerAccount.signUp(email, input, passwordHash, input.acceptedTerms === true)));
           // The token row references the account: the account's insert must come first.
           await em.flush();
-          const { token, entity } = CustomerToken.mint(account.id, 'email_verification', EMAIL_VERIFICATION_TTL_SECONDS);
+          const { token, entity } = CustomerToken.mint(account.id, 'email_verification', 'email', EMAIL_VERIFICATION_TTL_SECONDS);
           em.persist(entity);
           return { account, verification: token };
         }));
@@ -181,7 +181,8 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
     IssuePasswordReset: async (req) => {
       const em = orm.em.fork();
       const account = await findAccount(em, req.id);
-      const { token, entity } = CustomerToken.mint(account.id, 'password_reset', PASSWORD_RESET_TTL_SECONDS);
+      // Handed to the admin, not emailed: using it says nothing about who controls the address.
+      const { token, entity } = CustomerToken.mint(account.id, 'password_reset', 'handed_out', PASSWORD_RESET_TTL_SECONDS);
       await em.persistAndFlush(entity);
       return { token, expiresAt: entity.expiresAt.toISOString() };
     },
@@ -192,10 +193,10 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
       if (!(await isTokenUsable(orm.em.fork(), input.token, 'password_reset'))) throw invalidToken();
       const passwordHash = await hasher.hash(input.newPassword);
       return orm.em.fork().transactional(async (em) => {
-        const accountId = await consumeToken(em, input.token, 'password_reset');
-        if (!accountId) throw invalidToken();
-        const account = await findAccount(em, accountId, true);
-        account.setPassword(passwordHash);
+        const used = await consumeToken(em, input.token, 'password_reset');
+        if (!used) throw invalidToken();
+        const account = await findAccount(em, used.accountId, true);
+        account.setPassword(passwordHash, used.delivery === 'email');
         await retireTokens(em, account.id, 'password_reset');
         await lockout.clear(em, account.email);
         // A new password ends every session of the old one.
@@ -208,9 +209,9 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
     VerifyEmail: async (req) => {
       const input = parseOrThrow(VerifyEmailRequest, req);
       await orm.em.fork().transactional(async (em) => {
-        const accountId = await consumeToken(em, input.token, 'email_verification');
-        if (!accountId) throw invalidToken();
-        (await findAccount(em, accountId, true)).markEmailVerified();
+        const used = await consumeToken(em, input.token, 'email_verification');
+        if (!used) throw invalidToken();
+        (await findAccount(em, used.accountId, true)).markEmailVerified();
       });
       return {};
     },

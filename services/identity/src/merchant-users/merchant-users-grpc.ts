@@ -47,8 +47,10 @@ export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer:
           throw new DomainError('conflict', "This is the merchant's only active Owner: make another user Owner first.");
         }
         const effect = user.update(change);
-        if (effect) em.persist(CredentialChange.of('merchant_user', user.id, effect === 'revoked'));
-        return user.toView();
+        if (!effect) return user.toView();
+        const credentialChange = CredentialChange.of('merchant_user', user.id, effect === 'revoked');
+        em.persist(credentialChange);
+        return { ...user.toView(), tokensRevokedAt: credentialChange.revoked ? credentialChange.at.toISOString() : undefined };
       });
     },
 

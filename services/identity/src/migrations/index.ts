@@ -9,4 +9,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { name: 'Migration20261121170000_api_key_endpoints_backfill', load: async () => (await import('./Migration20261121170000_api_key_endpoints_backfill.js')).Migration20261121170000_api_key_endpoints_backfill },
   { name: 'Migration20261122190000_login_abuse', load: async () => (await import('./Migration20261122190000_login_abuse.js')).Migration20261122190000_login_abuse },
   { name: 'Migration20261127000000_customer_email_as_sent', load: async () => (await import('./Migration20261127000000_customer_email_as_sent.js')).Migration20261127000000_customer_email_as_sent },
+  { name: 'Migration20261128000000_customer_token_delivery', load: async () => (await import('./Migration20261128000000_customer_token_delivery.js')).Migration20261128000000_customer_token_delivery },
 ];
