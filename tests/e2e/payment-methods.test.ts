@@ -58,12 +58,15 @@ describe('adding payment methods', () => {
     expect(events[0]!.data).toMatchObject({ id: res.body.id, memberId: member.id, last4: '4242', isDefault: true });
   });
 
-  it('appends a bank account at the next rank, normalising the BSB', async () => {
+  it('appends a bank account at the next rank, keeping the BSB as sent', async () => {
     const member = await createMember(api, a);
     await addPaymentMethod(api, a, member.id);
     const res = await add(member.id, { ...BANK, bsb: '062000' });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ type: 'BankAccount', accountName: 'Ada Lovelace', bsb: '062-000', last4: '1234', expiryMonth: null, rank: 2, isDefault: false });
+    expect(res.body).toMatchObject({ type: 'BankAccount', accountName: 'Ada Lovelace', bsb: '062000', last4: '1234', expiryMonth: null, rank: 2, isDefault: false });
+    expect((await add(member.id, { ...BANK, bsb: '062-001' })).body.bsb).toBe('062-001');
+    // Not trimmed into shape either: a BSB with spaces is 400.
+    expect((await add(member.id, { ...BANK, bsb: ' 062000' })).body.errors).toHaveProperty('bsb');
   });
 
   it('refuses full card or account numbers, and malformed tokenisation results', async () => {

@@ -27,12 +27,8 @@ export const PaymentMethod = z
   .meta({ id: 'PaymentMethod' });
 export type PaymentMethod = z.infer<typeof PaymentMethod>;
 
-/** Australian bank-state-branch number: six digits, optionally `123-456`; normalised to `123-456`. */
-export const Bsb = z
-  .string()
-  .trim()
-  .regex(/^\d{3}-?\d{3}$/, 'Must be a 6-digit BSB, e.g. 062-000.')
-  .transform((s) => `${s.replace('-', '').slice(0, 3)}-${s.replace('-', '').slice(3)}`);
+/** Australian bank-state-branch number: six digits, optionally `123-456`; stored and returned as sent (contract §2). */
+export const Bsb = z.string().regex(/^\d{3}-?\d{3}$/, 'Must be a 6-digit BSB, e.g. 062-000.');
 
 export const Last4 = z.string().regex(/^\d{4}$/, 'Must be exactly 4 digits.');
 

@@ -40,7 +40,7 @@ Text (contract section 2)
 - A request path whose percent-encoded bytes are not UTF-8 ("/api/Transactions/%FF") is 400; a path segment over 500 characters names no resource (ids are far shorter), so it is 404. Both are problem details with a trace id, raised before authentication.
 - These checks run before authentication and before the Idempotency-Key is looked at (like malformed JSON), so a refused request never claims or consumes a key. As a backstop, text the database refuses is 400 bad-request, never 500.
 - Dates and date-times (startDate, resumeAt, asOf, periodStart, periodEnd, expiresAt) must fall in the years 0001 to 9999 UTC, else 400 naming the field; year 0000 exists in no calendar storage holds. A subscription whose first period (or trial) would end after 9999 is 400 naming startDate.
-- Codes are normalised, not stored as sent: currency is upper-cased, a BSB is stored as 123-456.
+- Currency codes are normalised: a currency is upper-cased (aud → AUD). A BSB is stored and returned as sent (062000 or 062-000; a provider token carries the provider's own form, 062-000).
 
 Merchants
 - providerMerchantProfileId is null until gateway credentials are configured.
