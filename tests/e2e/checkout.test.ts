@@ -336,7 +336,7 @@ describe('POST /api/Checkout/sessions/me/complete', () => {
     expect((await api.get(`/api/Members?merchantId=${planned.id}&email=${encodeURIComponent(newcomer)}`, { token: planned.key })).body.items).toEqual([]);
   });
 
-  it('Failed 400 naming missing customer details or for an empty token, 409 for a plan deactivated since; 404 for another sessionId; 400 without a providerToken', async () => {
+  it('Failed 400 naming missing customer details or for an empty token, 409 for a plan deactivated since; 400 for another sessionId; 400 without a providerToken', async () => {
     const s = await openSession(api, m, { customer: undefined });
     const token = await captureBank(api, s);
     const missing = await complete(api, s, token);
@@ -356,7 +356,10 @@ describe('POST /api/Checkout/sessions/me/complete', () => {
     expect(inactive.body).toMatchObject({ status: 'Failed', failureReason: 'The plan is no longer active.' });
 
     const other = await openSession(api, m);
-    expect((await api.post('/api/Checkout/sessions/me/complete', { sessionId: other.sessionId, providerToken: token }, { token: s.token })).status).toBe(404);
+    // Another session's id: a Failed completion result, 400 (the endpoint answers 200, 400 and 409), with this session's returnUrl.
+    const foreign = await api.post('/api/Checkout/sessions/me/complete', { sessionId: other.sessionId, providerToken: token }, { token: s.token });
+    expect(foreign.status).toBe(400);
+    expect(foreign.body).toMatchObject({ status: 'Failed', returnUrl: s.payload.returnUrl, failureReason: 'sessionId is not the session of this checkout token.' });
     // A body that fails its schema is a Failed completion result as well (it was problem details).
     const noToken = await api.post('/api/Checkout/sessions/me/complete', { sessionId: s.sessionId }, { token: s.token });
     expect(noToken.status).toBe(400);
