@@ -489,6 +489,21 @@ describe('billing runs', () => {
     expect((await ledger(m.id)).charges).toHaveLength(1);
   }, 60_000);
 
+  it('a subscription cancelled while its charge is in flight stays Cancelled; the charge stands and the run counts it succeeded', async () => {
+    const m = await billingMerchant();
+    const sub = await m.subscriber();
+    await fault(m.id, { latencyMs: 700 });
+    const running = run(T0);
+    await eventually(async () => (await m.transactions(sub.id)).length > 0, 20_000, 20);
+    expect((await act(m, sub.id, 'cancel')).body).toMatchObject({ status: 'Cancelled' });
+    // Counted: every charged subscription is succeeded or failed in the report (it was neither).
+    expect(await running).toMatchObject({ charged: 1, succeeded: 1, failed: 0 });
+    await fault(m.id, null);
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'Cancelled' });
+    expect((await m.transactions(sub.id)).map((t) => t.status)).toEqual(['Settled']);
+    expect((await ledger(m.id)).charges).toHaveLength(1);
+  }, 60_000);
+
   it('ends at its period end a subscription set to cancel then and paused since, however it is resumed, and charges it nothing more', async () => {
     const m = await billingMerchant();
     const [byRun, byResumeAt, byResume] = [await m.subscriber(), await m.subscriber(), await m.subscriber([CARD], { startDate: day(-45, new Date().toISOString()) })];

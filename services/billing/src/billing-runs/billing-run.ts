@@ -683,7 +683,8 @@ export function callFor(provider: PaymentProvider, t: Transaction, methods: Map<
  * payment method is tried by a later claim, or the failure is recorded when none is left). An
  * unavailable provider leaves the call unconfirmed, for the next run to reconcile. An answer for
  * a transaction confirmed meanwhile (by a reconciling run) is dropped: it was applied once.
- * Returns how many charges advanced their subscription (`succeeded`) and the ids of the
+ * Returns how many charges of subscriptions it recorded Settled or Processing (`succeeded`), whether
+ * or not they moved their subscription on (one cancelled in flight does not), and the ids of the
  * transactions whose outcome it recorded (`recorded`). It applies every answer to its
  * in-memory transaction (`Transaction.applyOutcome`): those it recorded are as stored; a caller
  * that needs one it did not record reads it back. `traceContexts` (one per transaction), when
@@ -741,6 +742,8 @@ async function recordOutcomesOnce(
   const refused: ReleasedRefund[] = [];
   const advanced: Subscription[] = [];
   const advancedBy: string[] = [];
+  /** Charges of subscriptions that succeeded (or are processing), whether or not they moved their subscription on. */
+  const succeeded: string[] = [];
   const events: (OutboxJsonRow & { transaction_id: string })[] = [];
   const occurredAt = new Date();
   const callerTrace = injectTraceHeaders();
@@ -759,6 +762,7 @@ async function recordOutcomesOnce(
       if (t.status === 'Failed') refused.push(releasedRefundOf(t));
       return;
     }
+    if (t.subscriptionId && advancesPeriod(o)) succeeded.push(t.id);
     const sub = t.subscriptionId ? locked.subs.get(t.subscriptionId) : undefined;
     if (!sub || !t.periodStart || !advancesPeriod(o)) return;
     const schedule = locked.plans.get(sub.planId)!;
@@ -777,7 +781,7 @@ async function recordOutcomesOnce(
     for (const e of subscriptionEvents(sub)) event(t, i, e);
   });
   // Unnamed (`queryRows`), as the statements of a billing run's recording: planned with the tables as they are.
-  const [row] = await queryRows<{ recorded: string[]; advanced: number }>(
+  const [row] = await queryRows<{ recorded: string[] }>(
     db,
     `with recorded as (${RECORD_OUTCOMES_SQL}),
      released as (${releaseRefundsSql('recorded')}),
@@ -785,13 +789,16 @@ async function recordOutcomesOnce(
      advanced as (${saveBillingStatesSql('recorded')}),
      unclaimed as (update subscriptions set claimed_until = null where id = any(?::uuid[]) and id not in (select id from advanced)),
      written as (${insertOutboxSql('?', { column: 'transaction_id', written: 'recorded' })})
-     select coalesce((select json_agg(id) from recorded), '[]') as recorded, (select count(*) from advanced)::int as advanced`,
+     select coalesce((select json_agg(id) from recorded), '[]') as recorded`,
     [
       asOf.toISOString(), outcomesJson(answered), releasedJson(refused), occurredAt.toISOString(), unanswered,
       billingStatesJson(advanced, advancedBy), advanced.map((s) => s.id), subIds, JSON.stringify(events),
     ],
   );
-  return { succeeded: row!.advanced, recorded: new Set(row!.recorded) };
+  const recorded = new Set(row!.recorded);
+  // Counted as recorded, so a charge confirmed meanwhile by a reconciling run is that run's; one
+  // whose subscription was cancelled while it was in flight counts too (it stands, as recorded).
+  return { succeeded: succeeded.filter((id) => recorded.has(id)).length, recorded };
 }
 
 /** A provider's answer as `RECORD_OUTCOMES_SQL` records it on transaction `t`. */
