@@ -480,7 +480,7 @@ export class BillingRun {
         const plan = plans.get(sub.planId);
         // Ends at the end of its paid period; one that still owes its current period (a new
         // subscription whose first charge is due) is charged for it first.
-        if (sub.cancelAtPeriodEnd && sub.status === 'Active' && !sub.owesCurrentPeriod()) {
+        if (sub.endsAtPeriodEnd(this.asOf)) {
           sub.endAtPeriodEnd(this.asOf);
           this.result.terminated++;
           changed.push(sub);

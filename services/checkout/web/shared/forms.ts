@@ -34,6 +34,28 @@ export function announce(region: HTMLElement, message: string): void {
   region.hidden = message === '';
 }
 
+/**
+ * Runs `action` on the form's submit, one at a time (a double click sends one request), with the
+ * form and its button marked busy meanwhile; `onError` answers an action that threw (the network).
+ */
+export function onSubmit(form: HTMLFormElement, button: HTMLButtonElement, action: () => Promise<void>, onError: () => void): void {
+  let busy = false;
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    if (busy) return;
+    busy = true;
+    button.setAttribute('aria-disabled', 'true');
+    form.setAttribute('aria-busy', 'true');
+    action()
+      .catch(onError)
+      .finally(() => {
+        busy = false;
+        button.removeAttribute('aria-disabled');
+        form.removeAttribute('aria-busy');
+      });
+  });
+}
+
 export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   const el = document.getElementById(id);
   if (!el) throw new Error(`#${id} is missing from the page`);

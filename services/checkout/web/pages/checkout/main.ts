@@ -1,5 +1,5 @@
 import { callApi, sleep, type ApiResult, type FieldErrors } from '../../shared/api.js';
-import { announce, byId, clearFieldErrors, showFieldErrors } from '../../shared/forms.js';
+import { announce, byId, clearFieldErrors, onSubmit, showFieldErrors } from '../../shared/forms.js';
 
 // The hosted checkout page: resolves the signed link in the address, shows the merchant and
 // plan, collects the customer's details and bank account, and completes the checkout.
@@ -34,7 +34,6 @@ const title = byId('title');
 const link = new URLSearchParams(location.search);
 let token = '';
 let session: SessionView | undefined;
-let busy = false;
 
 /** Resolves the link into a session token (a replay of the same link gives a fresh token). */
 async function resolveLink(): Promise<ApiResult> {
@@ -159,19 +158,6 @@ function fail(res: ApiResult): void {
   announce(alertBox, failureMessage(res));
 }
 
-form.addEventListener('submit', (event) => {
-  event.preventDefault();
-  if (busy) return;
-  busy = true;
-  submit.setAttribute('aria-disabled', 'true');
-  form.setAttribute('aria-busy', 'true');
-  subscribe()
-    .catch(() => fail({ status: 0, body: undefined }))
-    .finally(() => {
-      busy = false;
-      submit.removeAttribute('aria-disabled');
-      form.removeAttribute('aria-busy');
-    });
-});
+onSubmit(form, submit, subscribe, () => fail({ status: 0, body: undefined }));
 
 void load();

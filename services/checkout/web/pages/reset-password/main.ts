@@ -1,5 +1,5 @@
 import { callApi, type ApiResult, type FieldErrors } from '../../shared/api.js';
-import { announce, byId, clearFieldErrors, showFieldErrors } from '../../shared/forms.js';
+import { announce, byId, clearFieldErrors, onSubmit, showFieldErrors } from '../../shared/forms.js';
 import { takeLinkToken } from '../../shared/link-token.js';
 
 // The page of the link forgot-password emails (`/reset-password?token=...`): the customer
@@ -109,27 +109,10 @@ async function requestNewLink(): Promise<void> {
   announce(alertBox, failureMessage(res, 'Email me a new link'));
 }
 
-/** Runs `action` on submit, once at a time (a double click sends one request). */
-function onSubmit(f: HTMLFormElement, button: HTMLButtonElement, action: () => Promise<void>): void {
-  let busy = false;
-  f.addEventListener('submit', (event) => {
-    event.preventDefault();
-    if (busy) return;
-    busy = true;
-    button.setAttribute('aria-disabled', 'true');
-    f.setAttribute('aria-busy', 'true');
-    action()
-      .catch(() => announce(alertBox, failureMessage({ status: 0, body: undefined }, button.textContent ?? 'the button')))
-      .finally(() => {
-        busy = false;
-        button.removeAttribute('aria-disabled');
-        f.removeAttribute('aria-busy');
-      });
-  });
-}
-
-onSubmit(form, submit, setPassword);
-onSubmit(requestForm, requestSubmit, requestNewLink);
+/** A request that threw (the network): said with the button's name. */
+const networkFailure = (button: HTMLButtonElement) => () => announce(alertBox, failureMessage({ status: 0, body: undefined }, button.textContent ?? 'the button'));
+onSubmit(form, submit, setPassword, networkFailure(submit));
+onSubmit(requestForm, requestSubmit, requestNewLink, networkFailure(requestSubmit));
 
 if (token.value) {
   form.hidden = false;
