@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { addPaymentMethod, BANK, CARD, createMember, idempotent } from '../support/billing-fixtures.js';
 import { apiClient, createApiKey, createMerchant, createMerchantUser, eventually, unique, type ApiClient } from '../support/fixtures.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { eventsAgainstPublishedSchemas } from '../support/published-events.js';
 
 /**
  * The billing engine end to end: billing runs with an explicit `asOf`, charges counted in the
@@ -1352,5 +1353,18 @@ describe('fees and fee statements', () => {
 
     expect(await outbox('fee_statement.finalised', 'id', id)).toHaveLength(1);
     expect((await outbox('fee_statement.paid', 'id', id))[0]).toMatchObject({ statementId: id, merchantId: m.id, status: 'Paid', totalFees: 7.66, paymentReference: 'EFT-123' });
+  });
+});
+
+describe('published events', () => {
+  // Runs last: it reads what every test above published (charges, refunds, retries, statements,
+  // subscriptions, members, payment methods, checkouts). Webhook consumers read `data` by the
+  // schemas the API reference publishes; a field the producers send that no schema names is
+  // undocumented, and a required field they leave out breaks the consumer.
+  it('carry data their published schemas describe exactly: every field named there, every required one present', async () => {
+    const { mismatches, types } = await eventsAgainstPublishedSchemas(db);
+    expect(mismatches).toEqual([]);
+    // Not vacuous: the tests above published each kind of event the billing engine sends.
+    for (const t of ['transaction.succeeded', 'transaction.failed', 'transaction.refunded', 'fee_statement.finalised', 'fee_statement.paid', 'subscription.created', 'subscription.past_due', 'member.created', 'payment_method.added']) expect(types).toContain(t);
   });
 });

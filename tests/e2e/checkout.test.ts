@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { captureBank, complete, GOOD_BANK, linkPayload, openSession, setUpCheckoutMerchant, signLink, type CheckoutMerchant } from '../support/checkout-fixtures.js';
+import { eventsAgainstPublishedSchemas } from '../support/published-events.js';
 import { adminToken } from '../support/e2e.js';
 import { apiClient, createMerchantUser, eventually, unique } from '../support/fixtures.js';
 import { webhookFixtures } from '../support/webhook-fixtures.js';
@@ -425,5 +426,14 @@ describe('POST /api/Checkout/sessions/me/complete', () => {
       return r.status === 200 ? r : undefined;
     }, 10_000, 200);
     expect(res!.body.status).toBe('Completed');
+  });
+});
+
+describe('published events', () => {
+  // Runs last in this file: what its checkouts published (and whatever else shares the platform).
+  it('carry data their published schemas describe exactly, checkout.completed among them', async () => {
+    const { mismatches, types } = await eventsAgainstPublishedSchemas(db);
+    expect(mismatches).toEqual([]);
+    for (const t of ['checkout.completed', 'member.created', 'payment_method.added', 'subscription.created']) expect(types).toContain(t);
   });
 });

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { CARD, idempotent } from '../support/billing-fixtures.js';
 import { apiClient, eventually, unique } from '../support/fixtures.js';
+import { eventsAgainstPublishedSchemas } from '../support/published-events.js';
 import { emailedToken, fillWizard, invite, setUpOnboardingMerchant, signUpCustomer, type OnboardingMerchant } from '../support/onboarding-fixtures.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { webhookFixtures } from '../support/webhook-fixtures.js';
@@ -294,5 +295,14 @@ describe('POST /api/onboard/complete', () => {
     expect(res.status).toBe(409);
     // The refused completion added nothing to the member: its one card stays its only method.
     expect((await api.get(`/api/members/${member.body.id}/payment-methods`, { token: m.key })).body.map((p: { id: string }) => p.id)).toEqual([pm.body.id]);
+  });
+});
+
+describe('published events', () => {
+  // Runs last in this file: what its completions published (and whatever else shares the platform).
+  it('carry data their published schemas describe exactly, onboarding.completed among them', async () => {
+    const { mismatches, types } = await eventsAgainstPublishedSchemas(db);
+    expect(mismatches).toEqual([]);
+    expect(types).toContain('onboarding.completed');
   });
 });

@@ -30,6 +30,8 @@ export const CheckoutCompletedEvent = z
 export const TransactionEvent = z
   .object({
     id: Uuid,
+    /** The same as `id` (sent since the first version; consumers may read either). */
+    transactionId: Uuid,
     merchantId: Uuid,
     memberId: Uuid,
     subscriptionId: Uuid.nullable(),
@@ -51,7 +53,10 @@ export const TransactionEvent = z
 export const FeeStatementEvent = z
   .object({
     id: Uuid,
+    /** The same as `id` (sent since the first version; consumers may read either). */
+    statementId: Uuid,
     merchantId: Uuid,
+    reference: z.string(),
     periodStart: DateTime,
     periodEnd: DateTime,
     status: z.enum(['Draft', 'Finalised', 'Paid']),
@@ -59,6 +64,9 @@ export const FeeStatementEvent = z
     totalFees: z.number(),
     totalNet: z.number(),
     transactionCount: z.number().int(),
+    finalisedAt: DateTime.nullable(),
+    paidAt: DateTime.nullable(),
+    paymentReference: z.string().nullable(),
   })
   .meta({ id: 'FeeStatementEvent', description: 'The fee statement after the change (decimal amounts in major units).' });
 
