@@ -146,4 +146,17 @@ describe('GET, list and DELETE /api/Invitations', () => {
     const customer = await signUpCustomer(api);
     expect((await api.post('/api/onboard/accept', { token }, { token: customer.token })).status).toBe(410);
   });
+
+  it('revoking an accepted invitation closes its wizard: steps and completion 410, the read shows Revoked', async () => {
+    const inv = await invite(api, m);
+    const customer = await signUpCustomer(api, inv.email);
+    expect((await api.post('/api/onboard/accept', { token: inv.token }, { token: customer.token })).status).toBe(200);
+    expect((await api.del(`/api/Invitations/${inv.invitationId}`, { token: m.key })).status).toBe(204);
+    const details = await api.patch('/api/onboard/details', { invitationId: inv.invitationId, firstName: 'Ada', lastName: 'Lovelace' }, { token: customer.token });
+    expect(details.status, JSON.stringify(details.body)).toBe(410);
+    expect((await api.post('/api/onboard/complete', { invitationId: inv.invitationId }, { token: customer.token })).status).toBe(410);
+    const wizard = await api.get(`/api/onboard/${inv.invitationId}`, { token: customer.token });
+    expect(wizard.status).toBe(200);
+    expect(wizard.body.status).toBe('Revoked');
+  });
 });

@@ -79,6 +79,21 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('documents 403 on the merchant endpoints that answer it to a role below theirs (it was missing where a route named no other 403)', () => {
+    for (const [method, path] of [
+      ['delete', '/api/ApiKeys/{id}'],
+      ['post', '/api/Subscriptions/{id}/pause'],
+      ['post', '/api/Transactions/{id}/refund'],
+      ['post', '/api/WebhookDeliveries/{id}/replay'],
+      ['post', '/api/Products/{productId}/questions/reorder'],
+      ['delete', '/api/Invitations/{id}'],
+    ] as const) {
+      expect(doc.paths[path]?.[method]?.responses['403'], `${method.toUpperCase()} ${path}`).toBeDefined();
+    }
+    // Not on endpoints no merchant credential reaches.
+    expect(doc.paths['/api/account/me'].get.responses['403']).toBeUndefined();
+  });
+
   it('has a webhook for every event type, with the type and its data schema', () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_TYPES].sort());
     for (const type of EVENT_TYPES) {

@@ -91,7 +91,7 @@ export function invitationRoutes(backends: Backends, access: MerchantAccess): Ro
       url: '/api/Invitations/:id',
       tag: 'Invitations',
       summary: 'Revoke an invitation',
-      description: 'Idempotent (204). The link then answers 410, and so does its wizard. A completed invitation cannot be revoked (409), nor one whose completion is in progress (409).',
+      description: 'Idempotent (204). The link then answers 410, and so do the wizard\'s steps and its completion; reading the wizard (GET /api/onboard/{invitationId}) still answers 200 with status Revoked. A completed invitation cannot be revoked (409), nor one whose completion is in progress (409).',
       auth: { merchant: 'Admin' },
       params: IdParams,
       responses: { 204: null, 404: null, 409: null },

@@ -83,7 +83,7 @@ export function questionRoutes(backends: Backends, access: MerchantAccess): Rout
       tag: 'Questions',
       summary: 'Bulk update of question display order',
       description:
-        'Each listed question gets its `order`; questions not listed keep theirs. 404 when the product does not exist (or is another merchant\'s); 400 when `orders` is empty, when an id is not a question of the product or is listed twice (naming `orders[i].id`), or when the body productId differs from the path. All or nothing.',
+        'Each listed question gets its `order`; questions not listed keep theirs. 404 when the product does not exist (or is another merchant\'s) and when an id is not a question of the product (naming each such `orders[i].id`); 400 when `orders` is empty, when an id is listed twice (naming `orders[i].id`), or when the body productId differs from the path. All or nothing.',
       auth: { merchant: 'Admin' },
       params: ProductParams,
       body: ReorderQuestionsRequest,
