@@ -1234,6 +1234,33 @@ describe('fees and fee statements', () => {
     expect((await api.post('/api/admin/fee-statements/generate', { ...period, currency: 'AUD' }, { token: admin })).body).toMatchObject({ currency: 'AUD', transactionCount: 1 });
   });
 
+  it('refuses with 422, storing nothing, a statement whose totals exceed the largest amount; the lists stay readable (it was a 500, then every list a 500)', async () => {
+    const m = await billingMerchant({ plan: { amount: '999999999999.99' } });
+    await m.subscriber();
+    expect(await run(T0)).toMatchObject({ charged: 1, succeeded: 1 });
+    const period = { merchantId: m.id, periodStart: '2030-01-01', periodEnd: '2030-02-01' };
+    // One charge of the largest amount: its statement can be stated.
+    const draft = await api.post('/api/admin/fee-statements/generate', period, { token: admin });
+    expect(draft.status, JSON.stringify(draft.body)).toBe(201);
+    expect(draft.body).toMatchObject({ transactionCount: 1, totalNet: 984999999999.69 });
+
+    await m.subscriber([CARD], { startDate: day(1) });
+    expect(await run(day(1))).toMatchObject({ charged: 1, succeeded: 1 });
+    const over = await api.post('/api/admin/fee-statements/generate', period, { token: admin });
+    expect(over.status, JSON.stringify(over.body)).toBe(422);
+    expect(over.body).toMatchObject({ status: 422, traceId: expect.any(String) });
+    expect(over.body.detail).toMatch(/999,?999,?999,?999\.99|999999999999\.99/);
+    // Finalising the Draft would take the second charge too: 422, the Draft unchanged.
+    const finalise = await api.post(`/api/admin/fee-statements/${draft.body.id}/finalise`, {}, { token: admin });
+    expect(finalise.status, JSON.stringify(finalise.body)).toBe(422);
+    const listed = await api.get(`/api/admin/fee-statements?merchantId=${m.id}`, { token: admin });
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    expect(listed.body.items).toHaveLength(1);
+    expect(listed.body.items[0]).toMatchObject({ id: draft.body.id, status: 'Draft', transactionCount: 1 });
+    expect((await api.get('/api/admin/fee-statements', { token: admin })).status).toBe(200);
+    expect((await api.get('/api/FeeStatements', { token: m.key })).status).toBe(200);
+  });
+
   it('credits on the next closed statement the fee of a charge billed while Processing that failed at settlement, once', async () => {
     const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3 }, plan: { amount: 100 } });
     await m.subscriber([{ ...BANK, last4: '9002' }], { startDate: '2030-01-31T12:00:00.000Z' });

@@ -1,6 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, pageWindow } from '@billing/contracts';
-import { toMajorUnits } from '@billing/money';
+import { formatDecimal, MAX_MINOR_UNITS, toMajorUnits } from '@billing/money';
 import { instantOfRow, queryRows, recordEvent, type CallScope } from '@billing/service-runtime';
 import { Merchant } from '../merchants/merchant.js';
 import { findScoped } from '../merchant-scope.js';
@@ -78,8 +78,26 @@ async function takeLines(em: EntityManager, s: FeeStatement): Promise<void> {
     `select coalesce(sum(fee_minor), 0)::text as fees, coalesce(sum(net_minor), 0)::text as net, count(*)::int as n from fee_statement_lines where statement_id = ?`,
     [s.id],
   );
+  assertStatable(totals!.fees, s.currency, 'fees');
+  assertStatable(totals!.net, s.currency, 'net amounts');
   const t: LineTotals = { totalFeesMinor: Number(totals!.fees), totalNetMinor: Number(totals!.net), transactionCount: totals!.n };
   s.setTotals(t);
+}
+
+/**
+ * A total the API can state: no larger than the largest amount it carries (`MAX_MINOR_UNITS`),
+ * which keeps its decimal exact in JSON. Each line is (it is one transaction's), but a period's
+ * sum need not be; such a statement is refused (422) inside the transaction that took its lines,
+ * so nothing of it is stored, rather than stored and then unreadable (it was a 500 on generate
+ * and on every list of statements that held it).
+ */
+function assertStatable(totalMinor: string, currency: string, what: string): void {
+  const total = BigInt(totalMinor);
+  if (total <= BigInt(MAX_MINOR_UNITS) && total >= -BigInt(MAX_MINOR_UNITS)) return;
+  throw new DomainError(
+    'unprocessable',
+    `The period's ${what} total more than ${formatDecimal(MAX_MINOR_UNITS, currency)} ${currency}, the largest amount a statement can state: generate statements over shorter periods.`,
+  );
 }
 
 function recordStatementEvents(em: EntityManager, s: FeeStatement): void {

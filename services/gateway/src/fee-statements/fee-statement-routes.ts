@@ -70,10 +70,10 @@ export function feeStatementRoutes(backends: Backends, access: MerchantAccess): 
       url: '/api/admin/fee-statements/generate',
       tag: 'Admin',
       summary: 'Generate a Draft fee statement for a merchant and period',
-      description: `periodStart and periodEnd are dates or date-times (periodEnd after periodStart, else 400); currency, when not given, is the currency of the period's transactions that would be lines (AUD when there are none); when they are in several, 400 naming currency and them (generate one statement per currency, naming it). Unknown merchant: 404. ${STATEMENT_RULES}`,
+      description: `periodStart and periodEnd are dates or date-times (periodEnd after periodStart, else 400); currency, when not given, is the currency of the period's transactions that would be lines (AUD when there are none); when they are in several, 400 naming currency and them (generate one statement per currency, naming it). Unknown merchant: 404. A period whose fees or net amounts total more than the largest amount the API carries (999,999,999,999.99 in a currency with 2 decimal places): 422, nothing stored (generate over shorter periods); finalising such a Draft is 422 likewise. ${STATEMENT_RULES}`,
       auth: { admin: true },
       body: GenerateFeeStatementRequest,
-      responses: { 201: FeeStatement, 400: null, 404: null },
+      responses: { 201: FeeStatement, 400: null, 404: null, 422: null },
       handler: async ({ body, principal }) => {
         const s = toFeeStatement(await statements.GenerateFeeStatement({ scope: credentialScope(principal), merchantId: body.merchantId, periodStart: body.periodStart, periodEnd: body.periodEnd, currency: body.currency ?? undefined }));
         return created(s, `/api/FeeStatements/${s.id}`);
@@ -84,10 +84,10 @@ export function feeStatementRoutes(backends: Backends, access: MerchantAccess): 
       url: '/api/admin/fee-statements/:id/finalise',
       tag: 'Admin',
       summary: 'Finalise a Draft fee statement',
-      description: 'Draft → Finalised: the lines are taken a last time and frozen; emits fee_statement.finalised. Not Draft: 409.',
+      description: 'Draft → Finalised: the lines are taken a last time and frozen; emits fee_statement.finalised. Not Draft: 409. Totals then over the largest amount the API carries: 422, the Draft unchanged.',
       auth: { admin: true },
       params: IdParams,
-      responses: { 200: FeeStatement, 404: null, 409: null },
+      responses: { 200: FeeStatement, 404: null, 409: null, 422: null },
       handler: async ({ params, principal }) => ok(toFeeStatement(await statements.FinaliseFeeStatement({ scope: credentialScope(principal), id: params.id }))),
     }),
     defineRoute({
