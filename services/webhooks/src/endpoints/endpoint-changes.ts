@@ -53,7 +53,10 @@ export async function applyEndpointStates(em: EntityManager, changes: ApiKeyEndp
  * endpoint when it was ingested. When a change makes an endpoint live, every event of its
  * merchant already in the inbox that occurred at or after the change, and that it accepts, gets
  * its Pending delivery now (none twice: one per event and key); the scheduler starts them.
- * `applied`: the newest states of the batch's keys that it stored. Returns how many were
+ * (The gateway's sync normally applies a change before any later event arrives; this covers a
+ * failed sync, and events raised by others while the change was being answered.)
+ * `changes`: a batch's `api_key.*` changes, or the one state a sync read with its time of change;
+ * `applied`: the newest states of those keys that were stored. Returns how many were
  * created. (`received_at`, on this database's clock, only narrows the search to recent events on
  * its index; the five minutes allow for the services' clocks.)
  */
