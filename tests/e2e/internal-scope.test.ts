@@ -133,6 +133,7 @@ describe('identity refuses internal calls that name no scope', () => {
     refused(await call('identity', 'identity.v1.MerchantUsers', 'UpdateMerchantUser', { ...scope, userId: randomUUID(), isActive: false }));
     refused(await call('identity', 'identity.v1.CheckoutTokens', 'IssueCheckoutToken', { ...scope, sessionId: randomUUID() }, 'checkout'));
     refused(await call('identity', 'identity.v1.WebhookSigning', 'GetSigningSecret', { ...scope, apiKeyId: keyOfA }, 'webhooks'));
+    refused(await call('identity', 'identity.v1.ApiKeyEndpoints', 'GetApiKeyEndpointState', { ...scope, apiKeyId: keyOfA }, 'webhooks'));
     const key = await call('identity', 'identity.v1.ApiKeys', 'GetApiKey', { ...merchantScope(a), id: keyOfA });
     const { id, revokedAt } = key.reply as { id: string; revokedAt?: string };
     expect({ id, revoked: Boolean(revokedAt) }).toEqual({ id: keyOfA, revoked: false });
@@ -146,6 +147,16 @@ describe('identity refuses internal calls that name no scope', () => {
     refused(await call('identity', 'identity.v1.ApiKeys', 'ListApiKeys', { ...PLATFORM, page: 1, pageSize: 50 }));
     expect((await call('identity', 'identity.v1.ApiKeys', 'GetApiKey', { ...PLATFORM, id: keyOfA })).code).toBe(grpc.status.OK);
   });
+
+  it("a key's endpoint state: its own merchant's scope or the platform, for the webhooks service alone", async () => {
+    expect((await call('identity', 'identity.v1.ApiKeyEndpoints', 'GetApiKeyEndpointState', { ...merchantScope(b), apiKeyId: keyOfA }, 'webhooks')).code).toBe(grpc.status.NOT_FOUND);
+    const own = await call('identity', 'identity.v1.ApiKeyEndpoints', 'GetApiKeyEndpointState', { ...merchantScope(a), apiKeyId: keyOfA }, 'webhooks');
+    expect(own.reply).toMatchObject({ apiKeyId: keyOfA, merchantId: a.id, revoked: false });
+    expect((own.reply as { version: number }).version).toBeGreaterThanOrEqual(1);
+    expect((await call('identity', 'identity.v1.ApiKeyEndpoints', 'GetApiKeyEndpointState', { ...PLATFORM, apiKeyId: keyOfA }, 'webhooks')).code).toBe(grpc.status.OK);
+    expect((await call('identity', 'identity.v1.ApiKeyEndpoints', 'GetApiKeyEndpointState', { ...merchantScope(a), apiKeyId: keyOfA }, 'gateway')).code).toBe(grpc.status.PERMISSION_DENIED);
+    expect((await call('identity', 'identity.v1.ApiKeyEndpoints', 'GetApiKeyEndpointState', { ...merchantScope(a), apiKeyId: keyOfA }, 'checkout')).code).toBe(grpc.status.PERMISSION_DENIED);
+  });
 });
 
 describe('webhooks refuses internal calls that name no scope', () => {
@@ -153,6 +164,20 @@ describe('webhooks refuses internal calls that name no scope', () => {
     refused(await call('webhooks', 'webhooks.v1.WebhookDeliveries', 'ListDeliveries', { ...scope, page: 1, pageSize: 50 }));
     refused(await call('webhooks', 'webhooks.v1.WebhookDeliveries', 'GetDelivery', { ...scope, id: randomUUID() }));
     refused(await call('webhooks', 'webhooks.v1.WebhookDeliveries', 'ReplayDelivery', { ...scope, id: randomUUID() }));
+    refused(await call('webhooks', 'webhooks.v1.WebhookEndpoints', 'SyncEndpoint', { ...scope, apiKeyId: randomUUID() }));
+  });
+
+  it('syncs an endpoint for the gateway alone, and a merchant scope does not reach another merchant\'s key', async () => {
+    const api = apiClient(inject('gatewayUrl'));
+    const [a, b] = await Promise.all([setUpMerchant(api, inject('adminToken')), setUpMerchant(api, inject('adminToken'))]);
+    const keys = await call('identity', 'identity.v1.ApiKeys', 'ListApiKeys', { ...merchantScope(a), page: 1, pageSize: 50 });
+    const keyOfA = (keys.reply as { items: { id: string }[] }).items[0]!.id;
+    expect((await call('webhooks', 'webhooks.v1.WebhookEndpoints', 'SyncEndpoint', { ...merchantScope(b), apiKeyId: keyOfA })).code).toBe(grpc.status.NOT_FOUND);
+    const synced = await call('webhooks', 'webhooks.v1.WebhookEndpoints', 'SyncEndpoint', { ...merchantScope(a), apiKeyId: keyOfA });
+    expect(synced.code).toBe(grpc.status.OK);
+    expect((synced.reply as { version: number }).version).toBeGreaterThanOrEqual(1);
+    expect((await call('webhooks', 'webhooks.v1.WebhookEndpoints', 'SyncEndpoint', { ...merchantScope(a), apiKeyId: keyOfA }, 'billing')).code).toBe(grpc.status.PERMISSION_DENIED);
+    expect((await call('webhooks', 'webhooks.v1.WebhookEndpoints', 'SyncEndpoint', { ...merchantScope(a), apiKeyId: keyOfA }, 'checkout')).code).toBe(grpc.status.PERMISSION_DENIED);
   });
 
   it('the platform scope does not list every merchant\'s deliveries', async () => {

@@ -267,3 +267,94 @@ describe('webhook delivery API', () => {
     expect(bad.body.errors).toHaveProperty('status');
   });
 });
+
+/**
+ * Regression: the webhooks service's copy of each key's endpoint followed identity's `api_key.*`
+ * events only, which reach the bus through identity's outbox tens of milliseconds after the
+ * change, so a replay or an event sent right after the gateway answered a revocation or a
+ * webhook change used the old endpoint (probe: delivered to a revoked key 3 of 5 runs, to a
+ * disabled one 2 of 5, a replay to the old URL 5 of 7). Now the gateway has the copy synced
+ * before it answers. Each scenario runs several rounds, each on its own key, straight after the
+ * answer, so the old lag would show.
+ */
+describe('webhook changes are in force when the gateway answers them', () => {
+  const ROUNDS = 5;
+
+  /** A merchant with ROUNDS keys, each live at its own path with one Succeeded delivery (of one member). */
+  async function liveKeys() {
+    const { merchantId, observer } = await fx.merchantWithObserver();
+    const keys = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const key = await fx.createKey(merchantId);
+      const path = `/sync-change/${randomUUID()}`;
+      await fx.configure(merchantId, key, path, { webhookEvents: ['member.created'] });
+      keys.push({ key, path });
+    }
+    await fx.settle(merchantId, observer);
+    const member = await fx.createMember(merchantId, observer.key);
+    const rounds = [];
+    for (const { key, path } of keys) {
+      const [req] = await receiver.waitFor(path, (r) => memberEvent(r, member.id).length > 0).then((r) => memberEvent(r, member.id));
+      const delivery = await fx.deliveryOf(merchantId, observer.key, req!.payload.id, key.id, (d) => d.status === 'Succeeded');
+      rounds.push({ key, path, delivery });
+    }
+    return { merchantId, observer, rounds };
+  }
+
+  /** Waits until every event raised so far has been taken off the bus, and then a little longer for attempts to land. */
+  async function quiesce(merchantId: string, observer: { id: string; key: string; signingSecret: string }) {
+    await fx.settle(merchantId, observer);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+
+  it('revoke, then at once a replay and a new event: nothing reaches the revoked key', async () => {
+    const { merchantId, observer, rounds } = await liveKeys();
+    const answeredAt: number[] = [];
+    for (const { key, delivery } of rounds) {
+      expect((await api.del(`/api/ApiKeys/${key.id}`, { token: observer.key })).status).toBe(204);
+      answeredAt.push(Date.now());
+      const replay = await api.post(`/api/WebhookDeliveries/${delivery.id}/replay`, undefined, { token: observer.key });
+      expect(replay.status, `replay after revoke: ${JSON.stringify(replay.body)}`).toBe(409);
+      await fx.createMember(merchantId, observer.key);
+    }
+    await quiesce(merchantId, observer);
+    // The replay, or an event raised after the revocation was answered (one raised before may still be in flight then).
+    const late = rounds.map(({ path, delivery }, i) =>
+      receiver.received(path).filter((r) => r.receivedAt >= answeredAt[i]! && (r.payload?.id === delivery.eventId || Date.parse(r.payload?.timestamp) >= answeredAt[i]!)).map((r) => r.payload?.type),
+    );
+    expect(late).toEqual(rounds.map(() => []));
+  });
+
+  it('URL change, then at once a replay: it goes to the new URL', async () => {
+    const { merchantId, observer, rounds } = await liveKeys();
+    for (const { key, path, delivery } of rounds) {
+      const moved = `/sync-moved/${randomUUID()}`;
+      await fx.configure(merchantId, key, moved, { webhookEvents: ['member.created'] });
+      const replay = await api.post(`/api/WebhookDeliveries/${delivery.id}/replay`, undefined, { token: observer.key });
+      expect(replay.status).toBe(202);
+      const [req] = await receiver.waitFor(moved, (r) => r.some((x) => x.payload?.id === delivery.eventId));
+      expect(req!.verified).toBe(true);
+      const after = await fx.deliveryOf(merchantId, observer.key, delivery.eventId, key.id, (d) => d.attempts.some((a: any) => a.id === replay.body.attemptId));
+      expect(after.url).toBe(receiver.url(moved));
+      expect(receiver.received(path).filter((r) => r.payload?.id === delivery.eventId), 'the replay went to the old URL').toHaveLength(1);
+    }
+  });
+
+  it('disable, then at once a new event: it is not delivered', async () => {
+    const { merchantId, observer, rounds } = await liveKeys();
+    const answeredAt: number[] = [];
+    for (const { key } of rounds) {
+      const res = await api.put(`/api/ApiKeys/${key.id}/webhook`, { id: key.id, merchantId, webhookEnabled: false }, { token: key.key });
+      expect(res.status).toBe(200);
+      answeredAt.push(Date.now());
+      await fx.createMember(merchantId, observer.key);
+    }
+    await quiesce(merchantId, observer);
+    // An event raised after the change was answered: the one right after it, or any later one.
+    const late = rounds.map(({ path }, i) => receiver.received(path).filter((r) => Date.parse(r.payload?.timestamp) >= answeredAt[i]!).map((r) => r.payload?.type));
+    expect(late).toEqual(rounds.map(() => []));
+    const listed = await api.get(`/api/WebhookDeliveries?merchantId=${merchantId}&pageSize=200`, { token: observer.key });
+    const keyIds = new Set(rounds.map((r) => r.key.id));
+    expect(listed.body.items.filter((d: any) => keyIds.has(d.apiKeyId) && d.status === 'Pending')).toEqual([]);
+  });
+});

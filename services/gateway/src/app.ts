@@ -99,7 +99,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   const routes: RouteSpec[] = [
     ...merchantRoutes(backends),
     ...merchantUserRoutes(backends, access, feed),
-    ...apiKeyRoutes(backends, access, feed),
+    ...apiKeyRoutes(backends, access, feed, logger),
     ...customerRoutes(backends, feed),
     ...productRoutes(backends, access),
     ...questionRoutes(backends, access),

@@ -3,6 +3,7 @@ import { OutboxMessageSchema, createDeliveryChannels, addGrpcService, configureG
 import { ApiKeySchema } from './api-keys/api-key.js';
 import { apiKeysGrpc } from './api-keys/api-keys-grpc.js';
 import { webhookSigningGrpc } from './api-keys/webhook-signing-grpc.js';
+import { apiKeyEndpointsGrpc } from './api-keys/api-key-endpoints-grpc.js';
 import { checkoutTokensGrpc } from './checkout-tokens/checkout-tokens-grpc.js';
 import type { IdentityConfig } from './config.js';
 import { IDENTITY_CALLERS } from './grpc-callers.js';
@@ -63,6 +64,7 @@ export async function startIdentity(config: IdentityConfig): Promise<IdentityApp
   const stopCustomerHousekeeping = startCustomerHousekeeping(orm, logger);
   addGrpcService(server, 'identity.v1.Credentials', logger, credentialsGrpc(orm, issuer));
   addGrpcService(server, 'identity.v1.WebhookSigning', logger, webhookSigningGrpc(orm, box));
+  addGrpcService(server, 'identity.v1.ApiKeyEndpoints', logger, apiKeyEndpointsGrpc(orm));
   addGrpcService(server, 'identity.v1.CheckoutTokens', logger, checkoutTokensGrpc(issuer));
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'identity-outbox' });
   const port = await listen(server, config.IDENTITY_GRPC_ADDRESS);

@@ -12,6 +12,8 @@ import { HttpSender } from './deliveries/http-sender.js';
 import { pruneFinished } from './deliveries/retention.js';
 import { RetryPolicy } from './deliveries/retry-policy.js';
 import { EndpointSchema } from './endpoints/endpoint.js';
+import { endpointsGrpc } from './endpoints/endpoints-grpc.js';
+import { IdentityEndpointStates } from './endpoints/sync-endpoint.js';
 import { EventConsumer, WEBHOOKS_CONSUMER } from './events/event-consumer.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { SigningSecrets } from './signing/signing-secrets.js';
@@ -31,7 +33,7 @@ export interface WebhooksApp {
 /**
  * Composition root of the webhooks service: the event consumer (inbox, endpoints read model,
  * deliveries), the dispatcher that signs and POSTs, the scheduler of retries and replays, and
- * the deliveries gRPC API.
+ * the deliveries gRPC API, and the sync of one key's endpoint the gateway asks for after a change.
  */
 export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp> {
   const logger = createLogger('webhooks', config.LOG_LEVEL);
@@ -43,6 +45,7 @@ export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp
   const recorder = new AttemptRecorder(orm, policy, logger);
   const sender = new HttpSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, production: config.PLATFORM_MODE === 'production' });
   const keys = new SigningSecrets(config.IDENTITY_GRPC_URL);
+  const endpointStates = new IdentityEndpointStates(config.IDENTITY_GRPC_URL);
   const dispatcher = new Dispatcher(
     { sender, keys, recorder, logger },
     { global: config.WEBHOOK_CONCURRENCY, perEndpoint: config.WEBHOOK_ENDPOINT_CONCURRENCY, timeoutMs: config.WEBHOOK_TIMEOUT_MS },
@@ -64,6 +67,7 @@ export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp
 
   const { server, setServing } = createGrpcServer(WEBHOOKS_CALLERS);
   addGrpcService(server, 'webhooks.v1.WebhookDeliveries', logger, deliveriesGrpc(orm, scheduler));
+  addGrpcService(server, 'webhooks.v1.WebhookEndpoints', logger, endpointsGrpc(orm, endpointStates, scheduler));
   const port = await listen(server, config.WEBHOOKS_GRPC_ADDRESS);
   const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, setServing, dependencies: [postgresDependency(orm), natsDependency(config.NATS_URL, 'webhooks'), grpcServiceDependency('identity', config.IDENTITY_GRPC_URL)] });
   logger.info({ port }, 'webhooks listening');
@@ -81,6 +85,7 @@ export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp
       await recorder.drain();
       sender.close();
       keys.close();
+      endpointStates.close();
       await orm.close();
     },
   };

@@ -4,6 +4,8 @@ import type { MerchantAccess } from '../auth/access.js';
 import type { CredentialFeed } from '../auth/credential-feed.js';
 import { callScope, credentialScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
+import type { Logger } from '@billing/service-runtime';
+import { syncWebhookEndpoint } from './endpoint-sync.js';
 import { created, defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
 import { assertSameId, orNull, present } from '../http/views.js';
 import type { ApiKey__Output } from '@billing/proto-types/identity/v1/ApiKey';
@@ -31,7 +33,7 @@ function toCreatedApiKey(res: CreatedApiKey__Output): CreatedApiKey {
 
 const IdParams = z.object({ id: PathId });
 
-export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: CredentialFeed): RouteSpec[] {
+export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: CredentialFeed, logger: Logger): RouteSpec[] {
   const keys = backends.identity.apiKeys;
   return [
     defineRoute({
@@ -94,13 +96,15 @@ export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: C
       url: '/api/ApiKeys/:id',
       tag: 'API keys',
       summary: 'Revoke an API key',
-      description: 'Takes effect on the very next request at this gateway and within a second at every other replica. Revoking a revoked key is a no-op (204).',
+      description: 'Takes effect on the very next request at this gateway and within a second at every other replica. Revoking a revoked key is a no-op (204). When it answers, webhooks have stopped: no event raised after the answer is delivered to the key, its Pending deliveries have failed, and a replay of its deliveries is 409. If the webhooks service cannot be reached at that moment the revocation still stands (204); webhooks stop as soon as that service is back and has read the change (the answer does not wait for it).',
       auth: { merchant: 'Admin' },
       params: IdParams,
       responses: { 204: null, 404: null },
       handler: async ({ params, principal }) => {
-        const key = await keys.RevokeApiKey({ scope: credentialScope(principal), id: params.id });
+        const scope = credentialScope(principal);
+        const key = await keys.RevokeApiKey({ scope, id: params.id });
         feed.apply({ kind: 'api_key', subjectId: key.id, revoked: true, at: present(key.revokedAt, 'revokedAt') });
+        await syncWebhookEndpoint(backends.webhooks, logger, scope, key.id);
         return noContent();
       },
     }),
@@ -110,15 +114,16 @@ export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: C
       tag: 'API keys',
       summary: 'Set the webhook URL, subscribed event types and enabled flag of a key',
       description:
-        'Absent fields are unchanged; `webhookUrl: null` clears it; `webhookEvents: null` subscribes to every event type and `[]` to none; unknown type names are 400. The URL must be absolute https (http only to loopback hosts outside production); in production a URL whose host (or any address it resolves to) is not global unicast is 400 — loopback, private, link-local, CGNAT, multicast, reserved and documentation ranges, also inside IPv4-mapped, IPv4-compatible, NAT64 and 6to4 forms. Enabling requires a URL. A revoked key: 400 naming id (it gets no webhooks).',
+        'Absent fields are unchanged; `webhookUrl: null` clears it; `webhookEvents: null` subscribes to every event type and `[]` to none; unknown type names are 400. The URL must be absolute https (http only to loopback hosts outside production); in production a URL whose host (or any address it resolves to) is not global unicast is 400 — loopback, private, link-local, CGNAT, multicast, reserved and documentation ranges, also inside IPv4-mapped, IPv4-compatible, NAT64 and 6to4 forms. Enabling requires a URL. A revoked key: 400 naming id (it gets no webhooks). The new settings are in force for webhooks when it answers: events raised after the answer are delivered (or not) by them, and a replay sent after it goes to the new URL. If the webhooks service cannot be reached at that moment the change still stands (200), and it takes effect for webhooks as soon as that service is back and has read it (the answer does not wait for it).',
       auth: { merchant: 'Admin' },
       params: IdParams,
       body: UpdateWebhookRequest,
       responses: { 200: ApiKey, 400: null, 403: null, 404: null },
       handler: async ({ params, body, principal }) => {
         assertSameId('id', body.id, params.id);
+        const scope = await callScope(access, principal, body.merchantId);
         const res = await keys.UpdateWebhook({
-          scope: await callScope(access, principal, body.merchantId),
+          scope,
           id: params.id,
           setWebhookUrl: body.webhookUrl !== undefined,
           webhookUrl: body.webhookUrl ?? undefined,
@@ -127,6 +132,7 @@ export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: C
           webhookEvents: body.webhookEvents ?? [],
           webhookEnabled: body.webhookEnabled,
         });
+        await syncWebhookEndpoint(backends.webhooks, logger, scope, res.id);
         return ok(toApiKey(res));
       },
     }),

@@ -25,6 +25,7 @@ export interface BillingClients {
 
 export interface WebhooksClients {
   deliveries: ServiceClient<'webhooks.v1.WebhookDeliveries'>;
+  endpoints: ServiceClient<'webhooks.v1.WebhookEndpoints'>;
 }
 
 export interface CheckoutClients {
@@ -68,6 +69,7 @@ export function createBackends(config: GatewayConfig): Backends {
   };
   const webhooks: WebhooksClients = {
     deliveries: createClient('webhooks.v1.WebhookDeliveries', config.WEBHOOKS_GRPC_URL, d),
+    endpoints: createClient('webhooks.v1.WebhookEndpoints', config.WEBHOOKS_GRPC_URL, d),
   };
   const checkout: CheckoutClients = {
     invitations: createClient('checkout.v1.Invitations', config.CHECKOUT_GRPC_URL, d),

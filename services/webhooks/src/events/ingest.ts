@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApiKeyEndpointState, isApiKeyEventType, isWebhookEventType, type EventEnvelope, type WebhookPayload } from '@billing/contracts';
 import { queryPrepared, queryRows } from '@billing/service-runtime';
 import type { DeliveryJob } from '../deliveries/delivery-job.js';
-import { Endpoint, newestStates } from '../endpoints/endpoint.js';
+import { Endpoint } from '../endpoints/endpoint.js';
+import { applyEndpointStates, catchUpEndpoints } from '../endpoints/endpoint-changes.js';
 
 export interface IngestOptions {
   leaseMs: number;
@@ -59,32 +60,7 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
       const parsed = ApiKeyEndpointState.safeParse(e.data);
       return parsed.success ? [{ state: parsed.data, occurredAt: e.occurredAt }] : [];
     });
-    const states = newestStates(changes.map((c) => c.state));
-    let applied = new Set<string>();
-    if (states.length) {
-      const updated = await queryRows<{ api_key_id: string }>(
-        em,
-        `insert into "endpoints" ("api_key_id", "merchant_id", "url", "event_types", "enabled", "revoked", "version", "updated_at")
-         select s."api_key_id", s."merchant_id", s."url", nullif(s."event_types", 'null'::jsonb), s."enabled", s."revoked", s."version", now()
-           from jsonb_to_recordset(?::jsonb) as s("api_key_id" uuid, "merchant_id" uuid, "url" text, "event_types" jsonb, "enabled" boolean, "revoked" boolean, "version" int)
-         on conflict ("api_key_id") do update set
-           "merchant_id" = excluded."merchant_id", "url" = excluded."url", "event_types" = excluded."event_types", "enabled" = excluded."enabled",
-           "revoked" = excluded."revoked", "version" = excluded."version", "updated_at" = excluded."updated_at"
-         where "endpoints"."version" < excluded."version"
-         returning "api_key_id"`,
-        [JSON.stringify(states.map((s) => ({ api_key_id: s.apiKeyId, merchant_id: s.merchantId, url: s.webhookUrl, event_types: s.webhookEvents, enabled: s.webhookEnabled, revoked: s.revoked, version: s.version })))],
-      );
-      applied = new Set(updated.map((r) => r.api_key_id));
-      // A revoked key's pending deliveries will never be attempted: they have failed.
-      const revoked = states.filter((s) => s.revoked).map((s) => s.apiKeyId);
-      if (revoked.length) {
-        await queryRows(
-          em,
-          `update "deliveries" set "status" = 'Failed', "next_attempt_at" = null, "lease_until" = null, "updated_at" = now() where "api_key_id" = any(?::uuid[]) and "status" = 'Pending'`,
-          [`{${revoked.join(',')}}`],
-        );
-      }
-    }
+    const applied = await applyEndpointStates(em, changes.map((c) => c.state));
 
     const webhookEvents = fresh.filter((e) => isWebhookEventType(e.type));
     let planned: { deliveries: DeliveryRow[]; jobs: DeliveryJob[] } = { deliveries: [], jobs: [] };
@@ -102,50 +78,10 @@ export async function ingestEvents(orm: MikroORM, batch: EventEnvelope[], opts: 
         );
       }
     }
-    const caughtUp = await catchUpEndpoints(em, changes, states.filter((st) => applied.has(st.apiKeyId)));
+    const caughtUp = await catchUpEndpoints(em, changes, applied);
     return { fresh: fresh.length, duplicates: batch.length - fresh.length, deliveries: planned.deliveries.length + caughtUp, jobs: planned.jobs };
   });
 }
-
-/**
- * Events reach the bus from each service's own outbox, so an event can arrive before the
- * `api_key.*` event of a webhook change that happened earlier (an endpoint enabled, then at once
- * a member created: identity's relay may publish after billing's). Such an event found no
- * endpoint when it was ingested. When a change makes an endpoint live, every event of its
- * merchant already in the inbox that occurred at or after the change, and that it accepts, gets
- * its Pending delivery now (none twice: one per event and key); the scheduler starts them.
- * `applied`: the newest states of the batch's keys that it stored. Returns how many were
- * created. (`received_at`, on this database's clock, only narrows the search to recent events on
- * its index; the five minutes allow for the services' clocks.)
- */
-async function catchUpEndpoints(em: EntityManager, changes: { state: ApiKeyEndpointState; occurredAt: string }[], applied: ApiKeyEndpointState[]): Promise<number> {
-  // Per key whose newest state this batch applied and that is live now: the earliest of this
-  // batch's changes that left it live.
-  const since = new Map<string, { state: ApiKeyEndpointState; since: string }>();
-  const live = new Map(applied.filter(isLive).map((s) => [s.apiKeyId, s]));
-  for (const c of changes) {
-    const state = live.get(c.state.apiKeyId);
-    if (!state || !isLive(c.state)) continue;
-    const seen = since.get(state.apiKeyId);
-    if (!seen || Date.parse(c.occurredAt) < Date.parse(seen.since)) since.set(state.apiKeyId, { state, since: c.occurredAt });
-  }
-  if (since.size === 0) return 0;
-  const rows = [...since.values()].map(({ state, since }) => ({ api_key_id: state.apiKeyId, merchant_id: state.merchantId, url: state.webhookUrl, event_types: state.webhookEvents, since }));
-  const created = await queryRows<{ id: string }>(
-    em,
-    `insert into "deliveries" ("id", "event_id", "event_type", "merchant_id", "api_key_id", "url", "status", "scheduled_attempts", "next_attempt_at", "lease_until", "created_at", "updated_at")
-     select gen_random_uuid(), e."id", e."type", e."merchant_id", s."api_key_id", s."url", 'Pending', 0, now(), null, now(), now()
-       from jsonb_to_recordset(?::jsonb) as s("api_key_id" uuid, "merchant_id" uuid, "url" text, "event_types" jsonb, "since" timestamptz)
-       join "events" e on e."received_at" >= s."since" - interval '5 minutes' and e."merchant_id" = s."merchant_id" and e."occurred_at" >= s."since" and e."body" is not null
-        and (nullif(s."event_types", 'null'::jsonb) is null or s."event_types" @> to_jsonb(e."type"))
-     on conflict ("event_id", "api_key_id") do nothing
-     returning "id"`,
-    [JSON.stringify(rows)],
-  );
-  return created.length;
-}
-
-const isLive = (s: ApiKeyEndpointState) => Endpoint.fromState(s).isLive();
 
 interface EndpointRow {
   api_key_id: string;
