@@ -505,6 +505,29 @@ describe('billing runs', () => {
     expect((await ledger(m.id)).charges).toHaveLength(1);
   }, 60_000);
 
+  it('decides a cancel sent while a renewal is in flight on what the charge left: the paid period shown, and cancel at period end charges nothing more (a charge after the answered cancel)', async () => {
+    const m = await billingMerchant();
+    const [now, atEnd] = [await m.subscriber(), await m.subscriber()];
+    expect(await run(T0)).toMatchObject({ charged: 2, succeeded: 2 });
+    const ledgerBefore = (await ledger(m.id)).charges.length;
+    await fault(m.id, { latencyMs: 800 });
+    const renewal = run(day(31));
+    // Both renewals are out at the provider (the run recorded them Processing) when the cancels arrive.
+    await eventually(async () => (await m.transactions(now.id)).length === 2 && (await m.transactions(atEnd.id)).length === 2, 20_000, 20);
+    const [cancelled, setToEnd] = await Promise.all([act(m, now.id, 'cancel'), act(m, atEnd.id, 'cancel', { atPeriodEnd: true })]);
+    expect(await renewal).toMatchObject({ charged: 2, succeeded: 2 });
+    await fault(m.id, null);
+    // Answered after the renewal was recorded: the answers show the period it paid (they showed the old one).
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    expect(cancelled.body).toMatchObject({ status: 'Cancelled', currentPeriodStart: '2030-02-15T00:00:00.000Z', currentPeriodEnd: '2030-03-15T00:00:00.000Z', cancelAtPeriodEnd: false });
+    expect(setToEnd.body).toMatchObject({ status: 'Active', cancelAtPeriodEnd: true, currentPeriodEnd: '2030-03-15T00:00:00.000Z' });
+    expect(await m.sub(atEnd.id)).toMatchObject({ status: 'Active', cancelAtPeriodEnd: true, currentPeriodEnd: '2030-03-15T00:00:00.000Z' });
+    // The run at that period end cancels it instead of charging; nothing is charged after either answer.
+    expect(await run('2030-03-15T00:00:00.000Z')).toMatchObject({ charged: 0 });
+    expect(await m.sub(atEnd.id)).toMatchObject({ status: 'Cancelled' });
+    expect((await ledger(m.id)).charges).toHaveLength(ledgerBefore + 2);
+  }, 60_000);
+
   it('ends at its period end a subscription set to cancel then and paused since, however it is resumed, and charges it nothing more', async () => {
     const m = await billingMerchant();
     const [byRun, byResumeAt, byResume] = [await m.subscriber(), await m.subscriber(), await m.subscriber([CARD], { startDate: day(-45, new Date().toISOString()) })];

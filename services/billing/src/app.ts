@@ -61,7 +61,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   addGrpcService(server, 'billing.v1.Members', logger, membersGrpc(orm, writers.createMember));
   addGrpcService(server, 'billing.v1.PaymentMethods', logger, paymentMethodsGrpc(orm, providers, writers.append));
   addGrpcService(server, 'billing.v1.ProviderTokens', logger, providerTokensGrpc(orm, providers));
-  addGrpcService(server, 'billing.v1.Subscriptions', logger, subscriptionsGrpc(orm, writers.subscriptions));
+  addGrpcService(server, 'billing.v1.Subscriptions', logger, subscriptionsGrpc(orm, writers.subscriptions, { cancelWaitMs: config.BILLING_CANCEL_WAIT_MS }));
   const faultFile = config.PLATFORM_MODE === 'production' ? undefined : config.BILLING_FAULT_FILE;
   addGrpcService(server, 'billing.v1.Enrolments', logger, enrolmentsGrpc(orm, providers, writers, { faultFile, logger }));
   const runner = new BillingRunner(

@@ -27,6 +27,11 @@ export const BillingConfig = BaseConfig.extend({
   /** How long a run's claim on a subscription or an unconfirmed provider call lasts (crash recovery waits this long). */
   BILLING_CLAIM_LEASE_MS: z.coerce.number().int().min(100).default(120_000),
   /**
+   * How long a cancel of a subscription a billing run (or a manual retry) is charging right now
+   * waits for the charge's answer before answering 409 (try again); under the gateway's gRPC deadline.
+   */
+  BILLING_CANCEL_WAIT_MS: z.coerce.number().int().min(0).default(3000),
+  /**
    * Test only (ignored in production mode): a file naming an enrolment step (`enrol-after-member`,
    * `enrol-after-payment-method`); the next enrolment deletes it and kills its own process right
    * after that step.

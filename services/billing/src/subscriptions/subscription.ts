@@ -42,6 +42,17 @@ export interface PlanTerms extends BillingSchedule {
  * A period whose charge failed is owed until it is collected or the terminal action writes it
  * off (`dunningPeriodStart` set): a pause holds its retries, it does not forgive it.
  */
+const CHARGING_NOW = 'A billing run is charging this subscription right now; try again shortly.';
+
+export function chargingNow(): DomainError {
+  return new DomainError('invalid_transition', CHARGING_NOW, { retryAfterSeconds: 1 });
+}
+
+/** Whether `e` is the refusal of a change while a charge of the subscription is in flight (`refuseWhileCharging`). */
+export function isChargingNow(e: unknown): boolean {
+  return e instanceof DomainError && e.code === 'invalid_transition' && e.message === CHARGING_NOW;
+}
+
 export class Subscription {
   id: string = randomUUID();
   merchantId!: string;
@@ -202,6 +213,7 @@ export class Subscription {
    */
   cancel(atPeriodEnd: boolean, now = new Date()): void {
     this.refuseWhenCancelled('cancelled');
+    this.refuseWhileCharging(now);
     if (atPeriodEnd && this.status === 'Active') {
       if (this.cancelAtPeriodEnd) return;
       this.cancelAtPeriodEnd = true;
@@ -421,6 +433,16 @@ export class Subscription {
     this.dunningPeriodStart = null;
     this.dunningStartedAt = null;
     this.retryCount = 0;
+  }
+
+  /**
+   * A billing run or a manual retry is charging it now (its claim has not expired): a cancel
+   * decided now would be overtaken by the charge's answer (the next period charged after an
+   * answered cancel, or a period end the answer then moves). `isChargingNow` tells the caller
+   * to decide again once the answer is recorded.
+   */
+  private refuseWhileCharging(now: Date): void {
+    if (this.claimedUntil && this.claimedUntil > now) throw chargingNow();
   }
 
   private refuseWhenCancelled(verb: string): void {

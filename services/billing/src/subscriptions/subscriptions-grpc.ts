@@ -1,9 +1,10 @@
+import { setTimeout } from 'node:timers/promises';
 import { type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, pageWindow, parseOrThrow, SUBSCRIPTION_STATUSES } from '@billing/contracts';
 import { recordEvent, requireMerchantScope, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { findScoped } from '../merchant-scope.js';
 import { parseInstant } from '../transactions/instant.js';
-import { Subscription } from './subscription.js';
+import { isChargingNow, Subscription } from './subscription.js';
 import { SubscriptionStore, type TransitionRequest } from './subscription-store.js';
 
 /** A subscription addressed by id: another merchant's is indistinguishable from a missing one. */
@@ -88,7 +89,31 @@ export function subscriptionCreation(orm: MikroORM, store: SubscriptionStore): (
 }
 
 /** `store`: the subscriptions' writers, shared with the enrolments when the app passes it (one set of batchers for both). */
-export function subscriptionsGrpc(orm: MikroORM, store = new SubscriptionStore(orm)): ServiceImpl<'billing.v1.Subscriptions'> {
+/**
+ * Runs `attempt` again while it is refused because a charge of the subscription is in flight
+ * (`isChargingNow`), backing off from 25 to 250 ms, for up to `waitMs`; then that refusal (409,
+ * Retry-After) is the answer.
+ */
+async function afterChargeInFlight<T>(attempt: () => Promise<T>, waitMs: number): Promise<T> {
+  const deadline = Date.now() + waitMs;
+  for (let delay = 25; ; delay = Math.min(delay * 2, 250)) {
+    try {
+      return await attempt();
+    } catch (e) {
+      if (!isChargingNow(e) || Date.now() + delay > deadline) throw e;
+      await setTimeout(delay);
+    }
+  }
+}
+
+/**
+ * `store`: the subscriptions' writers, shared with the enrolments when the app passes it (one set of batchers for both).
+ * `cancelWaitMs` (`BILLING_CANCEL_WAIT_MS`): a cancel of a subscription being charged right now
+ * waits this long for the charge's answer and is then decided on what it left (the period it
+ * paid), so an answered cancel is never overtaken by a charge already in flight.
+ */
+export function subscriptionsGrpc(orm: MikroORM, store = new SubscriptionStore(orm), opts: { cancelWaitMs?: number } = {}): ServiceImpl<'billing.v1.Subscriptions'> {
+  const cancelWaitMs = opts.cancelWaitMs ?? 3000;
   const createSubscription = subscriptionCreation(orm, store);
   const transition = async (req: { scope?: Parameters<typeof requireScope>[0]; id: string }, change: TransitionRequest['change']) =>
     (await store.transition({ scope: requireScope(req.scope), id: req.id, change })).toMessage();
@@ -126,6 +151,6 @@ export function subscriptionsGrpc(orm: MikroORM, store = new SubscriptionStore(o
         },
       ),
 
-    CancelSubscription: async (req) => transition(req, (sub) => sub.cancel(Boolean(req.atPeriodEnd))),
+    CancelSubscription: async (req) => afterChargeInFlight(() => transition(req, (sub) => sub.cancel(Boolean(req.atPeriodEnd))), cancelWaitMs),
   };
 }

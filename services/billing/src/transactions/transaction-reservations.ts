@@ -6,7 +6,7 @@ import { chargeOrder, methodsByMember, type ChargeableMethod } from '../billing-
 import type { Merchant, ProviderEnvironment } from '../merchants/merchant.js';
 import type { PaymentProviders } from '../payment-provider/payment-providers.js';
 import { pickScoped } from '../merchant-scope.js';
-import type { Subscription } from '../subscriptions/subscription.js';
+import { chargingNow, type Subscription } from '../subscriptions/subscription.js';
 import { subscriptionOfRow, unchangedSubscriptionsSql, type SubscriptionRow } from '../subscriptions/subscription-row.js';
 import { Transaction } from './transaction.js';
 import { rowOfTransaction, TRANSACTION_RECORDSET, transactionColumns, transactionOfRow, type TransactionRow } from './transaction-row.js';
@@ -291,7 +291,7 @@ export class TransactionReservations {
       if (sub) {
         if (sub.status !== 'Active' && sub.status !== 'PastDue') throw new DomainError('invalid_transition', `The subscription is ${sub.status}; its charges are not retried.`);
         if (sub.duePeriodStart()?.getTime() !== f.periodStart?.getTime()) throw new DomainError('invalid_transition', 'The period of this charge has been collected since.');
-        if (sub.claimedUntil && sub.claimedUntil > new Date()) throw new DomainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.');
+        if (sub.claimedUntil && sub.claimedUntil > new Date()) throw chargingNow();
       }
       const failedBefore = new Set([...(failedPeriod.get(f.id) ?? []), ...(f.paymentMethodId ? [f.paymentMethodId] : [])]);
       const method = chargeOrder(methods.get(f.memberId) ?? [], sub, failedBefore).find((pm) => !r.tried?.includes(pm.id));
