@@ -528,6 +528,22 @@ describe('billing runs', () => {
     expect((await ledger(m.id)).charges).toHaveLength(ledgerBefore + 2);
   }, 60_000);
 
+  it('a charge declined after its subscription was cancelled in flight counts failed in the run (it was neither), and no other method is tried', async () => {
+    const m = await billingMerchant();
+    const sub = await m.subscriber([{ ...CARD, last4: '0002' }, CARD]);
+    await fault(m.id, { latencyMs: 700 });
+    const running = run(T0);
+    await eventually(async () => (await m.transactions(sub.id)).length > 0, 20_000, 20);
+    expect((await act(m, sub.id, 'cancel')).body).toMatchObject({ status: 'Cancelled' });
+    // Every charge answered is counted once: charged = succeeded + failed.
+    expect(await running).toMatchObject({ charged: 1, succeeded: 0, failed: 1 });
+    await fault(m.id, null);
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'Cancelled' });
+    expect((await m.transactions(sub.id)).map((t) => [t.status, t.failureReason])).toEqual([['Failed', 'card_declined']]);
+    expect((await ledger(m.id)).charges.map((c) => c.paymentMethod.last4)).toEqual(['0002']);
+    expect(await run(T0)).toMatchObject({ charged: 0, failed: 0 });
+  }, 60_000);
+
   it('ends at its period end a subscription set to cancel then and paused since, however it is resumed, and charges it nothing more', async () => {
     const m = await billingMerchant();
     const [byRun, byResumeAt, byResume] = [await m.subscriber(), await m.subscriber(), await m.subscriber([CARD], { startDate: day(-45, new Date().toISOString()) })];

@@ -95,6 +95,57 @@ describe('PUT /api/admin/merchants/{id}/provider', () => {
   });
 });
 
+describe('PATCH /api/admin/merchants/{id}', () => {
+  const patch = (id: string, body: unknown) => api.patch(`/api/admin/merchants/${id}`, body, { token: admin });
+  const read = async (id: string) => (await api.get(`/api/admin/merchants/${id}`, { token: admin })).body;
+
+  it('changes the profile and the billing terms; absent or null fields are unchanged', async () => {
+    const m = await createMerchant(api, admin, { description: 'Gyms', contactPhone: '+61 2 5550 0000', country: 'AU', timeZone: 'Australia/Sydney' });
+    const email = `${unique('new')}@example.com`;
+    const res = await patch(m.id, { name: 'Renamed Fitness', contactEmail: email, contactPhone: '+64 9 555 0000', country: 'NZ', timeZone: 'Pacific/Auckland', description: null, billingTerminalAction: 'Pause' });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ name: 'Renamed Fitness', contactEmail: email, description: 'Gyms', contactPhone: '+64 9 555 0000', country: 'NZ', timeZone: 'Pacific/Auckland', billingTerminalAction: 'Pause', billingRetryOffsetsDays: '1,3,7' });
+    expect(Date.parse(res.body.updatedAt)).toBeGreaterThan(Date.parse(m.updatedAt as string));
+    expect(await read(m.id)).toEqual(res.body);
+    const me = await createApiKey(api, admin, m.id);
+    expect((await api.get('/api/Merchants/me', { token: me.key })).body).toMatchObject({ name: 'Renamed Fitness', contactEmail: email });
+  });
+
+  it('answers 400 naming "$" for a body that is not a JSON object (it was an empty update), and changes nothing', async () => {
+    const m = await createMerchant(api, admin);
+    for (const body of [null, [], [{ name: 'X' }], 5, 'name', true]) {
+      const res = await patch(m.id, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
+      expect(res.body).toMatchObject({ status: 400, title: 'One or more validation errors occurred.', errors: { $: [expect.any(String)] } });
+      expect(Object.keys(res.body.errors)).toEqual(['$']);
+    }
+    expect(await read(m.id)).toEqual(m);
+  });
+
+  it('refuses by name the fields it cannot change (they were silently ignored), ignores names that are no field, and refuses a body id of another merchant', async () => {
+    const m = await createMerchant(api, admin);
+    const refused = await patch(m.id, { name: 'Kept Out', isActive: false, gatewayConfigured: true, providerEnvironment: 'Production', gatewayPassword: 'pw', createdAt: '2020-01-01T00:00:00Z' });
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get('content-type')).toMatch(/application\/problem\+json/);
+    expect(Object.keys(refused.body.errors).sort()).toEqual(['createdAt', 'gatewayConfigured', 'gatewayPassword', 'isActive', 'providerEnvironment']);
+    expect(await read(m.id)).toEqual(m);
+
+    const nulls = await patch(m.id, { id: m.id, isActive: null, providerEnvironment: null, notAField: 'x', bankSettlementWindowDays: 5 });
+    expect(nulls.status, JSON.stringify(nulls.body)).toBe(200);
+    expect(nulls.body).toMatchObject({ isActive: true, providerEnvironment: 'Staging', bankSettlementWindowDays: 5 });
+    expect(nulls.body).not.toHaveProperty('notAField');
+
+    const invalid = await patch(m.id, { name: '  ', contactEmail: 'nope', country: 'nz', timeZone: 'Mars/Base' });
+    expect(invalid.status).toBe(400);
+    expect(Object.keys(invalid.body.errors).sort()).toEqual(['contactEmail', 'country', 'name', 'timeZone']);
+    const other = await createMerchant(api, admin);
+    expect((await patch(m.id, { id: other.id, name: 'X' })).status).toBe(400);
+    expect((await read(m.id)).name).toBe(m.name);
+    expect((await patch('00000000-0000-4000-8000-000000000000', { name: 'X' })).status).toBe(404);
+  });
+});
+
 describe('GET /api/Merchants/me', () => {
   it('answers id through updatedAt for a merchant user and for an API key', async () => {
     const m = await createMerchant(api, admin, { description: 'Gym' });

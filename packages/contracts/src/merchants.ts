@@ -30,14 +30,19 @@ export const FeePercent = z.union([z.number(), z.string()]).refine((v) => /^\d{1
 /** Fixed platform fee per charge in major units (0.30), at most 2 decimals. */
 export const FeeFixed = z.union([z.number(), z.string()]).refine((v) => /^\d{1,6}(\.\d{1,2})?$/.test(String(v)), 'Must be a non-negative amount with at most 2 decimals.');
 
+const Description = z.string().max(2000);
+const ContactPhone = z.string().max(50);
+const Country = z.string().regex(/^[A-Z]{2}$/, 'Must be an ISO 3166-1 alpha-2 code.');
+const TimeZone = z.string().refine(isTimeZone, 'Must be an IANA time zone.');
+
 export const CreateMerchantRequest = z
   .object({
     name: NonBlankText(200),
     contactEmail: Email,
-    description: z.string().max(2000).nullish(),
-    contactPhone: z.string().max(50).nullish(),
-    country: z.string().regex(/^[A-Z]{2}$/, 'Must be an ISO 3166-1 alpha-2 code.').nullish(),
-    timeZone: z.string().refine(isTimeZone, 'Must be an IANA time zone.').nullish(),
+    description: Description.nullish(),
+    contactPhone: ContactPhone.nullish(),
+    country: Country.nullish(),
+    timeZone: TimeZone.nullish(),
     billingRetryOffsetsDays: RetryOffsetsDays.nullish(),
     billingTerminalAction: z.enum(BILLING_TERMINAL_ACTIONS).nullish(),
     bankSettlementWindowDays: z.number().int().min(0).max(30).nullish(),
@@ -60,17 +65,55 @@ export const UpdateProviderRequest = z
   .meta({ id: 'UpdateProviderRequest' });
 export type UpdateProviderRequest = z.infer<typeof UpdateProviderRequest>;
 
-/** Platform admin: a merchant's billing terms; absent or null fields are unchanged. */
-export const UpdateMerchantBillingRequest = z
-  .object({
-    platformFeePercent: FeePercent.nullish(),
-    platformFeeFixed: FeeFixed.nullish(),
-    billingRetryOffsetsDays: RetryOffsetsDays.nullish(),
-    billingTerminalAction: z.enum(BILLING_TERMINAL_ACTIONS).nullish(),
-    bankSettlementWindowDays: z.number().int().min(0).max(30).nullish(),
-  })
-  .meta({ id: 'UpdateMerchantBillingRequest' });
-export type UpdateMerchantBillingRequest = z.infer<typeof UpdateMerchantBillingRequest>;
+/**
+ * A merchant field an update cannot change: 400 naming it when given (not null), rather than a
+ * 200 that silently changed nothing. Read-only state, and the provider settings, which have
+ * their own endpoint.
+ */
+const NotUpdated = (message: string) =>
+  z
+    .unknown()
+    .refine((v) => v === undefined || v === null, message)
+    .optional()
+    .meta({ description: `400 when given (not null): ${message}` });
+const READ_ONLY = 'Cannot be changed: it is maintained by the platform.';
+const PROVIDER_SETTING = 'Set with PUT /api/admin/merchants/{id}/provider.';
+
+/**
+ * Platform admin: a merchant's profile and billing terms; absent or null fields are unchanged.
+ * A body that is not a JSON object is 400 (`$`); the merchant's other fields are refused by name
+ * (`NotUpdated`); names that are no field of a merchant are ignored.
+ */
+export const UpdateMerchantRequest = z
+  .object(
+    {
+      id: Uuid.nullish(),
+      name: NonBlankText(200).nullish(),
+      contactEmail: Email.nullish(),
+      description: Description.nullish(),
+      contactPhone: ContactPhone.nullish(),
+      country: Country.nullish(),
+      timeZone: TimeZone.nullish(),
+      platformFeePercent: FeePercent.nullish(),
+      platformFeeFixed: FeeFixed.nullish(),
+      billingRetryOffsetsDays: RetryOffsetsDays.nullish(),
+      billingTerminalAction: z.enum(BILLING_TERMINAL_ACTIONS).nullish(),
+      bankSettlementWindowDays: z.number().int().min(0).max(30).nullish(),
+      isActive: NotUpdated(READ_ONLY),
+      gatewayConfigured: NotUpdated(READ_ONLY),
+      merchantGuidConfigured: NotUpdated(READ_ONLY),
+      providerMerchantProfileId: NotUpdated(READ_ONLY),
+      createdAt: NotUpdated(READ_ONLY),
+      updatedAt: NotUpdated(READ_ONLY),
+      providerEnvironment: NotUpdated(PROVIDER_SETTING),
+      gatewayUsername: NotUpdated(PROVIDER_SETTING),
+      gatewayPassword: NotUpdated(PROVIDER_SETTING),
+      merchantGuid: NotUpdated(PROVIDER_SETTING),
+    },
+    { error: 'Must be a JSON object.' },
+  )
+  .meta({ id: 'UpdateMerchantRequest' });
+export type UpdateMerchantRequest = z.infer<typeof UpdateMerchantRequest>;
 
 export const CurrentMerchant = z
   .object({

@@ -5,7 +5,7 @@ import { ResolveCheckoutLinkRequest } from './checkout.js';
 import { CustomerLoginRequest, CustomerSignupRequest, ResetPasswordRequest } from './customers.js';
 import { CreateMerchantUserRequest, MerchantLoginRequest } from './merchant-users.js';
 import { GenerateFeeStatementRequest } from './fee-statements.js';
-import { RetryOffsetsDays } from './merchants.js';
+import { RetryOffsetsDays, UpdateMerchantRequest } from './merchants.js';
 import { UpdatePlanRequest } from './plans.js';
 import { DateOrDateTime } from './subscriptions.js';
 import { SaveOnboardingDetailsRequest } from './onboarding.js';
@@ -35,6 +35,12 @@ describe('field errors', () => {
     expect(errorsOf(z.object({ d: RetryOffsetsDays }), { d: 'a' })).toEqual({ d: ['Must be comma-separated whole days, e.g. "1,3,7".'] });
     expect(Object.keys(errorsOf(UpdatePlanRequest, { amount: 99, currency: 'USD', name: 'P' })).sort()).toEqual(['amount', 'currency']);
     expect(UpdatePlanRequest.safeParse({ name: 'P', amount: null }).success).toBe(true);
+  });
+
+  it('refuse a merchant update that is not an object, or names a field it cannot change, by name', () => {
+    for (const body of [null, [], 5, 'x']) expect(errorsOf(UpdateMerchantRequest, body)).toEqual({ $: ['Must be a JSON object.'] });
+    expect(Object.keys(errorsOf(UpdateMerchantRequest, { name: 'N', isActive: false, gatewayPassword: 'pw' })).sort()).toEqual(['gatewayPassword', 'isActive']);
+    expect(UpdateMerchantRequest.safeParse({ name: 'N', isActive: null, notAField: 1 }).data).toEqual({ name: 'N', isActive: null });
   });
 
   it('say "Required." for a missing field and name the type for a value of the wrong type', () => {

@@ -169,6 +169,14 @@ export class BillingRun {
   private readonly retried = new Set<string>();
   /** Subscriptions whose charge failed in this run (declined by every method, or at settlement); its size is `failed`. */
   private readonly failed = new Set<string>();
+  /**
+   * The outcome of each subscription's latest charge by this run, as recorded by it: `unknown`
+   * when it got no answer (or a reconciling run recorded it). A declined one is followed by the
+   * member's next method or, with none left, the period's failure (`failed`) in a later claim;
+   * a subscription cancelled or paused while that charge was in flight is not claimed again, so
+   * its declined charge is counted failed at the end of the run (see `execute`).
+   */
+  private readonly lastCharge = new Map<string, 'paid' | 'declined' | 'unknown'>();
   /** Work that failed unexpectedly in this run is not picked up again by it. */
   private readonly excluded = new Set<string>();
 
@@ -193,6 +201,10 @@ export class BillingRun {
     await Promise.all(Array.from({ length: this.opts.workers }, () => this.chargeDueLoop()));
     this.result.charged = this.chargedFor.size;
     this.result.retried = this.retried.size;
+    // Every charge answered is counted once, succeeded or failed: a subscription whose last
+    // charge was declined and that was not charged again (it was cancelled or paused while the
+    // charge was in flight) failed its attempt, as one with no method left to try.
+    for (const [id, last] of this.lastCharge) if (last === 'declined') this.failed.add(id);
     this.result.failed = this.failed.size;
     return this.result;
   }
@@ -423,8 +435,9 @@ export class BillingRun {
       const outcomes = await this.callProvider(claimed, chunk, 'first');
       const t2 = performance.now();
       // Not `+= await`: that reads the count before the await, losing a concurrent worker's additions.
-      const { succeeded } = await applyCallOutcomes(this.orm, claimed, outcomes, this.asOf);
+      const { succeeded, recorded } = await applyCallOutcomes(this.orm, claimed, outcomes, this.asOf);
       this.result.succeeded += succeeded;
+      for (const t of claimed) this.lastCharge.set(t.subscriptionId!, !recorded.has(t.id) ? 'unknown' : t.status === 'Failed' ? 'declined' : 'paid');
       const ms = (a: number, b: number) => Math.round(b - a);
       this.logger.debug({ charges: claimed.length, claimMs: ms(t0, t1), callsMs: ms(t1, t2), recordMs: ms(t2, performance.now()) }, 'billing run chunk');
     }

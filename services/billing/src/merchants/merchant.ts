@@ -52,6 +52,17 @@ export class Merchant {
     return m;
   }
 
+  /** Platform admin: name and contact details; absent (undefined or null) fields are unchanged. */
+  updateProfile(change: { name?: string | null; contactEmail?: string | null; description?: string | null; contactPhone?: string | null; country?: string | null; timeZone?: string | null }, now = new Date()): void {
+    if (change.name != null) this.name = change.name;
+    if (change.contactEmail != null) this.contactEmail = change.contactEmail;
+    if (change.description != null) this.description = change.description;
+    if (change.contactPhone != null) this.contactPhone = change.contactPhone;
+    if (change.country != null) this.country = change.country;
+    if (change.timeZone != null) this.timeZone = change.timeZone;
+    this.updatedAt = now;
+  }
+
   /** Platform admin: fee, retry and settlement terms; absent (undefined or null) fields are unchanged. */
   updateBillingTerms(
     change: { platformFeePercent?: string | number | null; platformFeeFixedMinor?: number | null; billingRetryOffsetsDays?: string | null; billingTerminalAction?: TerminalAction | null; bankSettlementWindowDays?: number | null },

@@ -57,14 +57,16 @@ export function merchantsGrpc(orm: MikroORM, box: SecretBox): ServiceImpl<'billi
       return { items: items.map((m) => toMerchantMessage(m.toView())), totalCount: total };
     },
 
-    UpdateBillingTerms: async (req) => {
+    UpdateMerchant: async (req) => {
       requirePlatformScope(req.scope);
-      const change = parseOrThrow(BillingTermsChange, req);
+      const change = parseOrThrow(MerchantChange, req);
       const fixed = feeFixedMinor(req.platformFeeFixedMinor);
       return orm.em.fork().transactional(async (em) => {
         const merchant = isUuidText(req.id) ? await em.findOne(Merchant, { id: req.id.toLowerCase() }, { lockMode: 4 }) : null;
         if (!merchant) throw new DomainError('merchant_not_found', 'Merchant not found.');
-        merchant.updateBillingTerms({ ...change, platformFeeFixedMinor: fixed });
+        const now = new Date();
+        merchant.updateProfile(change, now);
+        merchant.updateBillingTerms({ ...change, platformFeeFixedMinor: fixed }, now);
         return toMerchantMessage(merchant.toView());
       });
     },
@@ -82,7 +84,10 @@ export function merchantsGrpc(orm: MikroORM, box: SecretBox): ServiceImpl<'billi
   };
 }
 
-const BillingTermsChange = z.object({
+/** What an update may change (each absent or null when unchanged), checked as on create. */
+const MerchantChange = CreateMerchantRequest.pick({ description: true, contactPhone: true, country: true, timeZone: true }).extend({
+  name: CreateMerchantRequest.shape.name.nullish(),
+  contactEmail: CreateMerchantRequest.shape.contactEmail.nullish(),
   platformFeePercent: FeePercent.nullish(),
   billingRetryOffsetsDays: RetryOffsetsDays.nullish(),
   billingTerminalAction: z.enum(BILLING_TERMINAL_ACTIONS).nullish(),

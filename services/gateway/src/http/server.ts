@@ -218,7 +218,9 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
           const query = parse(spec.query, request.query);
           let body: unknown;
           try {
-            body = spec.body ? parse(spec.body, request.body ?? {}) : undefined;
+            // No body is the empty object (the parser answers undefined for it); a JSON `null` is a
+            // body, and one no object schema accepts: 400 naming "$", not an empty update.
+            body = spec.body ? parse(spec.body, request.body === undefined ? {} : request.body) : undefined;
           } catch (e) {
             if (spec.invalidBody && e instanceof DomainError && e.code === 'validation_failed') return spec.invalidBody(e);
             throw e;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BILLING_TERMINAL_ACTIONS, CreateMerchantRequest, CurrentMerchant, DomainError, Merchant, Paged, PageQuery, PathId, PROVIDER_ENVIRONMENTS, toCurrentMerchant, toPage, UpdateMerchantBillingRequest, UpdateProviderRequest, Uuid } from '@billing/contracts';
+import { BILLING_TERMINAL_ACTIONS, CreateMerchantRequest, CurrentMerchant, DomainError, Merchant, Paged, PageQuery, PathId, PROVIDER_ENVIRONMENTS, toCurrentMerchant, toPage, UpdateMerchantRequest, UpdateProviderRequest, Uuid } from '@billing/contracts';
 import { toMajorUnits, toMinorUnits } from '@billing/money';
 import type { Backends } from '../backends/clients.js';
 import { credentialScope } from '../auth/call-scope.js';
@@ -7,7 +7,7 @@ import { merchantOf } from '../auth/principal.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
 import { assertSameId, oneOf, orNull } from '../http/views.js';
 import type { Merchant__Output } from '@billing/proto-types/billing/v1/Merchant';
-import type { UpdateBillingTermsRequest } from '@billing/proto-types/billing/v1/UpdateBillingTermsRequest';
+import type { UpdateMerchantRequest as UpdateMerchantMessage } from '@billing/proto-types/billing/v1/UpdateMerchantRequest';
 import type { UpdateProviderRequest as UpdateProviderMessage } from '@billing/proto-types/billing/v1/UpdateProviderRequest';
 
 /** Merchant message → REST: the fee terms become decimals (percent, and the fixed part in AUD major units). */
@@ -102,23 +102,30 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       method: 'PATCH',
       url: '/api/admin/merchants/:id',
       tag: 'Admin',
-      summary: "Update a merchant's billing terms",
+      summary: "Update a merchant's profile and billing terms",
       description:
-        'Platform fee per settled charge (platformFeePercent, e.g. 1.5 for 1.5 %, at most 4 decimals; platformFeeFixed, e.g. 0.30, in the charge currency\'s major units), billingRetryOffsetsDays, billingTerminalAction (Cancel | Pause), bankSettlementWindowDays. Absent or null fields are unchanged. A new fee applies to charges made afterwards; a charge keeps the fee computed when it was made. The percentage and fixed parts are each rounded half-even to the charge currency\'s minor unit (0.30 JPY is 0 yen).',
+        'Profile: name, contactEmail, description, contactPhone, country, timeZone (as on create). Billing terms: platform fee per settled charge (platformFeePercent, e.g. 1.5 for 1.5 %, at most 4 decimals; platformFeeFixed, e.g. 0.30, in the charge currency\'s major units), billingRetryOffsetsDays, billingTerminalAction (Cancel | Pause), bankSettlementWindowDays. Absent or null fields are unchanged. The body must be a JSON object: null, an array or a scalar is 400 naming "$". The merchant\'s other fields cannot be changed here: isActive, gatewayConfigured, merchantGuidConfigured, providerMerchantProfileId, createdAt and updatedAt are maintained by the platform, and providerEnvironment and the gateway credentials (gatewayUsername, gatewayPassword, merchantGuid) are set with PUT /api/admin/merchants/{id}/provider; each one given (not null) is 400 naming it, and nothing is changed (as a PATCH of a plan naming its price). A body id differing from the path is 400. Names that are no field of a merchant are ignored. A new fee applies to charges made afterwards; a charge keeps the fee computed when it was made. The percentage and fixed parts are each rounded half-even to the charge currency\'s minor unit (0.30 JPY is 0 yen). A new name shows on hosted pages at once and in invitation messages sent within CHECKOUT_MERCHANT_CACHE_MS (default 5 s) of the change. Merchant changes emit no event.',
       auth: { admin: true },
       params: IdParams,
-      body: UpdateMerchantBillingRequest,
+      body: UpdateMerchantRequest,
       responses: { 200: Merchant, 400: null, 404: null },
       handler: async ({ params, body, principal }) => {
-        const req: UpdateBillingTermsRequest = {
+        assertSameId('id', body.id, params.id);
+        const req: UpdateMerchantMessage = {
           scope: credentialScope(principal),
           id: params.id,
+          name: body.name ?? undefined,
+          contactEmail: body.contactEmail ?? undefined,
+          description: body.description ?? undefined,
+          contactPhone: body.contactPhone ?? undefined,
+          country: body.country ?? undefined,
+          timeZone: body.timeZone ?? undefined,
           ...feeTerms(body),
           billingRetryOffsetsDays: body.billingRetryOffsetsDays ?? undefined,
           billingTerminalAction: body.billingTerminalAction ?? undefined,
           bankSettlementWindowDays: body.bankSettlementWindowDays ?? undefined,
         };
-        return ok(toMerchant(await merchants.UpdateBillingTerms(req)));
+        return ok(toMerchant(await merchants.UpdateMerchant(req)));
       },
     }),
     defineRoute({
