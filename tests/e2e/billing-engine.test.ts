@@ -490,7 +490,7 @@ describe('billing runs', () => {
     expect((await ledger(m.id)).charges).toHaveLength(1);
   }, 60_000);
 
-  it('a subscription cancelled while its charge is in flight stays Cancelled; the charge stands and the run counts it succeeded', async () => {
+  it('a subscription cancelled while its charge is in flight is Cancelled once the charge is answered; the charge stands and the run counts it succeeded', async () => {
     const m = await billingMerchant();
     const sub = await m.subscriber();
     await fault(m.id, { latencyMs: 700 });
@@ -528,17 +528,18 @@ describe('billing runs', () => {
     expect((await ledger(m.id)).charges).toHaveLength(ledgerBefore + 2);
   }, 60_000);
 
-  it('a charge declined after its subscription was cancelled in flight counts failed in the run (it was neither), and no other method is tried', async () => {
+  it('a charge declined after its subscription was paused in flight counts failed in the run (a cancel then was neither), and no other method is tried', async () => {
     const m = await billingMerchant();
     const sub = await m.subscriber([{ ...CARD, last4: '0002' }, CARD]);
     await fault(m.id, { latencyMs: 700 });
     const running = run(T0);
     await eventually(async () => (await m.transactions(sub.id)).length > 0, 20_000, 20);
-    expect((await act(m, sub.id, 'cancel')).body).toMatchObject({ status: 'Cancelled' });
+    // A pause is applied at once (a cancel waits for the charge's answer, see above).
+    expect((await act(m, sub.id, 'pause')).body).toMatchObject({ status: 'Paused' });
     // Every charge answered is counted once: charged = succeeded + failed.
     expect(await running).toMatchObject({ charged: 1, succeeded: 0, failed: 1 });
     await fault(m.id, null);
-    expect(await m.sub(sub.id)).toMatchObject({ status: 'Cancelled' });
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'Paused' });
     expect((await m.transactions(sub.id)).map((t) => [t.status, t.failureReason])).toEqual([['Failed', 'card_declined']]);
     expect((await ledger(m.id)).charges.map((c) => c.paymentMethod.last4)).toEqual(['0002']);
     expect(await run(T0)).toMatchObject({ charged: 0, failed: 0 });
