@@ -57,7 +57,7 @@ export function merchantsGrpc(orm: MikroORM, box: SecretBox): ServiceImpl<'billi
       return { items: items.map((m) => toMerchantMessage(m.toView())), totalCount: total };
     },
 
-    UpdateMerchant: async (req) => {
+    UpdateBillingTerms: async (req) => {
       requirePlatformScope(req.scope);
       const change = parseOrThrow(MerchantChange, req);
       const fixed = feeFixedMinor(req.platformFeeFixedMinor);

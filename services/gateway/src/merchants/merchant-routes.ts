@@ -7,7 +7,7 @@ import { merchantOf } from '../auth/principal.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
 import { assertSameId, oneOf, orNull } from '../http/views.js';
 import type { Merchant__Output } from '@billing/proto-types/billing/v1/Merchant';
-import type { UpdateMerchantRequest as UpdateMerchantMessage } from '@billing/proto-types/billing/v1/UpdateMerchantRequest';
+import type { UpdateBillingTermsRequest as UpdateMerchantMessage } from '@billing/proto-types/billing/v1/UpdateBillingTermsRequest';
 import type { UpdateProviderRequest as UpdateProviderMessage } from '@billing/proto-types/billing/v1/UpdateProviderRequest';
 
 /** Merchant message → REST: the fee terms become decimals (percent, and the fixed part in AUD major units). */
@@ -125,7 +125,7 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
           billingTerminalAction: body.billingTerminalAction ?? undefined,
           bankSettlementWindowDays: body.bankSettlementWindowDays ?? undefined,
         };
-        return ok(toMerchant(await merchants.UpdateMerchant(req)));
+        return ok(toMerchant(await merchants.UpdateBillingTerms(req)));
       },
     }),
     defineRoute({
