@@ -43,6 +43,28 @@ function feeTerms(body: { platformFeePercent?: number | string | null; platformF
   };
 }
 
+type Text = string | null | undefined;
+
+/** The profile and billing terms of a create or update body → the message's forms (absent or null: undefined, unchanged on update). */
+function merchantFields(body: {
+  name?: Text; contactEmail?: Text; description?: Text; contactPhone?: Text; country?: Text; timeZone?: Text;
+  billingRetryOffsetsDays?: Text; billingTerminalAction?: Text; bankSettlementWindowDays?: number | null;
+  platformFeePercent?: number | string | null; platformFeeFixed?: number | string | null;
+}) {
+  return {
+    name: body.name ?? undefined,
+    contactEmail: body.contactEmail ?? undefined,
+    description: body.description ?? undefined,
+    contactPhone: body.contactPhone ?? undefined,
+    country: body.country ?? undefined,
+    timeZone: body.timeZone ?? undefined,
+    billingRetryOffsetsDays: body.billingRetryOffsetsDays ?? undefined,
+    billingTerminalAction: body.billingTerminalAction ?? undefined,
+    bankSettlementWindowDays: body.bankSettlementWindowDays ?? undefined,
+    ...feeTerms(body),
+  };
+}
+
 const IdParams = z.object({ id: PathId });
 
 export function merchantRoutes(backends: Backends): RouteSpec[] {
@@ -60,16 +82,9 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
         const m = toMerchant(
           await merchants.CreateMerchant({
             scope: credentialScope(principal),
+            ...merchantFields(body),
             name: body.name,
             contactEmail: body.contactEmail,
-            description: body.description ?? undefined,
-            contactPhone: body.contactPhone ?? undefined,
-            country: body.country ?? undefined,
-            timeZone: body.timeZone ?? undefined,
-            billingRetryOffsetsDays: body.billingRetryOffsetsDays ?? undefined,
-            billingTerminalAction: body.billingTerminalAction ?? undefined,
-            bankSettlementWindowDays: body.bankSettlementWindowDays ?? undefined,
-            ...feeTerms(body),
           }),
         );
         return created(m, `/api/admin/merchants/${m.id}`);
@@ -114,16 +129,7 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
         const req: UpdateMerchantMessage = {
           scope: credentialScope(principal),
           id: params.id,
-          name: body.name ?? undefined,
-          contactEmail: body.contactEmail ?? undefined,
-          description: body.description ?? undefined,
-          contactPhone: body.contactPhone ?? undefined,
-          country: body.country ?? undefined,
-          timeZone: body.timeZone ?? undefined,
-          ...feeTerms(body),
-          billingRetryOffsetsDays: body.billingRetryOffsetsDays ?? undefined,
-          billingTerminalAction: body.billingTerminalAction ?? undefined,
-          bankSettlementWindowDays: body.bankSettlementWindowDays ?? undefined,
+          ...merchantFields(body),
         };
         return ok(toMerchant(await merchants.UpdateBillingTerms(req)));
       },
