@@ -144,6 +144,21 @@ describe('Enrol', () => {
     expect((await madeFor(m.merchantId, 'joan@example.com')).subscriptions).toEqual([first.subscription!.id]);
   });
 
+  it('concurrent enrolments of one email and plan: one enrols, the others are subscription_exists having written nothing', async () => {
+    // Regression: each passed the "already subscribed" check before any had subscribed, and added
+    // its payment method (and payment_method.added) before the subscription refused all but one.
+    const m = await merchantWithPlan();
+    const email = 'racing@example.com';
+    const outcomes = await Promise.allSettled([1, 2, 3, 4, 5].map((i) => m.enrol(m.request(email, { instrument: { ...CARD, last4: `424${i}` }, subscriptionId: randomUUID() }))));
+    const enrolled = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
+    expect(enrolled).toHaveLength(1);
+    for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toMatchObject({ code: 'subscription_exists', extensions: { existingSubscriptionId: enrolled[0]!.subscription!.id } });
+    const made = await madeFor(m.merchantId, email);
+    expect(made).toMatchObject({ methods: [enrolled[0]!.paymentMethod!.id], subscriptions: [enrolled[0]!.subscription!.id] });
+    expect(made.events.filter((t) => t === 'payment_method.added')).toHaveLength(1);
+    expect(await rows('select 1 from billing.enrolment_claims where merchant_id = ?', [m.merchantId])).toEqual([]);
+  });
+
   it('adds the method a provider token stands for, once; an unknown token is validation_failed naming providerToken', async () => {
     const m = await merchantWithPlan();
     const tokenRequest = (email: string, token: string) => m.request(email, { instrument: undefined, providerToken: token, productId: undefined, answers: [] });

@@ -171,6 +171,8 @@ async function provisionInBilling(backends: CheckoutBackends, invitation: Invita
       },
       planId: onboarding.planId!,
       adoptSince: onboarding.completionStartedAt!.toISOString(),
+      // A repeat of this invitation's completion takes over the turn its interrupted run held.
+      enrolmentKey: invitation.id,
       productId: onboarding.productId!,
       answers: (onboarding.answers ?? []).map((a) => ({ questionId: a.questionId, textValue: a.textValue ?? undefined, optionIds: a.optionIds })),
     });
