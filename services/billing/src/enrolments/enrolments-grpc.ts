@@ -85,14 +85,26 @@ export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, write
   const appendLooked = async (scope: CallScope, memberId: string, looked: TokenLookup) =>
     (await appendTokenised(append, { scope, memberId, details: looked.details, providerToken: looked.token })).paymentMethod;
 
-  /** The subscription, or the live one an interrupted earlier enrolment made since `adoptSince`. */
+  /**
+   * Whether an interrupted earlier run of this enrolment made `live`: created since `adoptSince`
+   * by this enrolment's key (`enrolment_key`), or by none (CreateSubscription, an enrolment that
+   * named no key). One a concurrent enrolment with another key made is never adopted, however
+   * recent.
+   */
+  const adoptable = (live: { createdAt: Date; enrolmentKey: string | null }, adoptSince: Date | undefined, key: string | undefined) =>
+    adoptSince !== undefined && live.createdAt.getTime() >= adoptSince.getTime() && (live.enrolmentKey === null || live.enrolmentKey === key);
+
+  /** The subscription, or the live one an interrupted earlier run of this enrolment made (`adoptable`). */
   const subscribe = async (req: SubscriptionCreateRequest, adoptSince: Date | undefined): Promise<Subscription> => {
     try {
       return await createSubscription(req);
     } catch (e) {
       if (!(adoptSince && e instanceof DomainError && e.code === 'subscription_exists')) throw e;
-      const existing = await orm.em.fork().findOne(Subscription, { id: String(e.extensions.existingSubscriptionId ?? '') });
-      if (existing && existing.createdAt.getTime() >= adoptSince.getTime()) return existing;
+      const id = String(e.extensions.existingSubscriptionId ?? '');
+      // The enrolment key is a column the aggregate does not carry.
+      const { rows: [made] } = await queryPrepared<{ enrolment_key: string | null }>(orm, 'billing_enrol_subscription_key', `select enrolment_key from subscriptions where id = $1`, [id]);
+      const existing = await orm.em.fork().findOne(Subscription, { id });
+      if (existing && made && adoptable({ createdAt: existing.createdAt, enrolmentKey: made.enrolment_key }, adoptSince, req.enrolmentKey)) return existing;
       throw e;
     }
   };
@@ -100,19 +112,19 @@ export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, write
   /**
    * Refuses, before anything is written, an enrolment its subscription would refuse: an unknown
    * or inactive plan, or a member of that email with another live subscription to it (not the one
-   * this enrolment names, nor one an interrupted earlier enrolment made since `adoptSince`). So a
+   * this enrolment names, nor one an interrupted earlier run of it made: `adoptable`). So a
    * refused completion adds no payment method (and no event) to an existing member. One read, on
    * the plan's key, the members' email index and the subscriptions' live index. Run once the
    * enrolment holds its claim (`claim`), it sees the subscription of any enrolment of the same
    * email and plan that held the claim before it.
    */
-  const refuseBeforeWriting = async (merchantId: string, email: string, planId: string, subscriptionId: string | undefined, adoptSince: Date | undefined) => {
+  const refuseBeforeWriting = async (merchantId: string, email: string, planId: string, subscriptionId: string | undefined, adoptSince: Date | undefined, key: string | undefined) => {
     if (!isUuidText(planId)) throw new DomainError('not_found', 'Plan not found.');
     // Named: planned once per connection, not for every completion (three keyed lookups).
-    const { rows: [row] } = await queryPrepared<{ is_active: boolean; live_id: string | null; live_status: SubscriptionStatus | null; live_created_at: Date | null }>(
+    const { rows: [row] } = await queryPrepared<{ is_active: boolean; live_id: string | null; live_status: SubscriptionStatus | null; live_created_at: Date | null; live_key: string | null }>(
       orm,
-      'billing_enrol_refusals',
-      `select p.is_active, s.id as live_id, s.status as live_status, s.created_at as live_created_at
+      'billing_enrol_refusals_by_key',
+      `select p.is_active, s.id as live_id, s.status as live_status, s.created_at as live_created_at, s.enrolment_key as live_key
          from plans p
          left join members m on m.merchant_id = p.merchant_id and lower(m.email) = $1
          left join subscriptions s on s.member_id = m.id and s.plan_id = p.id and s.status <> 'Cancelled'
@@ -122,7 +134,7 @@ export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, write
     if (!row) throw new DomainError('not_found', 'Plan not found.');
     if (!row.is_active) throw planInactive();
     if (!row.live_id || row.live_id === subscriptionId?.toLowerCase()) return;
-    if (adoptSince && new Date(row.live_created_at!).getTime() >= adoptSince.getTime()) return;
+    if (adoptable({ createdAt: new Date(row.live_created_at!), enrolmentKey: row.live_key }, adoptSince, key)) return;
     throw alreadyExists({ id: row.live_id, status: row.live_status! });
   };
 
@@ -184,10 +196,11 @@ export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, write
       // as an add to that member would be.
       const looked = token === undefined ? undefined : lookupToken(merchantId, token);
       looked?.catch(() => undefined);
-      const key = (req.enrolmentKey ?? req.subscriptionId ?? randomUUID()).toLowerCase();
-      const refuse = () => refuseBeforeWriting(merchantId, customer.email, req.planId, req.subscriptionId, adoptSince);
+      const enrolmentKey = req.enrolmentKey?.toLowerCase();
+      const refuse = () => refuseBeforeWriting(merchantId, customer.email, req.planId, req.subscriptionId, adoptSince, enrolmentKey);
       if (!isUuidText(req.planId)) throw new DomainError('not_found', 'Plan not found.');
-      const claimed = [merchantId, customer.email.trim().toLowerCase(), req.planId.toLowerCase(), key] as const;
+      const claimKey = (enrolmentKey ?? req.subscriptionId ?? randomUUID()).toLowerCase();
+      const claimed = [merchantId, customer.email.trim().toLowerCase(), req.planId.toLowerCase(), claimKey] as const;
       await claim(...claimed, refuse);
       let released: Promise<void> | undefined;
       try {
@@ -196,7 +209,10 @@ export function enrolmentsGrpc(orm: MikroORM, providers: PaymentProviders, write
         fault('enrol-after-member');
         const paymentMethod = looked ? await appendLooked(scope, member.id, await looked) : await ensureMethod(scope, { id: member.id, created }, details!);
         fault('enrol-after-payment-method');
-        const subscription = await subscribe({ merchantId, memberId: member.id, planId: req.planId, paymentMethodId: paymentMethod.id, ownMethodOnly: req.ownMethodOnly, id: req.subscriptionId }, adoptSince);
+        const subscription = await subscribe(
+          { merchantId, memberId: member.id, planId: req.planId, paymentMethodId: paymentMethod.id, ownMethodOnly: req.ownMethodOnly, id: req.subscriptionId, enrolmentKey },
+          adoptSince,
+        );
         // The subscription is written: the next enrolment of the email and plan may check (while the answers are saved).
         released = release(...claimed);
         // Saving no answers replaces a member's answers with none: nothing to do for a member this

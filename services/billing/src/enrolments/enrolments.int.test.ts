@@ -159,6 +159,19 @@ describe('Enrol', () => {
     expect(await rows('select 1 from billing.enrolment_claims where merchant_id = ?', [m.merchantId])).toEqual([]);
   });
 
+  it("adopts a subscription made since adoptSince by its own enrolment key only, never another key's", async () => {
+    // Regression: an onboarding completion adopted the subscription a concurrent completion of
+    // another invitation had just made (it was "created since the completion started").
+    const m = await merchantWithPlan();
+    const email = 'keys@example.com';
+    const since = new Date(Date.now() - 1000).toISOString();
+    const first = await m.enrol(m.request(email, { enrolmentKey: 'invitation-a', adoptSince: since }));
+    const e = await refusal(m.enrol(m.request(email, { enrolmentKey: 'invitation-b', adoptSince: since })));
+    expect(e).toMatchObject({ code: 'subscription_exists', extensions: { existingSubscriptionId: first.subscription!.id } });
+    const again = await m.enrol(m.request(email, { enrolmentKey: 'invitation-a', adoptSince: since }));
+    expect([again.member!.id, again.paymentMethod!.id, again.subscription!.id]).toEqual([first.member!.id, first.paymentMethod!.id, first.subscription!.id]);
+  });
+
   it('adds the method a provider token stands for, once; an unknown token is validation_failed naming providerToken', async () => {
     const m = await merchantWithPlan();
     const tokenRequest = (email: string, token: string) => m.request(email, { instrument: undefined, providerToken: token, productId: undefined, answers: [] });
