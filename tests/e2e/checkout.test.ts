@@ -337,6 +337,32 @@ describe('POST /api/Checkout/sessions/me/complete', () => {
     expect((await api.get(`/api/Members?merchantId=${planned.id}&email=${encodeURIComponent(newcomer)}`, { token: planned.key })).body.items).toEqual([]);
   });
 
+  it('concurrent completions for one email and plan: one Completed, the rest 409 Failed having added nothing (one payment method, one payment_method.added)', async () => {
+    // Regression: every completion passed billing's "already subscribed" check before any had
+    // subscribed, so each added its payment method (and event) before all but one were refused.
+    const email = `${unique('race')}@example.com`;
+    const sessions = await Promise.all(
+      [1, 2, 3, 4, 5].map(async () => {
+        const s = await openSession(api, m, { customer: { email, firstName: 'Race', lastName: 'Condition' } });
+        return { s, token: await captureBank(api, s) };
+      }),
+    );
+    const results = await Promise.all(sessions.map(({ s, token }) => complete(api, s, token)));
+    expect(results.map((r) => r.status).sort(), JSON.stringify(results.map((r) => r.body))).toEqual([200, 409, 409, 409, 409]);
+    for (const r of results.filter((x) => x.status === 409)) {
+      expect(r.body).toMatchObject({ status: 'Failed', failureReason: 'The customer already has a live subscription to this plan.' });
+    }
+    const members = (await api.get(`/api/Members?merchantId=${m.id}&email=${encodeURIComponent(email)}`, { token: m.key })).body.items;
+    expect(members).toHaveLength(1);
+    const memberId = members[0].id;
+    expect((await api.get(`/api/members/${memberId}/payment-methods`, { token: m.key })).body).toHaveLength(1);
+    expect((await api.get(`/api/Subscriptions?merchantId=${m.id}&memberId=${memberId}`, { token: m.key })).body.totalCount).toBe(1);
+    const added = await db.query(`select count(*)::int as n from billing.outbox where type = 'payment_method.added' and data->>'memberId' = $1`, [memberId]);
+    expect(added.rows[0].n).toBe(1);
+    const completedEvents = await db.query(`select count(*)::int as n from checkout.outbox where type = 'checkout.completed' and data->>'email' = $1`, [email]);
+    expect(completedEvents.rows[0].n).toBe(1);
+  });
+
   it('Failed 400 naming missing customer details or for an empty token, 409 for a plan deactivated since; 400 for another sessionId; 400 without a providerToken', async () => {
     const s = await openSession(api, m, { customer: undefined });
     const token = await captureBank(api, s);

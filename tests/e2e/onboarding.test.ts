@@ -228,6 +228,33 @@ describe('POST /api/onboard/complete', () => {
     expect(outbox.rows[0].n).toBe(1);
   });
 
+  it('concurrent completions of different invitations of one customer to one plan: one 200, the rest 409; one invitation Completed, one onboarding.completed, one payment method', async () => {
+    // Regression: each completion adopted the subscription another invitation's completion had
+    // just made (it was "created since the completion started"): all answered 200 and all the
+    // invitations became Completed, each emitting onboarding.completed for the one subscription.
+    const email = `${unique('multi')}@example.com`;
+    const invitations = [];
+    for (let i = 0; i < 5; i++) invitations.push(await invite(api, m, { email }));
+    const customer = await signUpCustomer(api, email);
+    for (const inv of invitations) {
+      const res = await api.post('/api/onboard/accept', { token: inv.token }, { token: customer.token });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      await fillWizard(api, customer.token, inv.invitationId, m);
+    }
+    const results = await Promise.all(invitations.map((inv) => api.post('/api/onboard/complete', { invitationId: inv.invitationId }, { token: customer.token })));
+    expect(results.map((r) => r.status).sort(), JSON.stringify(results.map((r) => r.body))).toEqual([200, 409, 409, 409, 409]);
+    const done = results.find((r) => r.status === 200)!.body;
+    const statuses = await Promise.all(invitations.map(async (inv) => (await api.get(`/api/Invitations/${inv.invitationId}`, { token: m.key })).body.status));
+    expect(statuses.filter((s) => s === 'Completed')).toHaveLength(1);
+    const ids = invitations.map((inv) => inv.invitationId);
+    const events = await db.query(`select count(*)::int as n from checkout.outbox where type = 'onboarding.completed' and data->>'invitationId' = any($1)`, [ids]);
+    expect(events.rows[0].n).toBe(1);
+    expect((await api.get(`/api/members/${done.memberId}/payment-methods`, { token: m.key })).body).toHaveLength(1);
+    const added = await db.query(`select count(*)::int as n from billing.outbox where type = 'payment_method.added' and data->>'memberId' = $1`, [done.memberId]);
+    expect(added.rows[0].n).toBe(1);
+    expect((await api.get(`/api/Subscriptions?merchantId=${m.id}&memberId=${done.memberId}`, { token: m.key })).body.totalCount).toBe(1);
+  });
+
   it('refuses to revoke (409) while a completion holds the wizard; revoked first, the completion is 410 and nothing is enrolled', async () => {
     // Regression: a revoke sent while a completion was enrolling the customer answered 204, and the
     // completion went on: the invitation ended Completed, revoked first, with a live subscription.

@@ -144,6 +144,34 @@ describe('Enrol', () => {
     expect((await madeFor(m.merchantId, 'joan@example.com')).subscriptions).toEqual([first.subscription!.id]);
   });
 
+  it('concurrent enrolments of one email and plan: one enrols, the others are subscription_exists having written nothing', async () => {
+    // Regression: each passed the "already subscribed" check before any had subscribed, and added
+    // its payment method (and payment_method.added) before the subscription refused all but one.
+    const m = await merchantWithPlan();
+    const email = 'racing@example.com';
+    const outcomes = await Promise.allSettled([1, 2, 3, 4, 5].map((i) => m.enrol(m.request(email, { instrument: { ...CARD, last4: `424${i}` }, subscriptionId: randomUUID() }))));
+    const enrolled = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
+    expect(enrolled).toHaveLength(1);
+    for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toMatchObject({ code: 'subscription_exists', extensions: { existingSubscriptionId: enrolled[0]!.subscription!.id } });
+    const made = await madeFor(m.merchantId, email);
+    expect(made).toMatchObject({ methods: [enrolled[0]!.paymentMethod!.id], subscriptions: [enrolled[0]!.subscription!.id] });
+    expect(made.events.filter((t) => t === 'payment_method.added')).toHaveLength(1);
+    expect(await rows('select 1 from billing.enrolment_claims where merchant_id = ?', [m.merchantId])).toEqual([]);
+  });
+
+  it("adopts a subscription made since adoptSince by its own enrolment key only, never another key's", async () => {
+    // Regression: an onboarding completion adopted the subscription a concurrent completion of
+    // another invitation had just made (it was "created since the completion started").
+    const m = await merchantWithPlan();
+    const email = 'keys@example.com';
+    const since = new Date(Date.now() - 1000).toISOString();
+    const first = await m.enrol(m.request(email, { enrolmentKey: 'invitation-a', adoptSince: since }));
+    const e = await refusal(m.enrol(m.request(email, { enrolmentKey: 'invitation-b', adoptSince: since })));
+    expect(e).toMatchObject({ code: 'subscription_exists', extensions: { existingSubscriptionId: first.subscription!.id } });
+    const again = await m.enrol(m.request(email, { enrolmentKey: 'invitation-a', adoptSince: since }));
+    expect([again.member!.id, again.paymentMethod!.id, again.subscription!.id]).toEqual([first.member!.id, first.paymentMethod!.id, first.subscription!.id]);
+  });
+
   it('adds the method a provider token stands for, once; an unknown token is validation_failed naming providerToken', async () => {
     const m = await merchantWithPlan();
     const tokenRequest = (email: string, token: string) => m.request(email, { instrument: undefined, providerToken: token, productId: undefined, answers: [] });

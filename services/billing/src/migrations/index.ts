@@ -21,4 +21,6 @@ export const MIGRATIONS: MigrationSource[] = [
   { name: 'Migration20261126100000_outcome_unknown_at', load: async () => (await import('./Migration20261126100000_outcome_unknown_at.js')).Migration20261126100000_outcome_unknown_at },
   { name: 'Migration20261128000000_subscription_own_method_only', load: async () => (await import('./Migration20261128000000_subscription_own_method_only.js')).Migration20261128000000_subscription_own_method_only },
   { name: 'Migration20261128100000_subscriptions_ending_index', load: async () => (await import('./Migration20261128100000_subscriptions_ending_index.js')).Migration20261128100000_subscriptions_ending_index },
+  { name: 'Migration20261129000000_enrolment_claims', load: async () => (await import('./Migration20261129000000_enrolment_claims.js')).Migration20261129000000_enrolment_claims },
+  { name: 'Migration20261129000100_subscription_enrolment_key', load: async () => (await import('./Migration20261129000100_subscription_enrolment_key.js')).Migration20261129000100_subscription_enrolment_key },
 ];

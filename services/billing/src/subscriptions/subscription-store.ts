@@ -23,6 +23,8 @@ export interface EnrolmentRequest {
   paymentMethodId?: string;
   /** The caller-chosen id of the subscription (a repeat of a create finds the one it made). */
   id?: string;
+  /** The enrolment's caller operation, recorded on the subscription (`subscriptions.enrolment_key`). */
+  enrolmentKey?: string;
 }
 
 /** A subscription to insert with the events it records. */
@@ -46,6 +48,7 @@ interface SubmittedEnrolment {
 
 interface NewSubscription extends Enrolment {
   traceContext: Record<string, string>;
+  enrolmentKey: string | null;
 }
 
 /** How an enrolment ended: refused by the domain, or answered with the subscription an earlier create made (`repeated`), or inserted, or `exists`/`mismatch` (see InsertOutcome). */
@@ -248,7 +251,7 @@ export class SubscriptionStore {
       if (!enrolment.ok) outcomes.push(enrolment);
       else if ('repeated' in enrolment.value) outcomes.push({ ok: true, outcome: 'repeated', sub: enrolment.value.repeated });
       else {
-        decided.push({ ...enrolment.value, traceContext: e.traceContext });
+        decided.push({ ...enrolment.value, traceContext: e.traceContext, enrolmentKey: e.req.enrolmentKey ?? null });
         outcomes.push({ ok: true, outcome: 'inserted', sub: enrolment.value.sub });
       }
     });
@@ -295,8 +298,9 @@ export class SubscriptionStore {
 
   /** Inserts the subscriptions with their outbox events: one statement; an outcome per row, in order. */
   private async insertRows(batch: readonly NewSubscription[]): Promise<InsertOutcome[]> {
-    const subs = batch.map(({ sub }, seq) => ({
+    const subs = batch.map(({ sub, enrolmentKey }, seq) => ({
       seq,
+      enrolment_key: enrolmentKey,
       id: sub.id,
       merchant_id: sub.merchantId,
       member_id: sub.memberId,
@@ -315,10 +319,10 @@ export class SubscriptionStore {
       'subscription_insert_live_batch',
       `with inserted as (
          insert into subscriptions (id, merchant_id, member_id, plan_id, payment_method_id, own_method_only, status, current_period_start, current_period_end,
-                                    next_billing_at, billing_anchor, cancel_at_period_end, paused_at, resume_at, cancelled_at, created_at, updated_at)
+                                    next_billing_at, billing_anchor, cancel_at_period_end, paused_at, resume_at, cancelled_at, created_at, updated_at, enrolment_key)
          select s.id, s.merchant_id, s.member_id, s.plan_id, s.payment_method_id, s.own_method_only, s.status, s.current_period_start, s.current_period_end,
-                s.next_billing_at, s.billing_anchor, s.cancel_at_period_end, s.paused_at, s.resume_at, s.cancelled_at, s.created_at, s.updated_at
-           from jsonb_to_recordset($1::jsonb) as s(seq int, id uuid, merchant_id uuid, member_id uuid, plan_id uuid, payment_method_id uuid, own_method_only boolean, status text,
+                s.next_billing_at, s.billing_anchor, s.cancel_at_period_end, s.paused_at, s.resume_at, s.cancelled_at, s.created_at, s.updated_at, s.enrolment_key
+           from jsonb_to_recordset($1::jsonb) as s(seq int, id uuid, merchant_id uuid, member_id uuid, plan_id uuid, payment_method_id uuid, own_method_only boolean, status text, enrolment_key text,
                   current_period_start timestamptz, current_period_end timestamptz, next_billing_at timestamptz, billing_anchor timestamptz,
                   cancel_at_period_end boolean, paused_at timestamptz, resume_at timestamptz, cancelled_at timestamptz, created_at timestamptz, updated_at timestamptz)
           order by s.seq

@@ -48,6 +48,8 @@ export interface SubscriptionCreateRequest {
   ownMethodOnly?: boolean;
   /** The caller-chosen id: a repeat of the create answers the subscription it made. */
   id?: string;
+  /** The enrolment (its caller's operation) making it, recorded on the subscription. */
+  enrolmentKey?: string;
   startDate?: string;
 }
 
@@ -64,7 +66,7 @@ export function subscriptionCreation(orm: MikroORM, store: SubscriptionStore): (
     for (const [field, id] of [['memberId', req.memberId], ['planId', req.planId], ['paymentMethodId', req.paymentMethodId]] as const) {
       if (id !== undefined && !isUuidText(id)) throw new DomainError('not_found', `${field === 'memberId' ? 'Member' : field === 'planId' ? 'Plan' : 'Payment method'} not found.`);
     }
-    const request = { merchantId, memberId: req.memberId, planId: req.planId, paymentMethodId: req.paymentMethodId, id: req.id };
+    const request = { merchantId, memberId: req.memberId, planId: req.planId, paymentMethodId: req.paymentMethodId, id: req.id, enrolmentKey: req.enrolmentKey };
     const { outcome, sub } = await store.enrol(request, ({ member, plan, paymentMethod, existing }) => {
       if (existing) return { repeated: repeatedCreate(existing, request) };
       if (!member) throw new DomainError('not_found', 'Member not found.');

@@ -195,6 +195,8 @@ export class SessionCompletion {
         providerToken,
         planId: s.planId,
         subscriptionId: s.subscriptionId,
+        // Its subscription is this session's; concurrent enrolments of the email and plan take turns.
+        enrolmentKey: s.id,
         // The visitor proved no claim to the methods of an existing member with the email they gave.
         ownMethodOnly: true,
       });
@@ -205,6 +207,8 @@ export class SessionCompletion {
       }
       if (e instanceof DomainError && e.code === 'subscription_exists') return failed(s, 'subscription_exists', 'The customer already has a live subscription to this plan.');
       if (e instanceof DomainError && e.code === 'unprocessable') return failed(s, 'plan_inactive', 'The plan is no longer active.');
+      // Another completion of the same email and plan is still enrolling after billing's wait: retry shortly.
+      if (e instanceof DomainError && e.code === 'conflict') return { status: 'Pending', failureKind: '' };
       if (e instanceof DomainError && e.code === 'validation_failed') return invalidCustomer(s, e);
       throw e;
     }

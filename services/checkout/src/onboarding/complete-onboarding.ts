@@ -34,7 +34,8 @@ const WAIT_POLL_MS = 25;
  * expired: a run that died); after `waitMs` it answers conflict. Wizard edits are refused while
  * the lease is held. Every step of the enrolment converges on what an earlier, interrupted run
  * made: the member is unique by email, the payment method is found by its tokenisation result,
- * and a live subscription to the plan created since the completion started is adopted.
+ * and a live subscription to the plan created since the completion started by this invitation's
+ * enrolment is adopted (another invitation's, made by a concurrent completion, is a conflict).
  *
  * Validation asks billing for the plan and its questions once, before the lease: the wizard as
  * taken is checked against that answer again (asking anew only if its plan changed meanwhile).
@@ -146,9 +147,10 @@ async function memberEmail(backends: CheckoutBackends, invitation: Invitation, o
 
 /**
  * The member, its payment method, its subscription and its answers, in one call to billing. A
- * live subscription to the plan created since the completion started is this onboarding's own
- * (an interrupted earlier run) and is adopted; an older one means the customer was already
- * subscribed: conflict.
+ * live subscription to the plan created since the completion started, by this invitation's
+ * enrolment (or outside any enrolment), is this onboarding's own (an interrupted earlier run) and
+ * is adopted; an older one, or one another invitation's completion made, means the customer is
+ * already subscribed: conflict.
  */
 async function provisionInBilling(backends: CheckoutBackends, invitation: Invitation, onboarding: Onboarding, email: string): Promise<OnboardingIds> {
   const details = onboarding.details!;
@@ -171,6 +173,9 @@ async function provisionInBilling(backends: CheckoutBackends, invitation: Invita
       },
       planId: onboarding.planId!,
       adoptSince: onboarding.completionStartedAt!.toISOString(),
+      // A repeat takes over the turn its interrupted run held, and adopts only what this
+      // invitation's own runs made, never what another invitation's concurrent completion made.
+      enrolmentKey: invitation.id,
       productId: onboarding.productId!,
       answers: (onboarding.answers ?? []).map((a) => ({ questionId: a.questionId, textValue: a.textValue ?? undefined, optionIds: a.optionIds })),
     });
