@@ -11,6 +11,7 @@ import { platformFee } from '../fees/platform-fee.js';
 import { Merchant } from '../merchants/merchant.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { applyCallOutcomes } from '../billing-runs/billing-run.js';
+import { chargingNow } from '../subscriptions/subscription.js';
 import { Transaction } from './transaction.js';
 import { TransactionReservations, type Reservation } from './transaction-reservations.js';
 
@@ -265,11 +266,11 @@ describe('TransactionReservations.retry', () => {
       new DomainError('invalid_transition', 'The subscription is Paused; its charges are not retried.'),
       new DomainError('invalid_transition', 'Only a Failed charge can be retried; this one is a Settled Charge.'),
       new DomainError('invalid_transition', 'Only a Failed charge can be retried; this one is a Failed Refund.'),
-      new DomainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.'),
+      chargingNow(),
       new DomainError('not_found', 'Transaction not found.'),
       // Decided in the order sent, whatever the lock order.
       'reserved',
-      new DomainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.'),
+      chargingNow(),
     ]);
     const retries = await rows<{ original_transaction_id: string }>(`select original_transaction_id from billing.transactions where original_transaction_id in (?) and kind = 'Charge'`, [ids]);
     expect(retries.map((r) => r.original_transaction_id)).toEqual([first]);
@@ -315,7 +316,7 @@ describe('TransactionReservations.retry', () => {
         await new Promise((r) => setTimeout(r, 20));
       }
       await claimer.query('commit');
-      expect(await retry).toEqual([domainError('invalid_transition', 'A billing run is charging this subscription right now; try again shortly.')]);
+      expect(await retry).toEqual([{ error: chargingNow() }]);
     } finally {
       await claimer.end();
     }
