@@ -63,7 +63,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   addGrpcService(server, 'billing.v1.ProviderTokens', logger, providerTokensGrpc(orm, providers));
   addGrpcService(server, 'billing.v1.Subscriptions', logger, subscriptionsGrpc(orm, writers.subscriptions, { cancelWaitMs: config.BILLING_CANCEL_WAIT_MS }));
   const faultFile = config.PLATFORM_MODE === 'production' ? undefined : config.BILLING_FAULT_FILE;
-  addGrpcService(server, 'billing.v1.Enrolments', logger, enrolmentsGrpc(orm, providers, writers, { faultFile, logger }));
+  addGrpcService(server, 'billing.v1.Enrolments', logger, enrolmentsGrpc(orm, providers, writers, { faultFile, logger, claimWaitMs: config.BILLING_ENROL_WAIT_MS }));
   const runner = new BillingRunner(
     orm,
     providers,

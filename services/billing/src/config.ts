@@ -32,6 +32,11 @@ export const BillingConfig = BaseConfig.extend({
    */
   BILLING_CANCEL_WAIT_MS: z.coerce.number().int().min(0).default(3000),
   /**
+   * How long an enrolment (a checkout or onboarding completion) waits for a concurrent one of the
+   * same member email and plan before answering conflict; under the callers' gRPC deadline.
+   */
+  BILLING_ENROL_WAIT_MS: z.coerce.number().int().min(0).default(3000),
+  /**
    * Test only (ignored in production mode): a file naming an enrolment step (`enrol-after-member`,
    * `enrol-after-payment-method`); the next enrolment deletes it and kills its own process right
    * after that step.
