@@ -94,6 +94,36 @@ describe('tracing', () => {
     expect(JSON.stringify(access)).not.toContain(member.email);
   });
 
+  it('exports no query string, email or SQL value in any span: hosted-page tokens, list filters and login emails are redacted', async () => {
+    const { merchantId } = await fx.merchantWithObserver();
+    const key = await fx.createKey(merchantId);
+    const email = `traced.${randomUUID().slice(0, 8)}@example.com`;
+    const token = `tok-${randomUUID()}`;
+    expect((await api.get(`/api/Members?merchantId=${merchantId}&email=${encodeURIComponent(email)}`, { token: key.key })).status).toBe(200);
+    expect((await api.post('/api/account/login', { email, password: 'wrong-password-1' })).status).toBe(401);
+    await fetch(`${platform.gatewayUrl}/reset-password?token=${token}`);
+    await fetch(`${platform.gatewayUrl}/nowhere/${encodeURIComponent(email)}?apikey=${token}`);
+    // Wait for the login's database spans (identity) and the page's server span (gateway).
+    const spans = await eventually(
+      async () => {
+        const all = otlp.spans();
+        const login = all.some((s) => s.service === 'identity' && s.attributes['db.system'] === 'postgresql' && /email/.test(String(s.attributes['db.statement'] ?? '')));
+        const page = all.some((s) => s.service === 'gateway' && /reset-password/.test(String(s.attributes['http.url'] ?? s.attributes['url.full'] ?? s.attributes['http.target'] ?? '')));
+        return login && page ? all : undefined;
+      },
+      15_000,
+      100,
+    );
+    expect(spans, 'the login and page spans were exported').toBeDefined();
+    const exported = JSON.stringify(spans);
+    expect(exported).not.toContain(email);
+    expect(exported).not.toContain(encodeURIComponent(email));
+    expect(exported).not.toContain(token);
+    // Redacted, not dropped: the URL keeps its path, the statement its shape.
+    expect(exported).toContain('/reset-password?REDACTED');
+    expect(spans!.some((s) => s.service === 'identity' && /email\) = \?/.test(String(s.attributes['db.statement'] ?? '')))).toBe(true);
+  });
+
   it('does not trace background polling', async () => {
     // The gateway polls identity's credential feed several times a second.
     const polls = otlp.spans().filter((s) => s.name.includes('ListCredentialChanges'));

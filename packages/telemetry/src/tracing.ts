@@ -9,6 +9,7 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { createAddHookMessageChannel } from 'import-in-the-middle';
 import { installLeanAsyncResourceBind } from './async-resource-bind.js';
+import { RedactingSpanExporter } from './redaction.js';
 import { createInstrumentations, disabledInstrumentations } from './instrumentations.js';
 import { startMetrics, stopMetrics } from './metrics.js';
 
@@ -40,9 +41,9 @@ export async function startTelemetry(serviceName: string): Promise<void> {
   if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
     // Imported only when configured: the exporter and its transport are about 5 MB of RSS.
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
-    spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
+    spanProcessors.push(new BatchSpanProcessor(new RedactingSpanExporter(new OTLPTraceExporter())));
   }
-  if (process.env.OTEL_TRACES_EXPORTER === 'console') spanProcessors.push(new BatchSpanProcessor(new ConsoleSpanExporter()));
+  if (process.env.OTEL_TRACES_EXPORTER === 'console') spanProcessors.push(new BatchSpanProcessor(new RedactingSpanExporter(new ConsoleSpanExporter())));
   // A sampler choice means spans may be recorded even without an exporter (tests, processors).
   const recording = spanProcessors.length > 0 || Boolean(process.env.OTEL_TRACES_SAMPLER);
   // Not recording: HTTP and gRPC carry the context through this package's own few lines (see
