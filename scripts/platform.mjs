@@ -289,7 +289,8 @@ async function start() {
     [
       '',
       gateway ? `  Gateway      ${gateway}` : '  Gateway      (not built)',
-      `  Admin token  ${token}`,
+      // The token itself is never printed (terminals and their captures are logs): where it is.
+      `  Admin token  ${process.env.BILLING_ADMIN_TOKEN ? 'BILLING_ADMIN_TOKEN (as given)' : `in ${path.relative(process.cwd(), path.join(DATA_DIR, 'admin-token')) || path.join(DATA_DIR, 'admin-token')}`}`,
       `  Postgres     ${redact(infra.databaseUrl)}`,
       `  NATS         ${infra.natsUrl}`,
       '',

@@ -29,11 +29,13 @@ function pidOf(service: string): number | undefined {
   return record.children.find((c) => c.cmdline?.includes(`services/${service}/dist/main.js`))?.pid;
 }
 
+const adminToken = randomBytes(32).toString('base64url');
+
 beforeAll(async () => {
   db = await createTestDatabase();
   launcher = spawn(process.execPath, ['scripts/platform.mjs', 'start'], {
     cwd: REPO_ROOT,
-    env: { ...process.env, DATABASE_URL: db.url, PLATFORM_SKIP_BUILD: '1', HOST: '127.0.0.1', LOG_LEVEL: 'warn', NO_COLOR: '1', BILLING_ADMIN_TOKEN: randomBytes(32).toString('base64url') },
+    env: { ...process.env, DATABASE_URL: db.url, PLATFORM_SKIP_BUILD: '1', HOST: '127.0.0.1', LOG_LEVEL: 'warn', NO_COLOR: '1', BILLING_ADMIN_TOKEN: adminToken },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   launcher.stdout!.on('data', (c: Buffer) => (output += c.toString()));
@@ -50,6 +52,11 @@ afterAll(async () => {
 }, 60_000);
 
 describe('npm start', () => {
+  it('says where the admin token is without printing it', () => {
+    expect(output).toMatch(/Admin token {2}BILLING_ADMIN_TOKEN \(as given\)/);
+    expect(output).not.toContain(adminToken);
+  });
+
   it('restarts a service killed with SIGKILL, and stops everything on Ctrl-C', async () => {
     const before = pidOf('billing');
     expect(before).toBeDefined();
