@@ -30,10 +30,10 @@ function runService(service: string, env: Record<string, string>): Promise<{ cod
 }
 
 describe('production mode refuses unsafe settings at start-up', () => {
-  it('is the default: identity without PLATFORM_MODE or a key refuses the development key', async () => {
+  it('is the default: identity without PLATFORM_MODE or a key refuses to start, naming the key missing (it said the development value)', async () => {
     const { code, output } = await runService('identity', {});
     expect(code).toBe(78);
-    expect(output).toContain('IDENTITY_ENCRYPTION_KEY is the published development value');
+    expect(output).toContain('IDENTITY_ENCRYPTION_KEY is required');
   });
 
   it('refuses the published development key even when set explicitly', async () => {

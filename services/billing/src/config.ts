@@ -47,6 +47,7 @@ export type BillingConfig = z.infer<typeof BillingConfig>;
 
 export function loadConfig(env = process.env): BillingConfig {
   const config = parseConfig(BillingConfig, env);
-  refuseWeakSecretsInProduction(config.PLATFORM_MODE, { BILLING_ENCRYPTION_KEY: config.BILLING_ENCRYPTION_KEY });
+  // As set (not the development default parsing filled in), so a missing key is named missing.
+  refuseWeakSecretsInProduction(config.PLATFORM_MODE, { BILLING_ENCRYPTION_KEY: env.BILLING_ENCRYPTION_KEY });
   return config;
 }

@@ -31,6 +31,7 @@ export type IdentityConfig = z.infer<typeof IdentityConfig>;
 
 export function loadConfig(env = process.env): IdentityConfig {
   const config = parseConfig(IdentityConfig, env);
-  refuseWeakSecretsInProduction(config.PLATFORM_MODE, { IDENTITY_ENCRYPTION_KEY: config.IDENTITY_ENCRYPTION_KEY });
+  // As set (not the development default parsing filled in), so a missing key is named missing.
+  refuseWeakSecretsInProduction(config.PLATFORM_MODE, { IDENTITY_ENCRYPTION_KEY: env.IDENTITY_ENCRYPTION_KEY });
   return config;
 }
