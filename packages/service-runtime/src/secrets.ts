@@ -12,7 +12,10 @@ export class SecretBox {
   private readonly key: Buffer;
   private readonly legacyKey: Buffer;
 
-  constructor(encryptionKey: string, purpose: string) {
+  constructor(
+    encryptionKey: string,
+    private readonly purpose: string,
+  ) {
     this.key = Buffer.from(hkdfSync('sha256', encryptionKey, 'billing-platform secret box', purpose, 32));
     this.legacyKey = createHash('sha256').update(encryptionKey).digest();
   }
@@ -29,7 +32,14 @@ export class SecretBox {
     if ((v !== 'v1' && v !== 'v2') || !iv || !tag || ct === undefined) throw new Error('unrecognised sealed secret');
     const decipher = createDecipheriv('aes-256-gcm', v === 'v2' ? this.key : this.legacyKey, Buffer.from(iv, 'base64url'));
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+    try {
+      return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+    } catch {
+      // GCM's "unable to authenticate data": said as what it almost always means to an operator.
+      throw new Error(
+        `a stored secret (${this.purpose}) does not open with the configured encryption key: the key differs from the one it was sealed with (changed or mistyped), or the value was altered. Start with the key the data was written with.`,
+      );
+    }
   }
 }
 
