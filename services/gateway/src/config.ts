@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { BaseConfig, DatabaseTuning, DbPoolMax, GrpcGather, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const GatewayConfig = BaseConfig.extend({
-  HOST: z.string().default('0.0.0.0'),
+  /** Address of the public HTTP listener: loopback like every service unless told otherwise (`0.0.0.0` in a container). */
+  HOST: z.string().default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   /** Platform admin bearer token; in production required, 32 random bytes (hex or base64). */
   BILLING_ADMIN_TOKEN: z.string().min(32, 'BILLING_ADMIN_TOKEN must be at least 32 characters').optional(),
