@@ -33,6 +33,10 @@ export const GatewayConfig = BaseConfig.extend({
     .string()
     .optional()
     .transform((v) => (v === undefined || v === '' || v === 'false' ? false : v === 'true' ? true : /^\d+$/.test(v) ? Number(v) : v)),
+  /** Milliseconds a client has to send a whole request (header section and body); past it 408. 0: no limit. */
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).default(30_000),
+  /** Milliseconds a client has to send the header section (at most HTTP_REQUEST_TIMEOUT_MS); past it 408. */
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /** Arrays and objects a JSON request body may nest, the body itself the first; deeper is 400. */
   BODY_MAX_DEPTH: z.coerce.number().int().min(2).max(1000).default(32),
   /** Base URL the gateway is reachable at, used in Location headers and links. */
