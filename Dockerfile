@@ -13,8 +13,12 @@ RUN npm ci --no-audit --no-fund \
 FROM node:20-slim AS runtime
 ARG SERVICE
 RUN test -n "$SERVICE" || { echo 'build with --build-arg SERVICE=<service name>' >&2; exit 1; }
+# HOST is read by the gateway alone (its public HTTP listener defaults to 127.0.0.1, which
+# nothing outside the container reaches); the other services bind by their own variables
+# (*_GRPC_ADDRESS, SANDBOX_PROVIDER_HOST, METRICS_HOST), loopback unless told otherwise.
 ENV NODE_ENV=production \
     NODE_MAX_SEMI_SPACE_MB=4 \
+    HOST=0.0.0.0 \
     SERVICE=${SERVICE}
 WORKDIR /app
 # Production dependencies (workspace packages are symlinks into packages/ and services/).

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { adminToken } from '../support/e2e.js';
+import { dashboardQueries, labelNames, metricNames, SCRAPE_LABELS, samplesOf } from '../support/grafana-dashboard.js';
 import { apiClient, type ApiClient } from '../support/fixtures.js';
 import { webhookFixtures } from '../support/webhook-fixtures.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -66,6 +67,22 @@ describe('/metrics', () => {
     expect(gatewayText).toMatch(/http_server_request_duration_count\{[^}]*http_route="\/api\/Merchants\/me"[^}]*http_response_status_code="200"/);
     const webhooksText = await scrape('webhooks');
     expect(webhooksText).toMatch(/webhook_deliveries_total\{[^}]*outcome="succeeded"[^}]*http_response_status_code="204"/);
+  });
+
+  it('serves every metric and label the Grafana dashboard queries', async () => {
+    // After the traffic above (a delivered webhook, a billing run) every metric has samples.
+    const services = Object.keys(EXPECTED).filter((s) => urls()[s]);
+    const exported = samplesOf(await Promise.all(services.map(scrape)));
+    const problems = dashboardQueries().flatMap(({ panel, expr }) => {
+      const names = metricNames(expr);
+      const missing = names.filter((n) => !exported.has(n)).map((n) => `${panel}: no metric ${n}`);
+      const labels = new Set(names.flatMap((n) => [...(exported.get(n) ?? [])]));
+      // A counter primed at 0 has no labels until its first event (no charge on this platform yet).
+      if (labels.size === 0) return missing;
+      const unknownLabels = labelNames(expr).filter((l) => !SCRAPE_LABELS.has(l) && !labels.has(l)).map((l) => `${panel}: no label ${l} on ${names.join(', ')}`);
+      return [...missing, ...unknownLabels];
+    });
+    expect(problems).toEqual([]);
   });
 });
 

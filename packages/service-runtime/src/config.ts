@@ -46,6 +46,16 @@ export const DatabaseTuning = z.object({
 });
 
 /**
+ * `DB_SCHEMA` of a service with a database: its schema, which is fixed (`identity`, `billing`,
+ * `checkout`, `webhooks`, `gateway`): the migrations and hand-written statements name it. Any
+ * other value is refused at start-up rather than half-working (tables made in one schema,
+ * queried in another).
+ */
+export function FixedSchema<const S extends string>(schema: S) {
+  return z.literal(schema, { error: () => `the schema is fixed: ${schema} (its migrations and statements name it); unset DB_SCHEMA` }).default(schema);
+}
+
+/**
  * `GRPC_GATHER` of a service whose clients gather their calls (see `createClient`): `1` (the
  * default) gathers the calls made to one server in one event-loop turn, `0` sends each alone.
  */

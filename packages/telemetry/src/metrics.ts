@@ -99,7 +99,7 @@ export function recordRpcCall(service: string, method: string, code: string, dur
   rpcDuration().record(durationSeconds, { 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': method, 'rpc.grpc.status_code': code });
 }
 
-/** A webhook delivery attempt: its outcome (`succeeded`, `failed`, `refused`, `timeout`) and HTTP status (0 when none). */
+/** A webhook delivery attempt: its outcome (`succeeded`; `http_error`, a non-2xx answer; `failed`, no answer) and HTTP status (0 when none). */
 export function recordWebhookAttempt(outcome: string, statusCode: number | null, durationSeconds: number, eventType: string): void {
   const attrs = { outcome, 'http.response.status_code': statusCode ?? 0, 'event.type': eventType };
   counter('webhook.deliveries').add(1, attrs);

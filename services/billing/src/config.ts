@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, FixedSchema, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const BillingConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
@@ -7,7 +7,7 @@ export const BillingConfig = BaseConfig.extend({
   BILLING_GRPC_ADDRESS: z.string().default('127.0.0.1:50052'),
   /** Key of the secrets billing keeps encrypted; its own, never another service's. Development default outside production. */
   BILLING_ENCRYPTION_KEY: z.string().min(32).default(DEV_ENCRYPTION_KEY),
-  DB_SCHEMA: z.string().default('billing'),
+  DB_SCHEMA: FixedSchema('billing'),
   DB_POOL_MAX: DbPoolMax,
   ...DatabaseTuning.shape,
   /** Base URL of the sandbox payment provider (Staging merchants). */

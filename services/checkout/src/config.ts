@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { DEFAULT_INVITATION_EXPIRY_DAYS } from '@billing/contracts';
-import { BaseConfig, DatabaseTuning, DbPoolMax, GrpcGather, MessagingConfig, parseConfig } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, DbPoolMax, FixedSchema, GrpcGather, MessagingConfig, parseConfig } from '@billing/service-runtime';
 
 export const CheckoutConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   CHECKOUT_GRPC_ADDRESS: z.string().default('127.0.0.1:50053'),
-  DB_SCHEMA: z.string().default('checkout'),
+  DB_SCHEMA: FixedSchema('checkout'),
   DB_POOL_MAX: DbPoolMax,
   ...DatabaseTuning.shape,
   IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),

@@ -94,7 +94,15 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
         run,
       ),
   };
-  const { app, register } = buildHttpServer({ logger, authenticator, pipeline, trustProxy: config.TRUST_PROXY, bodyMaxDepth: config.BODY_MAX_DEPTH });
+  const { app, register } = buildHttpServer({
+    logger,
+    authenticator,
+    pipeline,
+    trustProxy: config.TRUST_PROXY,
+    bodyMaxDepth: config.BODY_MAX_DEPTH,
+    requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
+    headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
+  });
 
   const routes: RouteSpec[] = [
     ...merchantRoutes(backends),

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { BaseConfig, DatabaseTuning, DbPoolMax, GrpcGather, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, DbPoolMax, FixedSchema, GrpcGather, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const GatewayConfig = BaseConfig.extend({
-  HOST: z.string().default('0.0.0.0'),
+  /** Address of the public HTTP listener: loopback like every service unless told otherwise (`0.0.0.0` in a container). */
+  HOST: z.string().default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   /** Platform admin bearer token; in production required, 32 random bytes (hex or base64). */
   BILLING_ADMIN_TOKEN: z.string().min(32, 'BILLING_ADMIN_TOKEN must be at least 32 characters').optional(),
@@ -12,7 +13,7 @@ export const GatewayConfig = BaseConfig.extend({
   CHECKOUT_GRPC_URL: z.string().default('127.0.0.1:50053'),
   WEBHOOKS_GRPC_URL: z.string().default('127.0.0.1:50054'),
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
-  DB_SCHEMA: z.string().default('gateway'),
+  DB_SCHEMA: FixedSchema('gateway'),
   DB_POOL_MAX: DbPoolMax,
   ...DatabaseTuning.shape,
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
@@ -32,6 +33,10 @@ export const GatewayConfig = BaseConfig.extend({
     .string()
     .optional()
     .transform((v) => (v === undefined || v === '' || v === 'false' ? false : v === 'true' ? true : /^\d+$/.test(v) ? Number(v) : v)),
+  /** Milliseconds a client has to send a whole request (header section and body); past it 408. 0: no limit. */
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).default(30_000),
+  /** Milliseconds a client has to send the header section (at most HTTP_REQUEST_TIMEOUT_MS); past it 408. */
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /** Arrays and objects a JSON request body may nest, the body itself the first; deeper is 400. */
   BODY_MAX_DEPTH: z.coerce.number().int().min(2).max(1000).default(32),
   /** Base URL the gateway is reachable at, used in Location headers and links. */

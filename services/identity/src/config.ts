@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, MessagingConfig, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, FixedSchema, MessagingConfig, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const IdentityConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
@@ -7,7 +7,7 @@ export const IdentityConfig = BaseConfig.extend({
   IDENTITY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
   /** Key of the secrets identity keeps encrypted; its own, never another service's. Development default outside production. */
   IDENTITY_ENCRYPTION_KEY: z.string().min(32).default(DEV_ENCRYPTION_KEY),
-  DB_SCHEMA: z.string().default('identity'),
+  DB_SCHEMA: FixedSchema('identity'),
   DB_POOL_MAX: DbPoolMax,
   ...DatabaseTuning.shape,
   /** Email (`<DATA_DIR>/mail/`) and SMS (`SMS_PROVIDER`) delivery channels. */

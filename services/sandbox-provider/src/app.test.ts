@@ -86,3 +86,26 @@ describe('faults', () => {
     expect((await app.inject({ method: 'GET', url: '/v1/tokens/x', headers: account('m-down') })).statusCode).toBe(404);
   });
 });
+
+describe('the unauthenticated /__sandbox endpoints', () => {
+  it('are refused in production mode: SANDBOX_FAULTS_ENABLED=true does not start', () => {
+    const refused = SandboxConfig.safeParse({ PLATFORM_MODE: 'production', SANDBOX_FAULTS_ENABLED: 'true' });
+    expect(refused.success).toBe(false);
+    expect(refused.error?.issues[0]?.path).toEqual(['SANDBOX_FAULTS_ENABLED']);
+  });
+
+  it.each([
+    [{ PLATFORM_MODE: 'production' }, 404],
+    [{ PLATFORM_MODE: 'production', SANDBOX_FAULTS_ENABLED: 'false' }, 404],
+    [{ PLATFORM_MODE: 'test', SANDBOX_FAULTS_ENABLED: 'false' }, 404],
+    [{ PLATFORM_MODE: 'development' }, 200],
+  ])('with %o answer %i', async (env, status) => {
+    const { app: other } = buildSandbox(SandboxConfig.parse({ ...env, LOG_LEVEL: 'silent' }));
+    try {
+      expect((await other.inject({ method: 'GET', url: '/__sandbox/faults' })).statusCode).toBe(status);
+      expect((await other.inject({ method: 'POST', url: '/__sandbox/faults', payload: { down: true } })).statusCode).toBe(status);
+    } finally {
+      await other.close();
+    }
+  });
+});

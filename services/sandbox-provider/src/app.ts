@@ -153,7 +153,8 @@ export function buildSandbox(config: SandboxConfig): SandboxApp {
     return reply.code(res.status).type('application/json; charset=utf-8').send(res.body);
   });
 
-  if (config.SANDBOX_FAULTS_ENABLED ?? config.PLATFORM_MODE !== 'production') {
+  // Never in production mode (the config refuses SANDBOX_FAULTS_ENABLED there).
+  if (config.PLATFORM_MODE !== 'production' && config.SANDBOX_FAULTS_ENABLED !== false) {
     // The ledger of one merchant account: every charge and refund the provider accepted, for tests to count.
     app.get<{ Querystring: { account?: string } }>('/__sandbox/ledger', async (req) => ledger.entries(req.query.account?.toLowerCase() ?? null));
     app.get('/__sandbox/faults', async () => faults.snapshot());

@@ -10,8 +10,15 @@ export const SandboxConfig = BaseConfig.extend({
   SANDBOX_FAULT_DOWN: Flag.default(false),
   /** Added delay on every /v1 call, to exercise callers' timeouts. */
   SANDBOX_LATENCY_MS: z.coerce.number().int().min(0).max(120_000).default(0),
-  /** Serve POST/DELETE /__sandbox/faults (always outside production mode). */
+  /**
+   * Serve the unauthenticated test endpoints `/__sandbox/faults` and `/__sandbox/ledger`: on by
+   * default outside production mode, `false` turns them off; refused in production mode, where
+   * anyone who reaches the provider could otherwise take it down.
+   */
   SANDBOX_FAULTS_ENABLED: Flag.optional(),
+}).refine((c) => !(c.PLATFORM_MODE === 'production' && c.SANDBOX_FAULTS_ENABLED), {
+  path: ['SANDBOX_FAULTS_ENABLED'],
+  message: 'the unauthenticated /__sandbox endpoints are refused in production mode; unset SANDBOX_FAULTS_ENABLED or run the sandbox in development or test mode',
 });
 export type SandboxConfig = z.infer<typeof SandboxConfig>;
 

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { startTelemetry, stopTelemetry } from '@billing/telemetry';
 
 // First, and awaited: OpenTelemetry patches fastify as it loads, so everything else is imported after it.
@@ -11,7 +12,8 @@ const config = loadConfig();
 if (process.argv[2] !== 'migrate') {
   const { app, logger } = buildSandbox(config);
   await app.listen({ host: config.SANDBOX_PROVIDER_HOST, port: config.SANDBOX_PROVIDER_PORT });
-  logger.info({ port: config.SANDBOX_PROVIDER_PORT }, 'sandbox payment provider listening');
+  // The bound port: SANDBOX_PROVIDER_PORT=0 picks a free one.
+  logger.info({ host: config.SANDBOX_PROVIDER_HOST, port: (app.server.address() as AddressInfo).port }, 'sandbox payment provider listening');
   const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, dependencies: [] });
   closeOnSignals(logger, async () => {
     await app.close();

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, DatabaseTuning, parseConfig } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, FixedSchema, parseConfig } from '@billing/service-runtime';
 
 /** Comma-separated seconds, e.g. `5,300,1800`: the delay before each retry after the first attempt. */
 const RetrySchedule = z
@@ -14,7 +14,7 @@ export const WebhooksConfig = BaseConfig.extend({
   WEBHOOKS_GRPC_ADDRESS: z.string().default('127.0.0.1:50054'),
   /** Identity, which answers the signing secret of a key. */
   IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),
-  DB_SCHEMA: z.string().default('webhooks'),
+  DB_SCHEMA: FixedSchema('webhooks'),
   DB_POOL_MAX: z.coerce.number().int().min(2).default(10),
   ...DatabaseTuning.shape,
   /** Delays before the retries, in seconds; after the last one fails the delivery is Failed. */

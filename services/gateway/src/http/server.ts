@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { DomainError, fieldErrorsOf } from '@billing/contracts';
@@ -52,6 +52,28 @@ export interface HttpServerOptions {
   trustProxy?: boolean | number | string;
   /** Arrays and objects a JSON body may nest (BODY_MAX_DEPTH); deeper is 400. */
   bodyMaxDepth?: number;
+  /**
+   * Milliseconds a client has to send a whole request, header section and body
+   * (HTTP_REQUEST_TIMEOUT_MS); past it the request is answered 408 and its connection closed.
+   * `0`: no limit. Only receiving counts: a slow handler (a billing run) is not cut short.
+   */
+  requestTimeoutMs?: number;
+  /** Milliseconds a client has to send the header section (HTTP_HEADERS_TIMEOUT_MS), at most `requestTimeoutMs`. */
+  headersTimeoutMs?: number;
+}
+
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+
+/**
+ * Node's HTTP server options for these timeouts. Node looks for expired requests every
+ * `connectionsCheckingInterval` (30 s by default, which would let a 30 s timeout fire after up to
+ * a minute): a tenth of the timeout, between 50 ms and 1 s, keeps it within 10 % (at most 1 s) late.
+ */
+function requestTimeouts(requestTimeoutMs: number, headersTimeoutMs: number): { requestTimeout: number; headersTimeout: number; connectionsCheckingInterval: number } {
+  const headersTimeout = requestTimeoutMs > 0 ? Math.min(headersTimeoutMs, requestTimeoutMs) : headersTimeoutMs;
+  const shortest = Math.min(...[requestTimeoutMs, headersTimeout].filter((t) => t > 0), 10_000);
+  return { requestTimeout: requestTimeoutMs, headersTimeout, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(shortest / 10))) };
 }
 
 function sendProblem(reply: FastifyReply, request: FastifyRequest, e: DomainError, status = HTTP_STATUS[e.code]): FastifyReply {
@@ -90,9 +112,10 @@ function domainErrorOf(err: unknown): DomainError | undefined {
  * timeouts fastify would set on a server of its own.
  */
 function tracedServer(handler: (req: IncomingMessage, res: ServerResponse) => void, opts: FastifyServerOptions): Server {
-  const server = createServer((req, res) => context.with(incomingContext(req.headers), () => handler(req, res)));
+  const server = createServer({ ...(opts as { http?: ServerOptions }).http }, (req, res) => context.with(incomingContext(req.headers), () => handler(req, res)));
   if (opts.keepAliveTimeout !== undefined) server.keepAliveTimeout = opts.keepAliveTimeout;
   if (opts.requestTimeout !== undefined) server.requestTimeout = opts.requestTimeout;
+  if (opts.connectionTimeout) server.setTimeout(opts.connectionTimeout);
   if (opts.maxRequestsPerSocket) server.maxRequestsPerSocket = opts.maxRequestsPerSocket;
   return server;
 }
@@ -121,7 +144,8 @@ function answerFrameworkError(err: Error, request: FastifyRequest, reply: Fastif
 }
 
 export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance; register(spec: RouteSpec): void } {
-  const { logger, authenticator, pipeline = {}, bodyMaxDepth = DEFAULT_BODY_MAX_DEPTH } = opts;
+  const { logger, authenticator, pipeline = {}, bodyMaxDepth = DEFAULT_BODY_MAX_DEPTH, requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS, headersTimeoutMs = DEFAULT_HEADERS_TIMEOUT_MS } = opts;
+  const { requestTimeout, ...httpOptions } = requestTimeouts(requestTimeoutMs, headersTimeoutMs);
   const httpLog = logger.child({ component: 'http' });
   const accessLog = logger.child({ component: 'access' });
   const app: FastifyInstance = Fastify({
@@ -129,6 +153,10 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     // share of the hot path); errors are logged below with the request's trace id instead.
     logger: false,
     bodyLimit: BODY_LIMIT_BYTES,
+    // A request whose header section or body never finishes (`Content-Length: 100` and 9 bytes)
+    // would otherwise hold its connection open for good: 408 from answerClientError.
+    requestTimeout,
+    http: httpOptions,
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Only behind a known proxy may X-Forwarded-For name the client (it keys anonymous rate limits).
     trustProxy: (opts.trustProxy ?? false) as boolean,
