@@ -7,7 +7,9 @@ import { startFakeSmtpServer, type FakeSmtpServer } from '../support/smtp-server
 
 // Email by SMTP to a mail server that refuses recipients the way real ones do, quoting the
 // address in its reply (`550 5.1.1 <addr>: Recipient address rejected`). Regressions: the
-// address reached the logs through the mail library's error text.
+// address reached the logs through the mail library's error text; an invitation whose email
+// was refused answered 500 and left the invitation and an unclaimed account behind, so a retry
+// made a second one.
 
 const SMTP_PASSWORD = 'smtp-secret-pw';
 let smtp: FakeSmtpServer;
@@ -63,6 +65,8 @@ function parsed(line: string): Record<string, any> | undefined {
   }
 }
 
+const accountsOf = async (email: string) => Number((await db.query('select count(*) from identity.customer_accounts where lower(email) = lower($1)', [email])).rows[0].count);
+const invitationsOf = async (email: string) => Number((await db.query('select count(*) from checkout.invitations where lower(email) = lower($1)', [email])).rows[0].count);
 
 describe('an email the mail server refuses', () => {
   it('still signs the customer up (200) and logs the failure with its traceId, without the address', async () => {
@@ -92,6 +96,41 @@ describe('an email the mail server refuses', () => {
     expect(leaks(email)).toEqual([]);
     expect(line.traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(line.delivery).toMatchObject({ sender: 'smtp', responseCode: 550 });
+    expect(leaks(email)).toEqual([]);
+  });
+
+  it('creates no invitation and no account (502 delivery-failed), and a retry once it is accepted makes exactly one', async () => {
+    const email = refusedAddress('invitee');
+    const body = { merchantId: m.id, firstName: 'Ada', lastName: 'Lovelace', email };
+    const from = logs.length;
+    const res = await api.post('/api/Invitations', body, { token: m.key });
+    expect(res.status).toBe(502);
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(res.body.type).toMatch(/\/delivery-failed$/);
+    expect(res.body.detail).toMatch(/not created/);
+    expect(res.body.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(res.body.token).toBeUndefined();
+    expect(JSON.stringify(res.body)).not.toContain(email);
+    const line = (await logged('checkout', 'could not send an invitation: it was not created', from))!;
+    expect(line).toBeDefined();
+    expect(line.traceId).toBe(res.body.traceId);
+    expect(logs.slice(from).filter((l) => /unhandled error/.test(l.line))).toEqual([]);
+
+    expect(await invitationsOf(email)).toBe(0);
+    expect(await accountsOf(email)).toBe(0);
+    const listed = await api.get(`/api/Invitations?merchantId=${m.id}&pageSize=100`, { token: m.key });
+    expect(listed.body.items.filter((i: { email: string }) => i.email === email)).toEqual([]);
+
+    // Again refused: still nothing. Then accepted: one invitation, one account, one email.
+    expect((await api.post('/api/Invitations', body, { token: m.key })).status).toBe(502);
+    expect(await invitationsOf(email)).toBe(0);
+    refused.delete(email.toLowerCase());
+    const retry = await api.post('/api/Invitations', body, { token: m.key });
+    expect(retry.status).toBe(200);
+    expect(retry.body).toMatchObject({ outcome: 'Ok', email });
+    expect(await invitationsOf(email)).toBe(1);
+    expect(await accountsOf(email)).toBe(1);
+    expect(smtp.received.filter((r) => r.to.includes(email))).toHaveLength(1);
     expect(leaks(email)).toEqual([]);
   });
 });

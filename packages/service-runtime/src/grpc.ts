@@ -84,6 +84,7 @@ const GRPC_STATUS: Record<ErrorCode, grpc.status> = {
   rate_limited: grpc.status.RESOURCE_EXHAUSTED,
   provider_unavailable: grpc.status.UNAVAILABLE,
   service_unavailable: grpc.status.UNAVAILABLE,
+  delivery_failed: grpc.status.UNAVAILABLE,
   payload_too_large: grpc.status.INVALID_ARGUMENT,
   unsupported_media_type: grpc.status.INVALID_ARGUMENT,
   header_fields_too_large: grpc.status.INVALID_ARGUMENT,
