@@ -23,6 +23,8 @@ export interface TestPlatformOptions {
   logLevel?: string;
   /** Echo service output to stderr as it arrives (also with PLATFORM_LOGS=1). */
   logs?: boolean;
+  /** Called with every line of service output (e.g. to assert what reaches the logs). */
+  onLog?: (service: string, line: string) => void;
 }
 
 export interface TestPlatform extends Platform {
@@ -69,7 +71,13 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
       serviceEnv: opts.serviceEnv,
       ports: 'free',
       host: '127.0.0.1',
-      onLog: echo ? (name, line) => process.stderr.write(`${name} | ${line}\n`) : undefined,
+      onLog:
+        echo || opts.onLog
+          ? (name, line) => {
+              opts.onLog?.(name, line);
+              if (echo) process.stderr.write(`${name} | ${line}\n`);
+            }
+          : undefined,
       onUnexpectedExit: (name, status, logs) => {
         const how = status.signal ? `was killed by ${status.signal}` : `exited with code ${status.code}`;
         console.error(`test platform: ${name} ${how} unexpectedly; its last output:\n${logs.slice(-30).join('\n')}`);

@@ -40,6 +40,8 @@ export const ERROR_CODES = {
   rate_limited: { title: 'Too many requests.' },
   /** The external payment provider could not be reached or failed. */
   provider_unavailable: { title: 'Payment provider unavailable.' },
+  /** A message (an invitation's email or SMS) could not be delivered by its channel; what it was for was not done. */
+  delivery_failed: { title: 'Message could not be delivered.' },
   /** A backing service is down. */
   service_unavailable: { title: 'Service unavailable.' },
   /** Body over the size limit (gateway only). */

@@ -84,6 +84,7 @@ const GRPC_STATUS: Record<ErrorCode, grpc.status> = {
   rate_limited: grpc.status.RESOURCE_EXHAUSTED,
   provider_unavailable: grpc.status.UNAVAILABLE,
   service_unavailable: grpc.status.UNAVAILABLE,
+  delivery_failed: grpc.status.UNAVAILABLE,
   payload_too_large: grpc.status.INVALID_ARGUMENT,
   unsupported_media_type: grpc.status.INVALID_ARGUMENT,
   header_fields_too_large: grpc.status.INVALID_ARGUMENT,
@@ -205,14 +206,17 @@ function unaryHandlers(serviceName: string, logger: Logger, impl: UntypedImpl, a
         return callback(error);
       }
       // The caller's trace context, when no instrumentation restores it (spans not recorded).
-      const handled = propagatesContextManually() ? context.with(incomingContext(call.metadata.getMap()), () => fn(call.request, call)) : fn(call.request, call);
+      // Kept for the failure below: a promise's callbacks run in the context they were attached
+      // in, outside the handler's, so its log line would lack the trace id.
+      const callContext = propagatesContextManually() ? incomingContext(call.metadata.getMap()) : context.active();
+      const handled = context.with(callContext, () => fn(call.request, call));
       handled.then(
         (res) => {
           done(grpc.status.OK);
           callback(null, res as object);
         },
         (e: unknown) => {
-          const error = toGrpcError(handlerError(e, serviceName, method, logger));
+          const error = toGrpcError(context.with(callContext, () => handlerError(e, serviceName, method, logger)));
           done(error.code ?? grpc.status.UNKNOWN);
           callback(error);
         },
@@ -286,9 +290,11 @@ function serveGathered(methods: Map<string, GatheredMethod>, call: grpc.ServerWr
       return answer(index, { refused: refusalOf(refusal) });
     }
     let handled: Promise<unknown>;
+    // The call's trace context, kept for logging its failure (see unaryHandlers).
+    const callContext = incomingContext(c.trace ?? {});
     try {
       const request = m.decode(c.request);
-      handled = context.with(incomingContext(c.trace ?? {}), () => m.fn(request));
+      handled = context.with(callContext, () => m.fn(request));
     } catch (e) {
       handled = Promise.reject(e instanceof DomainError ? e : new DomainError('bad_request', `The request is not a ${c.method} request.`));
     }
@@ -298,7 +304,7 @@ function serveGathered(methods: Map<string, GatheredMethod>, call: grpc.ServerWr
         try {
           bytes = m.encode(reply);
         } catch (e) {
-          const error = handlerError(e, m.serviceName, m.method, m.logger);
+          const error = context.with(callContext, () => handlerError(e, m.serviceName, m.method, m.logger));
           done(grpc.status.INTERNAL);
           return answer(index, { refused: refusalOf(error) });
         }
@@ -306,7 +312,7 @@ function serveGathered(methods: Map<string, GatheredMethod>, call: grpc.ServerWr
         answer(index, { reply: bytes });
       },
       (e: unknown) => {
-        const error = handlerError(e, m.serviceName, m.method, m.logger);
+        const error = context.with(callContext, () => handlerError(e, m.serviceName, m.method, m.logger));
         done(GRPC_STATUS[error.code]);
         answer(index, { refused: refusalOf(error) });
       },

@@ -3,7 +3,8 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEmailSender, FileMessageSender, SmtpMessageSender } from './messaging.js';
+import { startFakeSmtpServer } from '../../../tests/support/smtp-server.js';
+import { createEmailSender, DeliveryFailed, deliveryFailureForLog, FileMessageSender, SmtpMessageSender } from './messaging.js';
 
 /** A minimal SMTP server: enough of RFC 5321 to accept one message and keep its DATA. */
 let server: Server;
@@ -75,5 +76,27 @@ describe('email channels', () => {
     await sender.send({ to: 'ada@example.com', subject: 'Two', text: 'second' });
     expect((await readdir(dir)).filter((f) => f.endsWith('.json'))).toHaveLength(1);
     await rm(root, { recursive: true });
+  });
+
+  it('fails a refused recipient with the SMTP reply code, never the address the server quoted', async () => {
+    const smtp = await startFakeSmtpServer((address) => address.startsWith('refused'));
+    const sender = new SmtpMessageSender(`${smtp.url.replace('smtp://', 'smtp://user:secret-pw@')}`, 'Billing <no-reply@billing.test>');
+    try {
+      const failure = await sender.send({ to: 'refused.ada@example.com', subject: 'Verify', text: 'token abc' }).catch((e: unknown) => e);
+      expect(failure).toBeInstanceOf(DeliveryFailed);
+      expect(failure).toMatchObject({ sender: 'smtp', responseCode: 550 });
+      expect(deliveryFailureForLog(failure)).toEqual({ sender: 'smtp', reason: (failure as DeliveryFailed).reason, responseCode: 550 });
+      const everything = JSON.stringify({ ...(failure as object), message: (failure as Error).message, stack: (failure as Error).stack, cause: (failure as Error).cause });
+      expect(everything).not.toMatch(/refused\.ada|example\.com|secret-pw|token abc/);
+    } finally {
+      sender.close();
+      await smtp.close();
+    }
+  });
+
+  it("logs another sender's error by its code only, never its message", () => {
+    const foreign = Object.assign(new Error('could not reach <ada@example.com> at +61 400 000 000'), { code: 'EPROVIDER' });
+    expect(deliveryFailureForLog(foreign)).toEqual({ sender: 'unknown', reason: 'EPROVIDER' });
+    expect(JSON.stringify(deliveryFailureForLog(new Error('to ada@example.com')))).not.toContain('ada@');
   });
 });

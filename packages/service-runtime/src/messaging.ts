@@ -19,12 +19,51 @@ export interface SmsMessage {
   text: string;
 }
 
-/** The email channel. Implementations deliver or throw; they never log message bodies (they carry tokens). */
+/**
+ * A message a channel could not deliver. Its message and fields say which sender failed and
+ * how (the library's error code, the SMTP reply code), never to whom or what: a mail library's
+ * own error quotes the recipient's address (`550 5.1.1 <ada@example.com>: Recipient address
+ * rejected`), and it must not reach a log or a caller. It carries no `cause` for the same reason
+ * (pino's serializer appends every cause's message).
+ */
+export class DeliveryFailed extends Error {
+  constructor(
+    /** The sender that failed: `smtp`, `file`. */
+    readonly sender: string,
+    /** The failure's category: the library's or the system's error code (`EENVELOPE`, `ECONNREFUSED`, `EACCES`), else the error's type. */
+    readonly reason: string,
+    /** The SMTP server's reply code (e.g. 550), when it answered with one. */
+    readonly responseCode?: number,
+  ) {
+    super(`the ${sender} sender could not deliver the message (${reason}${responseCode ? ` ${responseCode}` : ''})`);
+    this.name = 'DeliveryFailed';
+  }
+
+  /** A sender's failure `e`, as a DeliveryFailed keeping only its code and SMTP reply code. */
+  static of(sender: string, e: unknown): DeliveryFailed {
+    if (e instanceof DeliveryFailed) return e;
+    const { code, responseCode } = (e ?? {}) as { code?: unknown; responseCode?: unknown };
+    const reason = typeof code === 'string' && /^[A-Za-z0-9_.-]{1,40}$/.test(code) ? code : e instanceof Error ? e.constructor.name : 'unknown';
+    return new DeliveryFailed(sender, reason, typeof responseCode === 'number' ? responseCode : undefined);
+  }
+}
+
+/**
+ * What may be logged of a failed send: the sender, its code and SMTP reply code, never the
+ * message text of an error (it can quote the recipient). For any MessageSender or SmsSender,
+ * including ones that throw their own errors.
+ */
+export function deliveryFailureForLog(e: unknown): { sender: string; reason: string; responseCode?: number } {
+  const failed = DeliveryFailed.of('unknown', e);
+  return { sender: failed.sender, reason: failed.reason, ...(failed.responseCode ? { responseCode: failed.responseCode } : {}) };
+}
+
+/** The email channel. Implementations deliver or throw (a DeliveryFailed); they never log message bodies (they carry tokens). */
 export interface MessageSender {
   send(message: EmailMessage): Promise<void>;
 }
 
-/** The SMS channel; exists only when an SMS provider is configured. */
+/** The SMS channel; exists only when an SMS provider is configured. Delivers or throws a DeliveryFailed. */
 export interface SmsSender {
   send(message: SmsMessage): Promise<void>;
 }
@@ -72,7 +111,9 @@ export class FileMessageSender implements MessageSender {
     this.outbox = new FileOutbox(dir, 'email');
   }
   send(message: EmailMessage): Promise<void> {
-    return this.outbox.write(message);
+    return this.outbox.write(message).catch((e: unknown) => {
+      throw DeliveryFailed.of('file', e);
+    });
   }
 }
 
@@ -91,7 +132,12 @@ export class SmtpMessageSender implements MessageSender {
   ) {}
   async send(message: EmailMessage): Promise<void> {
     this.transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(this.url.includes('?') ? `${this.url}&pool=true` : `${this.url}?pool=true`));
-    await (await this.transport).sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text });
+    try {
+      await (await this.transport).sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text });
+    } catch (e) {
+      // nodemailer's error (message, `response`, `rejected`) quotes the recipient; the URL may hold credentials.
+      throw DeliveryFailed.of('smtp', e);
+    }
   }
   close(): void {
     void this.transport?.then((t) => t.close(), () => undefined);
@@ -105,7 +151,9 @@ export class FileSmsSender implements SmsSender {
     this.outbox = new FileOutbox(dir, 'sms');
   }
   send(message: SmsMessage): Promise<void> {
-    return this.outbox.write(message);
+    return this.outbox.write(message).catch((e: unknown) => {
+      throw DeliveryFailed.of('file', e);
+    });
   }
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '@billing/contracts';
-import { createLogger, openDatabase, type EmailMessage } from '@billing/service-runtime';
+import { createLogger, DeliveryFailed, openDatabase, type EmailMessage, type SmsMessage } from '@billing/service-runtime';
 import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { ENTITIES } from '../app.js';
 import type { CheckoutBackends } from '../backends.js';
@@ -20,10 +20,11 @@ const { orm } = useMigratedDatabase({
 });
 
 /** Invitation creation over fake backends: `names` are billing's merchants (absent: not_found). */
-function invitationsWith(names: Map<string, string>, ttlMs: number, now: () => number = Date.now) {
+function invitationsWith(names: Map<string, string>, ttlMs: number, now: () => number = Date.now, failing: { email?: boolean; sms?: boolean } = {}) {
   const getMerchantCalls: string[] = [];
   const ensuredAccounts: string[] = [];
   const emails: EmailMessage[] = [];
+  const texts: SmsMessage[] = [];
   const backends = {
     merchants: {
       GetMerchant: async (req: { id: string }) => {
@@ -44,7 +45,11 @@ function invitationsWith(names: Map<string, string>, ttlMs: number, now: () => n
   const deps = {
     orm: orm(),
     backends,
-    channels: { email: { send: async (m: EmailMessage) => void emails.push(m) }, smsEnabled: false },
+    channels: {
+      email: { send: async (m: EmailMessage) => (failing.email ? Promise.reject(new DeliveryFailed('smtp', 'EENVELOPE', 550)) : void emails.push(m)) },
+      sms: { send: async (m: SmsMessage) => (failing.sms ? Promise.reject(new DeliveryFailed('file', 'EACCES')) : void texts.push(m)) },
+      smsEnabled: true,
+    },
     publicBaseUrl: 'https://pay.example.com',
     defaultExpiryDays: 7,
     merchantNameCacheMs: ttlMs,
@@ -54,7 +59,7 @@ function invitationsWith(names: Map<string, string>, ttlMs: number, now: () => n
   };
   const invite = (merchantId: string, email = `${randomBytes(6).toString('hex')}@example.com`) =>
     createInvitation(deps, { kind: 'platform' }, { merchantId, firstName: 'Ada', lastName: "O'Brien", email, phone: '+61 400 000 000' });
-  return { invite, getMerchantCalls, ensuredAccounts, emails };
+  return { invite, getMerchantCalls, ensuredAccounts, emails, texts };
 }
 
 describe('createInvitation', () => {
@@ -124,5 +129,25 @@ describe('createInvitation', () => {
     expect(getMerchantCalls).toEqual([merchantId, merchantId]);
     expect(ensuredAccounts).toEqual([email]);
     expect(emails.map((m) => m.subject)).toEqual(['Late Shop invited you to sign up']);
+  });
+
+  it('stores nothing and creates no account when the email cannot be delivered (delivery_failed)', async () => {
+    const merchantId = randomUUID();
+    const { invite, ensuredAccounts, texts } = invitationsWith(new Map([[merchantId, 'Shop']]), 5_000, Date.now, { email: true });
+    const refused = await invite(merchantId).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(DomainError);
+    expect(refused).toMatchObject({ code: 'delivery_failed', message: expect.stringMatching(/not created/) });
+    expect(await orm().em.fork().count(Invitation, { merchantId })).toBe(0);
+    expect(ensuredAccounts).toEqual([]);
+    expect(texts).toEqual([]);
+  });
+
+  it('keeps an invitation whose email went out when its SMS then fails', async () => {
+    const merchantId = randomUUID();
+    const { invite, ensuredAccounts, emails } = invitationsWith(new Map([[merchantId, 'Shop']]), 5_000, Date.now, { sms: true });
+    const { invitation } = await invite(merchantId);
+    expect(emails).toHaveLength(1);
+    expect(ensuredAccounts).toHaveLength(1);
+    expect(await orm().em.fork().count(Invitation, { id: invitation.id })).toBe(1);
   });
 });

@@ -24,6 +24,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   account_locked: 429,
   rate_limited: 429,
   provider_unavailable: 502,
+  delivery_failed: 502,
   service_unavailable: 503,
   payload_too_large: 413,
   unsupported_media_type: 415,

@@ -37,10 +37,10 @@ export function invitationRoutes(backends: Backends, access: MerchantAccess): Ro
       tag: 'Invitations',
       summary: 'Invite a person to onboard themselves',
       description:
-        'Mints an onboarding link `{public base}/onboard?token=...` and delivers it by email (when `email` is given) and by SMS (when `phone` is given and an SMS channel is configured). The token is 32 random bytes, returned here exactly once; only its SHA-256 is stored. An email without a customer account gets an unclaimed one, which the invitee claims by signing up. At least one of email and phone (400). Outcomes: Ok 200; MerchantNotFound 404 and NoDeliveryChannel 422 (only a phone and no SMS channel), both problem details with `outcome`. expiresInDays 1..90, default 7.',
+        'Mints an onboarding link `{public base}/onboard?token=...` and delivers it by email (when `email` is given) and by SMS (when `phone` is given and an SMS channel is configured). The token is 32 random bytes, returned here exactly once; only its SHA-256 is stored. An email without a customer account gets an unclaimed one, which the invitee claims by signing up. At least one of email and phone (400). Outcomes: Ok 200; MerchantNotFound 404 and NoDeliveryChannel 422 (only a phone and no SMS channel), both problem details with `outcome`. Delivered or not created: when the link cannot be delivered (the mail server refuses the address or fails, the SMS provider fails), the answer is 502 problem details of type delivery-failed and nothing is left behind (no invitation, no account), so the same request may be retried and makes one invitation; once the email went out, a failing SMS does not undo the invitation (200). expiresInDays 1..90, default 7.',
       auth: { merchant: 'Admin' },
       body: CreateInvitationRequest,
-      responses: { 200: InvitationResult, 400: null, 403: null, 404: null, 422: null },
+      responses: { 200: InvitationResult, 400: null, 403: null, 404: null, 422: null, 502: null },
       handler: async ({ body, principal }) => {
         await access.assert(principal, body.merchantId).catch((e: unknown) => {
           if (e instanceof DomainError && e.code === 'merchant_not_found') throw new DomainError('merchant_not_found', e.message, { outcome: 'MerchantNotFound' });

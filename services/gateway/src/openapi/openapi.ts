@@ -87,7 +87,7 @@ export function operationIdOf(method: string, url: string): string {
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 400: 'Validation failed', 401: 'Missing or invalid credential', 403: 'Forbidden', 404: 'Not found',
-  409: 'Conflict', 410: 'Gone', 413: 'Payload too large', 415: 'Unsupported media type', 422: 'Unprocessable', 429: 'Too many requests', 500: 'Internal error', 502: 'Payment provider unavailable', 503: 'Service unavailable',
+  409: 'Conflict', 410: 'Gone', 413: 'Payload too large', 415: 'Unsupported media type', 422: 'Unprocessable', 429: 'Too many requests', 500: 'Internal error', 502: 'An external provider failed (the payment provider, or the email or SMS channel)', 503: 'Service unavailable',
 };
 
 const HEADERS: Record<string, Json> = {

@@ -15,7 +15,7 @@ import {
   UpdateCustomerProfileRequest,
   VerifyEmailRequest,
 } from '@billing/contracts';
-import { Batcher, type DeliveryChannels, type Logger, type ServiceImpl } from '@billing/service-runtime';
+import { Batcher, deliveryFailureForLog, type DeliveryChannels, type Logger, type ServiceImpl } from '@billing/service-runtime';
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import type { PasswordHasher } from '../passwords/password-hasher.js';
 import type { TokenIssuer } from '../signing-keys/token-issuer.js';
@@ -83,9 +83,13 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
   /** EnsureCustomerAccount's requests that arrive together: one prepared statement (`ensureAccounts`). */
   const ensured = new Batcher<CustomerAccount, EnsuredAccount>((wanted) => ensureAccounts(orm, wanted));
 
-  /** Delivery never fails the request that caused it; a lost email is logged (never its content). */
+  /**
+   * Delivery never fails the request that caused it; a lost email is logged by the sender's name
+   * and failure code only, never its content or the error's text (a mail server's reply quotes
+   * the address).
+   */
   const deliver = (what: string, accountId: string, send: () => Promise<void>) =>
-    void send().catch((e) => logger.error({ err: e, accountId }, `could not send the ${what} email`));
+    void send().catch((e) => logger.error({ delivery: deliveryFailureForLog(e), accountId }, `could not send the ${what} email`));
 
   const signIn = async (account: CustomerAccount) => {
     const { token, expiresAt } = await issuer.issue('customer', account.id, { iat_ms: Date.now() }, CUSTOMER_TOKEN_TTL_SECONDS);
@@ -102,7 +106,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
     }
     const { token, entity } = CustomerToken.mint(account.id, 'password_reset', 'email', PASSWORD_RESET_TTL_SECONDS);
     await em.persistAndFlush(entity);
-    await channels.email.send(passwordResetEmail(account.email, token, publicBaseUrl));
+    deliver('password-reset', account.id, () => channels.email.send(passwordResetEmail(account.email, token, publicBaseUrl)));
   };
 
   return {
@@ -174,7 +178,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
     RequestPasswordReset: async (req) => {
       const { email } = parseOrThrow(ForgotPasswordRequest, req);
       // Answer before looking anything up, so the answer and its timing are the same for every email.
-      setImmediate(() => void sendPasswordReset(email).catch((e) => logger.error({ err: e }, 'could not send a password-reset email')));
+      setImmediate(() => void sendPasswordReset(email).catch((e) => logger.error({ err: e }, 'could not prepare a password-reset email')));
       return {};
     },
 
