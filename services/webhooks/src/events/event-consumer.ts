@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { EVENT_SUBJECT_PREFIX, EVENTS_STREAM, EventEnvelope } from '@billing/contracts';
-import { ensureEventsStream, type Logger } from '@billing/service-runtime';
+import { ensureEventsStream, natsServerOptions, type Logger } from '@billing/service-runtime';
 import { context, SpanStatusCode, startProcessSpan, trace, traceHeadersOf, type Span } from '@billing/telemetry';
 import type { Dispatcher } from '../deliveries/dispatcher.js';
 import { ingestEvents } from './ingest.js';
@@ -74,7 +74,7 @@ export class EventConsumer {
       try {
         if (!this.nc || this.nc.isClosed()) {
           this.nc = await connect({
-            servers: this.opts.natsUrl.split(','),
+            ...natsServerOptions(this.opts.natsUrl),
             name: 'webhooks-consumer',
             // No stack capture per request (every ack and pull is one).
             noAsyncTraces: true,
