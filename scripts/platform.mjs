@@ -12,7 +12,7 @@ import path from 'node:path';
 import { isAlive, lockDir } from './lib/dir-lock.mjs';
 import { createLogPrinter } from './lib/log-format.mjs';
 import { CHROMIUM_INSTALL_HINT, findChromium } from './lib/chromium.mjs';
-import { findNatsServer, NATS_INSTALL_HINT, startNatsServer } from './lib/nats.mjs';
+import { findNatsServer, NATS_INSTALL_HINT, redactNatsUrl, startNatsServer } from './lib/nats.mjs';
 import { ensurePostgres, redact } from './lib/postgres.mjs';
 import { describeExit, sleep } from './lib/processes.mjs';
 import { SERVICES } from './lib/services.mjs';
@@ -159,10 +159,11 @@ async function bringUp(opts) {
   const givenNatsUrl = process.env.NATS_URL || undefined;
   const natsBin = findNatsServer({ install: !givenNatsUrl, log });
   if (!givenNatsUrl && !natsBin) throw new Error(NATS_INSTALL_HINT);
-  if (!opts.withNats) return { databaseUrl: pg.url, natsUrl: givenNatsUrl, natsBin };
+  const givenShown = givenNatsUrl && redactNatsUrl(givenNatsUrl);
+  if (!opts.withNats) return { databaseUrl: pg.url, natsUrl: givenNatsUrl, natsShown: givenShown, natsBin };
   if (givenNatsUrl) {
-    log(`NATS ${givenNatsUrl} (NATS_URL)`);
-    return { databaseUrl: pg.url, natsUrl: givenNatsUrl, natsBin };
+    log(`NATS ${givenShown} (NATS_URL)`);
+    return { databaseUrl: pg.url, natsUrl: givenNatsUrl, natsShown: givenShown, natsBin };
   }
 
   let storeDir = path.join(DATA_DIR, 'nats');
@@ -178,8 +179,9 @@ async function bringUp(opts) {
   const nats = await startNatsServer({ bin: /** @type {string} */ (natsBin), storeDir, preferredPort: 4223, detached: true });
   cleanups.push(nats.stop);
   recordChildren([{ pid: pg.pid, signal: 'SIGINT' }, { pid: nats.pid(), signal: 'SIGTERM' }]);
-  log(`NATS ${nats.url} (nats-server -js, store in ${storeDir})`);
-  return { databaseUrl: pg.url, natsUrl: nats.url, natsBin, pids: { postgres: pg.pid, nats: nats.pid() } };
+  const natsShown = `${redactNatsUrl(nats.url)} (password in ${path.join(storeDir, 'auth.conf')})`;
+  log(`NATS ${natsShown} (nats-server -js, store in ${storeDir})`);
+  return { databaseUrl: pg.url, natsUrl: nats.url, natsShown, natsBin, pids: { postgres: pg.pid, nats: nats.pid() } };
 }
 
 /**
@@ -292,7 +294,7 @@ async function start() {
       // The token itself is never printed (terminals and their captures are logs): where it is.
       `  Admin token  ${process.env.BILLING_ADMIN_TOKEN ? 'BILLING_ADMIN_TOKEN (as given)' : `in ${path.relative(process.cwd(), path.join(DATA_DIR, 'admin-token')) || path.join(DATA_DIR, 'admin-token')}`}`,
       `  Postgres     ${redact(infra.databaseUrl)}`,
-      `  NATS         ${infra.natsUrl}`,
+      `  NATS         ${infra.natsShown}`,
       '',
       ...lines,
       '',

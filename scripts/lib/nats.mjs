@@ -1,6 +1,8 @@
 // NATS with JetStream for development and tests: the server in NATS_URL, or a nats-server
 // process with its own store directory.
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import { findFreePort } from './ports.mjs';
 import { findSystemBinary } from './system-binary.mjs';
 import { describeExit, sleep, spawnProcess, waitUntil } from './processes.mjs';
@@ -28,7 +30,8 @@ export function findNatsServer(opts = {}) {
 
 /**
  * @typedef {object} NatsServer
- * @property {string} url
+ * @property {string} url Address with the credentials (`nats://platform:<password>@127.0.0.1:<port>`): what clients are given as NATS_URL.
+ * @property {string} address Address without credentials (`nats://127.0.0.1:<port>`), to print, or to show that it refuses a client without them.
  * @property {number} port
  * @property {string} storeDir
  * @property {string[]} logs
@@ -47,19 +50,30 @@ export function findNatsServer(opts = {}) {
  * @property {(line: string) => void} [onLine]
  */
 
+/** User name clients of a server started here authenticate as. */
+export const NATS_USER = 'platform';
+
 /**
- * Starts `nats-server -js` on 127.0.0.1 and waits until it is ready.
+ * Starts `nats-server -js` on 127.0.0.1 and waits until it is ready. It requires a user and
+ * password (user `platform`, a password of 32 random bytes made for this server, kept across
+ * `restart`): anything else on the machine can reach the port, and NATS carries every event.
+ * The password is in a configuration file readable by its owner only (`auth.conf` in the store
+ * directory), not on the command line, where `ps` would show it.
  * @param {NatsServerOptions} opts
  * @returns {Promise<NatsServer>}
  */
 export async function startNatsServer(opts) {
   fs.mkdirSync(opts.storeDir, { recursive: true });
+  const password = randomBytes(32).toString('hex');
+  const configFile = path.join(opts.storeDir, 'auth.conf');
+  fs.rmSync(configFile, { force: true });
+  fs.writeFileSync(configFile, `authorization {\n  user: "${NATS_USER}"\n  password: "${password}"\n}\n`, { mode: 0o600 });
   /** @type {string[]} */
   const logs = [];
   /** @param {number} port */
   const launch = async (port) => {
     const proc = await spawnProcess('nats-server', opts.bin, {
-      args: ['-js', '-sd', opts.storeDir, '-a', '127.0.0.1', '-p', String(port), '-n', `billing-platform-${port}`],
+      args: ['-c', configFile, '-js', '-sd', opts.storeDir, '-a', '127.0.0.1', '-p', String(port), '-n', `billing-platform-${port}`],
       detached: opts.detached,
       exitSignal: 'SIGTERM',
       logs,
@@ -93,7 +107,8 @@ export async function startNatsServer(opts) {
   /** @type {import('./processes.mjs').ManagedProcess | undefined} */
   let current = proc;
   return {
-    url: `nats://127.0.0.1:${port}`,
+    url: `nats://${NATS_USER}:${password}@127.0.0.1:${port}`,
+    address: `nats://127.0.0.1:${port}`,
     port,
     storeDir: opts.storeDir,
     logs,
@@ -117,4 +132,15 @@ export async function startNatsServer(opts) {
       }
     },
   };
+}
+
+/**
+ * `NATS_URL` with every password or token replaced by `***`, to print.
+ * @param {string} url
+ */
+export function redactNatsUrl(url) {
+  return url
+    .split(',')
+    .map((server) => server.replace(/^([a-z][a-z0-9+.-]*:\/\/)?(?:([^:@]*):)?.*@/i, (_m, scheme = '', user) => `${scheme}${user === undefined ? '' : `${user}:`}***@`))
+    .join(',');
 }

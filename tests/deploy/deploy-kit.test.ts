@@ -67,6 +67,18 @@ describe('docker-compose.yml', () => {
     expect(example).toMatch(/^PLATFORM_MODE=production$/m);
   });
 
+  it("runs NATS with a password, given to the services in NATS_URL", () => {
+    // NATS used to accept anyone on the compose network: every event readable, and forged ones acted on.
+    const nats = compose.services.nats as { command?: string[]; environment?: Record<string, string> };
+    expect(nats.command?.join(' ')).toMatch(/authorization \{[^}]*user: billing[^}]*password: "%s"[^}]*\}.*"\$\$NATS_PASSWORD".*nats-server -c \/tmp\/auth\.conf/s);
+    expect(nats.environment?.NATS_PASSWORD).toBe('set-nats_password');
+    for (const name of ['identity', 'billing', 'checkout', 'webhooks', 'gateway']) {
+      const env = (compose.services[name] as { environment?: Record<string, string> }).environment;
+      expect(env?.NATS_URL, name).toBe('nats://billing:set-nats_password@nats:4222');
+      expect(env?.NATS_AUTH, name).toBeUndefined();
+    }
+  });
+
   it('has an OpenTelemetry collector, Jaeger, Prometheus, Grafana and Mailpit, and the files they mount', () => {
     for (const name of ['otel-collector', 'jaeger', 'prometheus', 'grafana', 'mailpit']) expect(compose.services[name], name).toBeDefined();
     for (const [, s] of services) {

@@ -8,6 +8,8 @@ import { REPO_ROOT } from '../../scripts/lib/start-platform.mjs';
 // accepted the published development encryption key when it was set explicitly.
 const DEV_KEY = 'development-only-encryption-key-do-not-use-in-production';
 const strong = () => randomBytes(32).toString('base64');
+/** An authenticated NATS_URL (nothing listens there: these services stop at their configuration or database). */
+const natsWithCredentials = () => `nats://billing:${randomBytes(32).toString('hex')}@127.0.0.1:1`;
 
 /** Runs a built service with only `env` (no PLATFORM_MODE unless given) until it exits. */
 function runService(service: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
@@ -58,13 +60,24 @@ describe('production mode refuses unsafe settings at start-up', () => {
   });
 
   it('refuses to serve gRPC in plaintext on a non-loopback address', async () => {
-    const { code, output } = await runService('checkout', { PLATFORM_MODE: 'production', CHECKOUT_GRPC_ADDRESS: '0.0.0.0:0' });
+    const { code, output } = await runService('checkout', { PLATFORM_MODE: 'production', CHECKOUT_GRPC_ADDRESS: '0.0.0.0:0', NATS_URL: natsWithCredentials() });
     expect(code).not.toBe(0);
     expect(output).toContain('refusing to serve gRPC on 0.0.0.0:0 without TLS in production mode');
   });
 
+  it('refuses a NATS connection without credentials, unless NATS_AUTH=none says NATS is protected otherwise', async () => {
+    const refused = await runService('webhooks', { PLATFORM_MODE: 'production', NATS_URL: 'nats://127.0.0.1:1' });
+    expect(refused.code).toBe(78);
+    expect(refused.output).toContain('NATS_URL has no credentials');
+    const weak = await runService('webhooks', { PLATFORM_MODE: 'production', NATS_URL: 'nats://billing:billing@127.0.0.1:1' });
+    expect(weak.code).toBe(78);
+    expect(weak.output).toContain("NATS_URL's password");
+    const optedOut = await runService('webhooks', { PLATFORM_MODE: 'production', NATS_URL: 'nats://127.0.0.1:1', NATS_AUTH: 'none' });
+    expect(optedOut.output).not.toContain('Invalid configuration');
+  });
+
   it('starts with strong secrets (identity gets past its configuration to the database)', async () => {
-    const { output } = await runService('identity', { PLATFORM_MODE: 'production', IDENTITY_ENCRYPTION_KEY: strong() });
+    const { output } = await runService('identity', { PLATFORM_MODE: 'production', IDENTITY_ENCRYPTION_KEY: strong(), NATS_URL: natsWithCredentials() });
     expect(output).not.toContain('Invalid configuration');
   });
 });

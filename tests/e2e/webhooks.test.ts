@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { jetstream } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiClient, unique, type ApiClient } from '../support/fixtures.js';
+import { eventSubject } from '@billing/contracts';
+import { natsServerOptions } from '@billing/service-runtime';
+import { apiClient, eventually, unique, type ApiClient } from '../support/fixtures.js';
 import { startTestPlatform, type TestPlatform } from '../support/platform.js';
 import { memberEvent, onlyFor, webhookFixtures } from '../support/webhook-fixtures.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -356,5 +361,61 @@ describe('webhook changes are in force when the gateway answers them', () => {
     const listed = await api.get(`/api/WebhookDeliveries?merchantId=${merchantId}&pageSize=200`, { token: observer.key });
     const keyIds = new Set(rounds.map((r) => r.key.id));
     expect(listed.body.items.filter((d: any) => keyIds.has(d.apiKeyId) && d.status === 'Pending')).toEqual([]);
+  });
+});
+
+/**
+ * Regression: the copy of a key's endpoint applied the state an `api_key.*` event carried, by
+ * version alone, so anything that could publish on NATS redirected a merchant's webhooks for
+ * good with one forged `api_key.webhook_configured` (another URL, version + 1000; identity's later
+ * changes had lower versions). NATS now requires the services' password; behind it, the webhooks
+ * service applies the state identity has committed for the key, whatever the event says.
+ */
+describe('a forged api_key event on the bus', () => {
+  it("does not move a key's webhooks, nor outlive the key's real changes", async () => {
+    const { merchantId, observer } = await fx.merchantWithObserver();
+    const key = await fx.createKey(merchantId);
+    const path = `/forged-real/${randomUUID()}`;
+    const attacker = `/forged-attacker/${randomUUID()}`;
+    await fx.configure(merchantId, key, path);
+    await fx.settle(merchantId, observer);
+
+    // Published with the services' own credentials: what a client past NATS's authentication could send.
+    const nc = await connect(natsServerOptions(platform.natsUrl));
+    const forgedId = randomUUID();
+    try {
+      const forged = {
+        id: forgedId,
+        type: 'api_key.webhook_configured',
+        version: 1,
+        occurredAt: new Date().toISOString(),
+        merchantId,
+        data: { apiKeyId: key.id, merchantId, webhookUrl: receiver.url(attacker), webhookEvents: null, webhookEnabled: true, revoked: false, version: 1000 },
+      };
+      await jetstream(nc).publish(eventSubject(forged.type), JSON.stringify(forged), { msgID: forgedId });
+    } finally {
+      await nc.close();
+    }
+    const db = new pg.Client({ connectionString: platform.databaseUrl });
+    await db.connect();
+    try {
+      const ingested = await eventually(async () => (await db.query(`select 1 from "webhooks"."events" where "id" = $1`, [forgedId])).rows.length > 0 || undefined, 20_000, 100);
+      expect(ingested).toBe(true);
+      const copy = await db.query(`select "url", "version" from "webhooks"."endpoints" where "api_key_id" = $1`, [key.id]);
+      expect(copy.rows).toEqual([{ url: receiver.url(path), version: expect.any(Number) }]);
+      expect(copy.rows[0].version).toBeLessThan(1000);
+    } finally {
+      await db.end();
+    }
+
+    const member = await fx.createMember(merchantId, key.key);
+    const [req] = await receiver.waitFor(path, (r) => memberEvent(r, member.id).length > 0).then((r) => memberEvent(r, member.id));
+    expect(req!.verified).toBe(true);
+    // A real change still takes effect (the forged version did not outrank it).
+    const moved = `/forged-moved/${randomUUID()}`;
+    await fx.configure(merchantId, key, moved);
+    const next = await fx.createMember(merchantId, key.key);
+    await receiver.waitFor(moved, (r) => memberEvent(r, next.id).length > 0);
+    expect(receiver.received(attacker)).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@ import { findNatsServer, startNatsServer } from '../../scripts/lib/nats.mjs';
 
 /** A NATS server with JetStream for tests. */
 export interface TestNats {
+  /** NATS_URL of the server: a private one's carries its user and password (`nats://platform:<password>@127.0.0.1:<port>`). */
   url: string;
   /** False when running against the shared server in NATS_URL (no nats-server binary found). */
   private: boolean;
@@ -20,7 +21,7 @@ export interface TestNats {
 
 /**
  * Starts a private `nats-server -js` (NATS_SERVER_BIN, or found on PATH) on a free port with a
- * temporary store directory. Without a binary, falls back to the server in NATS_URL, which
+ * temporary store directory, requiring a password of its own (`startNatsServer`). Without a binary, falls back to the server in NATS_URL, which
  * cannot be restarted.
  */
 export async function startTestNats(): Promise<TestNats> {

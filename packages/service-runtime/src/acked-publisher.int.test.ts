@@ -4,6 +4,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestNats, type TestNats } from '../../../tests/support/nats.js';
 import { AckedPublisher } from './acked-publisher.js';
+import { natsServerOptions } from './nats.js';
 
 // Against a real nats-server with JetStream: a stream of its own, `ackpub.>`.
 
@@ -13,7 +14,7 @@ let nc: NatsConnection;
 
 beforeAll(async () => {
   nats = await startTestNats();
-  nc = await connect({ servers: nats.url });
+  nc = await connect(natsServerOptions(nats.url));
   const jsm = await jetstreamManager(nc);
   await jsm.streams.add({ name: STREAM, subjects: ['ackpub.>'], duplicate_window: 60e9 });
 }, 60_000);

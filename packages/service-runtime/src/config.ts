@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { GrpcTlsConfig } from './grpc-transport.js';
+import { natsServerOptions } from './nats.js';
 
 export const PlatformMode = z.enum(['development', 'test', 'production']);
 export type PlatformMode = z.infer<typeof PlatformMode>;
@@ -15,6 +16,48 @@ export const BaseConfig = z.object({
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   ...GrpcTlsConfig.shape,
 });
+
+/** Where a service that uses NATS reaches it; spread into its config (`...NatsConfig.shape`). */
+export const NatsConfig = z.object({
+  /**
+   * NATS server(s) with JetStream, comma-separated, with the credentials in the URL:
+   * `nats://user:password@host:port` (percent-encoded) or `nats://token@host:port`.
+   */
+  NATS_URL: z
+    .string()
+    .default('nats://127.0.0.1:4222')
+    .superRefine((url, ctx) => {
+      try {
+        natsServerOptions(url);
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: (e as Error).message });
+      }
+    }),
+  /**
+   * `credentials` (the default): production requires NATS_URL to carry a password or token
+   * that is a production secret. `none`: this NATS needs no credentials because it is
+   * protected otherwise (reachable by the platform's services alone, or TLS client
+   * certificates); production then accepts a NATS_URL without them.
+   */
+  NATS_AUTH: z.enum(['credentials', 'none']).default('credentials'),
+});
+export type NatsConfig = z.infer<typeof NatsConfig>;
+
+/**
+ * Why a production service must not use this NATS connection, or undefined: unless NATS_AUTH
+ * is `none`, NATS_URL must carry a password or token passing `secretProblem`. Without one,
+ * anyone who reaches NATS reads every event and forges events the services act on.
+ */
+export function natsCredentialsProblem(config: NatsConfig): string | undefined {
+  if (config.NATS_AUTH === 'none') return undefined;
+  const { pass, token } = natsServerOptions(config.NATS_URL);
+  const secret = pass ?? token;
+  if (!secret) {
+    return 'NATS_URL has no credentials: give them in it (nats://user:password@host:4222, the password 32 random bytes as hex: openssl rand -hex 32), or set NATS_AUTH=none if this NATS is reachable by the platform\'s services alone or authenticates them otherwise';
+  }
+  const problem = secretProblem(secret);
+  return problem && `NATS_URL's ${pass ? 'password' : 'token'} ${problem}`;
+}
 
 /**
  * `DB_POOL_MAX` of a service with a database: its pooled connections to Postgres at most (the
@@ -140,14 +183,18 @@ function wordTrigrams(value: string): number {
 
 /**
  * In production, refuses to start unless every given secret of the parsed config passes
- * `secretProblem`; prints each problem (never a value) and exits. Outside production, any value.
+ * `secretProblem`, and, with `nats` (the config of a service that uses NATS), its NATS
+ * connection is authenticated (`natsCredentialsProblem`); prints each problem (never a value)
+ * and exits. Outside production, any value.
  */
-export function refuseWeakSecretsInProduction(mode: PlatformMode, secrets: Record<string, string | undefined>): void {
+export function refuseWeakSecretsInProduction(mode: PlatformMode, secrets: Record<string, string | undefined>, opts: { nats?: NatsConfig } = {}): void {
   if (mode !== 'production') return;
   const problems = Object.entries(secrets).flatMap(([name, value]) => {
     const problem = secretProblem(value);
     return problem ? [`  ${name} ${problem}`] : [];
   });
+  const nats = opts.nats && natsCredentialsProblem(opts.nats);
+  if (nats) problems.push(`  ${nats}`);
   if (problems.length) {
     process.stderr.write(`Invalid configuration for production mode:\n${problems.join('\n')}\n`);
     process.exit(78);

@@ -3,6 +3,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { serveMetrics } from '@billing/telemetry';
 import type { Logger } from './logger.js';
+import { natsServerOptions } from './nats.js';
 
 /** One thing a service needs to do its work; `probe` throws (or times out) when it is not available. */
 export interface Dependency {
@@ -80,7 +81,7 @@ export function postgresDependency(orm: MikroORM): Dependency {
 export function natsDependency(url: string, name: string): Dependency {
   let nc: NatsConnection | undefined;
   let connected = false;
-  const connecting = connect({ servers: url.split(','), name: `${name}-health`, maxReconnectAttempts: -1, reconnectTimeWait: 500, waitOnFirstConnect: true }).then(
+  const connecting = connect({ ...natsServerOptions(url), name: `${name}-health`, maxReconnectAttempts: -1, reconnectTimeWait: 500, waitOnFirstConnect: true }).then(
     (c) => {
       nc = c;
       connected = true;

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestNats, type TestNats } from '../../../tests/support/nats.js';
-import { skipErrorOfAnsweredRequests } from './nats.js';
+import { natsServerOptions, skipErrorOfAnsweredRequests } from './nats.js';
 
 // nats.js's request module reads `RequestError` from its errors module at each use: counting
 // constructions there counts what a request builds.
@@ -24,7 +24,7 @@ beforeAll(async () => {
     }
   };
   nats = await startTestNats();
-  nc = await connect({ servers: nats.url, noAsyncTraces: true });
+  nc = await connect({ ...natsServerOptions(nats.url), noAsyncTraces: true });
   nc.subscribe('echo', { callback: (_err, msg) => msg.respond(msg.data) });
   await nc.flush();
 }, 60_000);
@@ -51,7 +51,7 @@ describe('NATS requests (skipErrorOfAnsweredRequests)', () => {
   });
 
   it('still rejects a request whose connection closes before its answer', async () => {
-    const mine = await connect({ servers: nats.url, noAsyncTraces: true });
+    const mine = await connect({ ...natsServerOptions(nats.url), noAsyncTraces: true });
     mine.subscribe('slow', { callback: () => undefined });
     await mine.flush();
     const cut = mine.request('slow', 'x', { timeout: 10_000 });

@@ -8,6 +8,7 @@ import { createTestDatabase, type TestDatabase } from '../../../tests/support/da
 import { startTestNats, type TestNats } from '../../../tests/support/nats.js';
 import { openDatabase } from './database.js';
 import { createLogger } from './logger.js';
+import { natsServerOptions } from './nats.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { OutboxMessageSchema, outboxTableSql, recordEvent } from './outbox.js';
 
@@ -28,7 +29,7 @@ beforeAll(async () => {
   const conn = orm.em.getConnection();
   await conn.execute(`create schema "${SCHEMA}"`);
   for (const sql of outboxTableSql(SCHEMA)) await conn.execute(sql);
-  nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  nc = await connect({ ...natsServerOptions(nats.url), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
 }, 60_000);
 
 afterAll(async () => {

@@ -9,6 +9,7 @@ import { AckedPublisher } from './acked-publisher.js';
 import { queryRows, transactPrepared } from './database.js';
 import { ensureEventsStream } from './event-stream.js';
 import type { Logger } from './logger.js';
+import { natsServerOptions } from './nats.js';
 import { outboxChannel } from './outbox.js';
 
 /** Relay settings read from the environment (all optional). */
@@ -213,7 +214,7 @@ export class OutboxRelay {
       this.publisher?.close();
       this.publisher = undefined;
       this.nc = await connect({
-        servers: this.opts.natsUrl.split(','),
+        ...natsServerOptions(this.opts.natsUrl),
         name: this.opts.name,
         // No stack capture per request: a publish is a request, and there are thousands a second.
         noAsyncTraces: true,

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { BaseConfig, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, FixedSchema, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, FixedSchema, parseConfig, refuseWeakSecretsInProduction, NatsConfig } from '@billing/service-runtime';
 
 export const BillingConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
-  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  ...NatsConfig.shape,
   BILLING_GRPC_ADDRESS: z.string().default('127.0.0.1:50052'),
   /** Key of the secrets billing keeps encrypted; its own, never another service's. Development default outside production. */
   BILLING_ENCRYPTION_KEY: z.string().min(32).default(DEV_ENCRYPTION_KEY),
@@ -48,6 +48,6 @@ export type BillingConfig = z.infer<typeof BillingConfig>;
 export function loadConfig(env = process.env): BillingConfig {
   const config = parseConfig(BillingConfig, env);
   // As set (not the development default parsing filled in), so a missing key is named missing.
-  refuseWeakSecretsInProduction(config.PLATFORM_MODE, { BILLING_ENCRYPTION_KEY: env.BILLING_ENCRYPTION_KEY });
+  refuseWeakSecretsInProduction(config.PLATFORM_MODE, { BILLING_ENCRYPTION_KEY: env.BILLING_ENCRYPTION_KEY }, { nats: config });
   return config;
 }

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { DEFAULT_INVITATION_EXPIRY_DAYS } from '@billing/contracts';
-import { BaseConfig, DatabaseTuning, DbPoolMax, FixedSchema, GrpcGather, MessagingConfig, parseConfig } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, DbPoolMax, FixedSchema, GrpcGather, MessagingConfig, parseConfig, NatsConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const CheckoutConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
-  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  ...NatsConfig.shape,
   CHECKOUT_GRPC_ADDRESS: z.string().default('127.0.0.1:50053'),
   DB_SCHEMA: FixedSchema('checkout'),
   DB_POOL_MAX: DbPoolMax,
@@ -43,5 +43,7 @@ export const CheckoutConfig = BaseConfig.extend({
 export type CheckoutConfig = z.infer<typeof CheckoutConfig>;
 
 export function loadConfig(env = process.env): CheckoutConfig {
-  return parseConfig(CheckoutConfig, env);
+  const config = parseConfig(CheckoutConfig, env);
+  refuseWeakSecretsInProduction(config.PLATFORM_MODE, {}, { nats: config });
+  return config;
 }

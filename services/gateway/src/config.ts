@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { BaseConfig, DatabaseTuning, DbPoolMax, FixedSchema, GrpcGather, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, DbPoolMax, FixedSchema, GrpcGather, parseConfig, refuseWeakSecretsInProduction, NatsConfig } from '@billing/service-runtime';
 
 export const GatewayConfig = BaseConfig.extend({
   /** Address of the public HTTP listener: loopback like every service unless told otherwise (`0.0.0.0` in a container). */
@@ -16,7 +16,7 @@ export const GatewayConfig = BaseConfig.extend({
   DB_SCHEMA: FixedSchema('gateway'),
   DB_POOL_MAX: DbPoolMax,
   ...DatabaseTuning.shape,
-  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  ...NatsConfig.shape,
   /** Deadline of every forwarded gRPC call. */
   GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(5000),
   GRPC_GATHER: GrpcGather,
@@ -70,7 +70,7 @@ export type GatewayConfig = z.infer<typeof GatewayConfig> & { BILLING_ADMIN_TOKE
 
 export function loadConfig(env = process.env): GatewayConfig {
   const config = parseConfig(GatewayConfig, env);
-  refuseWeakSecretsInProduction(config.PLATFORM_MODE, { BILLING_ADMIN_TOKEN: config.BILLING_ADMIN_TOKEN });
+  refuseWeakSecretsInProduction(config.PLATFORM_MODE, { BILLING_ADMIN_TOKEN: config.BILLING_ADMIN_TOKEN }, { nats: config });
   if (!config.BILLING_ADMIN_TOKEN) {
     // Development or test only (production refused above). Not printed: logs never hold secrets.
     config.BILLING_ADMIN_TOKEN = randomBytes(32).toString('base64url');

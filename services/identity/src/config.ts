@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { BaseConfig, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, FixedSchema, MessagingConfig, parseConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, FixedSchema, MessagingConfig, parseConfig, refuseWeakSecretsInProduction, NatsConfig } from '@billing/service-runtime';
 
 export const IdentityConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
-  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  ...NatsConfig.shape,
   IDENTITY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
   /** Key of the secrets identity keeps encrypted; its own, never another service's. Development default outside production. */
   IDENTITY_ENCRYPTION_KEY: z.string().min(32).default(DEV_ENCRYPTION_KEY),
@@ -32,6 +32,6 @@ export type IdentityConfig = z.infer<typeof IdentityConfig>;
 export function loadConfig(env = process.env): IdentityConfig {
   const config = parseConfig(IdentityConfig, env);
   // As set (not the development default parsing filled in), so a missing key is named missing.
-  refuseWeakSecretsInProduction(config.PLATFORM_MODE, { IDENTITY_ENCRYPTION_KEY: env.IDENTITY_ENCRYPTION_KEY });
+  refuseWeakSecretsInProduction(config.PLATFORM_MODE, { IDENTITY_ENCRYPTION_KEY: env.IDENTITY_ENCRYPTION_KEY }, { nats: config });
   return config;
 }

@@ -52,7 +52,7 @@ export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp
   );
   const scheduler = new DueScheduler(orm, dispatcher, { pollMs: config.WEBHOOK_POLL_MS, leaseMs: config.WEBHOOK_LEASE_MS, perEndpoint: config.WEBHOOK_ENDPOINT_CONCURRENCY * 4 }, logger).start();
   dispatcher.onDrained = () => scheduler.nudge();
-  const consumer = new EventConsumer(orm, dispatcher, { natsUrl: config.NATS_URL, leaseMs: config.WEBHOOK_LEASE_MS, ackWaitMs: config.WEBHOOK_ACK_WAIT_MS }, logger).start();
+  const consumer = new EventConsumer(orm, dispatcher, { natsUrl: config.NATS_URL, leaseMs: config.WEBHOOK_LEASE_MS, ackWaitMs: config.WEBHOOK_ACK_WAIT_MS, endpointStates }, logger).start();
   observeGauge('nats.consumer.pending', '{message}', 'Messages of the webhooks JetStream consumer not yet delivered (state=pending) or not yet acked (state=ack_pending).', async () => {
     const p = await consumer.pending();
     return p && [

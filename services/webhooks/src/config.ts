@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, DatabaseTuning, FixedSchema, parseConfig } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, FixedSchema, parseConfig, NatsConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 /** Comma-separated seconds, e.g. `5,300,1800`: the delay before each retry after the first attempt. */
 const RetrySchedule = z
@@ -10,7 +10,7 @@ const RetrySchedule = z
 
 export const WebhooksConfig = BaseConfig.extend({
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
-  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  ...NatsConfig.shape,
   WEBHOOKS_GRPC_ADDRESS: z.string().default('127.0.0.1:50054'),
   /** Identity, which answers the signing secret of a key. */
   IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),
@@ -40,6 +40,7 @@ export type WebhooksConfig = z.infer<typeof WebhooksConfig>;
 
 export function loadConfig(env = process.env): WebhooksConfig {
   const config = parseConfig(WebhooksConfig, env);
+  refuseWeakSecretsInProduction(config.PLATFORM_MODE, {}, { nats: config });
   if (config.WEBHOOK_LEASE_MS < config.WEBHOOK_TIMEOUT_MS * 2) {
     process.stderr.write('Invalid configuration: WEBHOOK_LEASE_MS must be at least twice WEBHOOK_TIMEOUT_MS\n');
     process.exit(78);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import type { Logger } from '@billing/service-runtime';
+import { natsServerOptions, type Logger } from '@billing/service-runtime';
 import { addConsumption, fullBucket, refill, type BucketState, type RatePolicy } from './token-bucket.js';
 
 /** The shared side of the rate limiter: every replica adds what it admitted and reads the total. */
@@ -59,7 +59,7 @@ export class KvBucketStore implements SharedBucketStore {
         // No stack capture per request: every KV get and update is one, and without it each
         // built a TimeoutError and a RequestError in advance (a tenth of the gateway's CPU when
         // every request is a new credential, as in checkout completions).
-        this.nc ??= await connect({ servers: natsUrl.split(','), name: 'gateway-rate-limit', noAsyncTraces: true, maxReconnectAttempts: -1, reconnectTimeWait: 500, waitOnFirstConnect: true });
+        this.nc ??= await connect({ ...natsServerOptions(natsUrl), name: 'gateway-rate-limit', noAsyncTraces: true, maxReconnectAttempts: -1, reconnectTimeWait: 500, waitOnFirstConnect: true });
         if (this.closed) break;
         this.kv = await new Kvm(jetstream(this.nc, { timeout: KV_TIMEOUT_MS })).create(bucket, { history: 1, ttl: ttlMs, storage: 'memory', timeout: KV_TIMEOUT_MS });
         logger.info({ bucket }, 'rate limits shared through NATS KV');

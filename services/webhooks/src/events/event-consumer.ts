@@ -1,10 +1,11 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
-import { EVENT_SUBJECT_PREFIX, EVENTS_STREAM, EventEnvelope } from '@billing/contracts';
-import { ensureEventsStream, type Logger } from '@billing/service-runtime';
+import { DomainError, EVENT_SUBJECT_PREFIX, EVENTS_STREAM, EventEnvelope, isApiKeyEventType } from '@billing/contracts';
+import { ensureEventsStream, natsServerOptions, type Logger } from '@billing/service-runtime';
 import { context, SpanStatusCode, startProcessSpan, trace, traceHeadersOf, type Span } from '@billing/telemetry';
 import type { Dispatcher } from '../deliveries/dispatcher.js';
+import type { EndpointStateSource } from '../endpoints/sync-endpoint.js';
 import { ingestEvents } from './ingest.js';
 
 /** The webhooks service's durable consumer of the EVENTS stream, shared by its replicas. */
@@ -20,6 +21,8 @@ export interface EventConsumerOptions {
   leaseMs: number;
   /** Unacknowledged messages are redelivered after this long. */
   ackWaitMs: number;
+  /** Identity's committed endpoint state of a key, applied for its `api_key.*` events (see `withCommittedEndpointStates`). */
+  endpointStates: EndpointStateSource;
 }
 
 /**
@@ -74,7 +77,7 @@ export class EventConsumer {
       try {
         if (!this.nc || this.nc.isClosed()) {
           this.nc = await connect({
-            servers: this.opts.natsUrl.split(','),
+            ...natsServerOptions(this.opts.natsUrl),
             name: 'webhooks-consumer',
             // No stack capture per request (every ack and pull is one).
             noAsyncTraces: true,
@@ -129,7 +132,7 @@ export class EventConsumer {
   }
 
   private async process(batch: JsMsg[]): Promise<void> {
-    const valid: { msg: JsMsg; event: EventEnvelope }[] = [];
+    let valid: { msg: JsMsg; event: EventEnvelope }[] = [];
     for (const msg of batch) {
       const parsed = (() => {
         try {
@@ -143,6 +146,13 @@ export class EventConsumer {
         this.logger.error({ subject: msg.subject, seq: msg.seq }, 'malformed event on the bus; dropped');
         msg.term();
       }
+    }
+    const held = await this.withCommittedEndpointStates(valid);
+    if (held.length) {
+      this.warn(held[0]!.error, 'identity did not answer the endpoint state of api_key events; they will be redelivered');
+      for (const h of held) h.msg.nak(1000);
+      const heldMsgs = new Set(held.map((h) => h.msg));
+      valid = valid.filter((v) => !heldMsgs.has(v.msg));
     }
     if (!valid.length) return;
     // Each message is processed in a consumer span continuing its publisher's trace. The batch is
@@ -180,6 +190,34 @@ export class EventConsumer {
       for (const v of valid) v.msg.nak(1000);
       await sleep(500);
     }
+  }
+
+  /**
+   * Replaces each `api_key.*` event's state (`data`, and `occurredAt` with the state's time of
+   * change) by the one identity has committed for its key, read as `syncEndpoint` reads it. The
+   * copy keeps the state with the highest version, so a state taken from the event as sent would
+   * let anything that can publish on NATS redirect a key's webhooks for good (another URL,
+   * version + 1000); now the most a published event can do is bring a key up to date. An event
+   * naming a key identity does not have changes nothing (its `data` becomes `{}`, which ingest
+   * ignores). Events whose state identity did not answer are returned, to be redelivered; the
+   * rest of the batch goes on (an event overtaking an endpoint change is caught up when it comes).
+   */
+  private async withCommittedEndpointStates(valid: { msg: JsMsg; event: EventEnvelope }[]): Promise<{ msg: JsMsg; error: unknown }[]> {
+    const held: { msg: JsMsg; error: unknown }[] = [];
+    await Promise.all(
+      valid.map(async (v) => {
+        if (!isApiKeyEventType(v.event.type)) return;
+        const apiKeyId = (v.event.data as { apiKeyId?: unknown } | null)?.apiKeyId;
+        try {
+          const committed = typeof apiKeyId === 'string' ? await this.opts.endpointStates.read({ kind: 'platform' }, apiKeyId) : undefined;
+          v.event = committed ? { ...v.event, data: committed.state, occurredAt: committed.occurredAt } : { ...v.event, data: {} };
+        } catch (e) {
+          if (e instanceof DomainError && e.code === 'not_found') v.event = { ...v.event, data: {} };
+          else held.push({ msg: v.msg, error: e });
+        }
+      }),
+    );
+    return held;
   }
 
   private warn(err: unknown, msg: string): void {
