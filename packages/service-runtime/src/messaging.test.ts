@@ -1,64 +1,29 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeSmtpServer } from '../../../tests/support/smtp-server.js';
+import { startFakeSmtpServer, type FakeSmtpServer } from '../../../tests/support/smtp-server.js';
 import { createEmailSender, DeliveryFailed, deliveryFailureForLog, FileMessageSender, SmtpMessageSender } from './messaging.js';
 
-/** A minimal SMTP server: enough of RFC 5321 to accept one message and keep its DATA. */
-let server: Server;
-let port = 0;
-const received: { from: string; to: string[]; data: string }[] = [];
+let smtp: FakeSmtpServer;
 
 beforeAll(async () => {
-  server = createServer((socket) => {
-    let from = '';
-    const to: string[] = [];
-    let data: string | null = null;
-    let buffer = '';
-    socket.write('220 test ESMTP\r\n');
-    socket.on('data', (chunk) => {
-      buffer += chunk.toString('utf8');
-      let i: number;
-      while ((i = buffer.indexOf('\r\n')) >= 0) {
-        const line = buffer.slice(0, i);
-        buffer = buffer.slice(i + 2);
-        if (data !== null) {
-          if (line === '.') {
-            received.push({ from, to: [...to], data });
-            data = null;
-            socket.write('250 queued\r\n');
-          } else data += `${line}\n`;
-          continue;
-        }
-        const cmd = line.slice(0, 4).toUpperCase();
-        if (cmd === 'EHLO' || cmd === 'HELO') socket.write('250 test\r\n');
-        else if (cmd === 'MAIL') (from = line), socket.write('250 ok\r\n');
-        else if (cmd === 'RCPT') to.push(line), socket.write('250 ok\r\n');
-        else if (cmd === 'DATA') (data = ''), socket.write('354 go\r\n');
-        else if (cmd === 'QUIT') socket.end('221 bye\r\n');
-        else socket.write('250 ok\r\n');
-      }
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  port = (server.address() as { port: number }).port;
+  smtp = await startFakeSmtpServer();
 });
 
-afterAll(() => new Promise((r) => server.close(r)));
+afterAll(() => smtp.close());
 
 describe('email channels', () => {
   it('sends through SMTP when EMAIL_PROVIDER=smtp (Mailpit in docker-compose)', async () => {
-    const sender = createEmailSender({ DATA_DIR: '.data', EMAIL_PROVIDER: 'smtp', EMAIL_SMTP_URL: `smtp://127.0.0.1:${port}`, EMAIL_FROM: 'Billing <no-reply@billing.test>' });
+    const sender = createEmailSender({ DATA_DIR: '.data', EMAIL_PROVIDER: 'smtp', EMAIL_SMTP_URL: smtp.url, EMAIL_FROM: 'Billing <no-reply@billing.test>' });
     expect(sender).toBeInstanceOf(SmtpMessageSender);
     await sender.send({ to: 'ada@example.com', subject: 'Verify your email', text: 'Open the link to verify.' });
     (sender as SmtpMessageSender).close();
-    expect(received).toHaveLength(1);
-    expect(received[0]!.from).toContain('no-reply@billing.test');
-    expect(received[0]!.to.join()).toContain('ada@example.com');
-    expect(received[0]!.data).toContain('Subject: Verify your email');
-    expect(received[0]!.data).toContain('Open the link to verify.');
+    expect(smtp.received).toHaveLength(1);
+    expect(smtp.received[0]!.from).toContain('no-reply@billing.test');
+    expect(smtp.received[0]!.to.join()).toContain('ada@example.com');
+    expect(smtp.received[0]!.data).toContain('Subject: Verify your email');
+    expect(smtp.received[0]!.data).toContain('Open the link to verify.');
   });
 
   it('writes files by default and refuses smtp without a URL', () => {
@@ -79,8 +44,8 @@ describe('email channels', () => {
   });
 
   it('fails a refused recipient with the SMTP reply code, never the address the server quoted', async () => {
-    const smtp = await startFakeSmtpServer((address) => address.startsWith('refused'));
-    const sender = new SmtpMessageSender(`${smtp.url.replace('smtp://', 'smtp://user:secret-pw@')}`, 'Billing <no-reply@billing.test>');
+    const refusing = await startFakeSmtpServer((address) => address.startsWith('refused'));
+    const sender = new SmtpMessageSender(`${refusing.url.replace('smtp://', 'smtp://user:secret-pw@')}`, 'Billing <no-reply@billing.test>');
     try {
       const failure = await sender.send({ to: 'refused.ada@example.com', subject: 'Verify', text: 'token abc' }).catch((e: unknown) => e);
       expect(failure).toBeInstanceOf(DeliveryFailed);
@@ -90,7 +55,7 @@ describe('email channels', () => {
       expect(everything).not.toMatch(/refused\.ada|example\.com|secret-pw|token abc/);
     } finally {
       sender.close();
-      await smtp.close();
+      await refusing.close();
     }
   });
 
