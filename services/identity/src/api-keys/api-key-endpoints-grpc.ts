@@ -1,7 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { DomainError, isUuidText } from '@billing/contracts';
-import { merchantFilter, requireScope, type ServiceImpl } from '@billing/service-runtime';
-import { ApiKey } from './api-key.js';
+import { requireScope, type ServiceImpl } from '@billing/service-runtime';
+import { findKey, webhookFieldsMessage } from './api-keys-grpc.js';
 
 /**
  * `identity.v1.ApiKeyEndpoints`: a key's committed webhook endpoint state, the one its latest
@@ -10,19 +9,12 @@ import { ApiKey } from './api-key.js';
 export function apiKeyEndpointsGrpc(orm: MikroORM): ServiceImpl<'identity.v1.ApiKeyEndpoints'> {
   return {
     GetApiKeyEndpointState: async (req) => {
-      const scope = requireScope(req.scope);
-      if (!isUuidText(req.apiKeyId)) throw new DomainError('not_found', 'API key not found.');
-      // Another merchant's key is indistinguishable from a missing one.
-      const key = await orm.em.fork().findOne(ApiKey, { id: req.apiKeyId.toLowerCase(), ...merchantFilter(scope) });
-      if (!key) throw new DomainError('not_found', 'API key not found.');
+      const key = await findKey(orm.em.fork(), requireScope(req.scope), req.apiKeyId);
       const s = key.endpointState();
       return {
         apiKeyId: s.apiKeyId,
         merchantId: s.merchantId,
-        webhookUrl: s.webhookUrl ?? undefined,
-        webhookEventsAll: s.webhookEvents === null,
-        webhookEvents: s.webhookEvents ?? [],
-        webhookEnabled: s.webhookEnabled,
+        ...webhookFieldsMessage(s),
         revoked: s.revoked,
         version: s.version,
         changedAt: key.updatedAt.toISOString(),

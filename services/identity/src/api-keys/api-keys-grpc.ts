@@ -13,10 +13,7 @@ export function toApiKeyMessage(k: ApiKey) {
     name: k.name,
     keyPrefix: k.keyPrefix,
     signingSecretPrefix: k.signingSecretPrefix,
-    webhookUrl: k.webhookUrl ?? undefined,
-    webhookEventsAll: k.webhookEvents === null,
-    webhookEvents: k.webhookEvents ?? [],
-    webhookEnabled: k.webhookEnabled,
+    ...webhookFieldsMessage(k),
     expiresAt: k.expiresAt?.toISOString(),
     lastUsedAt: k.lastUsedAt?.toISOString(),
     revokedAt: k.revokedAt?.toISOString(),
@@ -24,8 +21,13 @@ export function toApiKeyMessage(k: ApiKey) {
   };
 }
 
+/** A key's webhook settings as the messages carry them (`webhook_events_all` for null: every type). */
+export function webhookFieldsMessage(w: { webhookUrl: string | null; webhookEvents: string[] | null; webhookEnabled: boolean }) {
+  return { webhookUrl: w.webhookUrl ?? undefined, webhookEventsAll: w.webhookEvents === null, webhookEvents: w.webhookEvents ?? [], webhookEnabled: w.webhookEnabled };
+}
+
 /** A key addressed by id: another merchant's key is indistinguishable from a missing one. */
-async function findKey(em: EntityManager, scope: CallScope, id: string): Promise<ApiKey> {
+export async function findKey(em: EntityManager, scope: CallScope, id: string): Promise<ApiKey> {
   if (!isUuidText(id)) throw new DomainError('not_found', 'API key not found.');
   const where = { id: id.toLowerCase(), ...merchantFilter(scope) };
   const key = await em.findOne(ApiKey, where);

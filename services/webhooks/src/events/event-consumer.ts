@@ -5,6 +5,7 @@ import { DomainError, EVENT_SUBJECT_PREFIX, EVENTS_STREAM, EventEnvelope, isApiK
 import { ensureEventsStream, natsServerOptions, type Logger } from '@billing/service-runtime';
 import { context, SpanStatusCode, startProcessSpan, trace, traceHeadersOf, type Span } from '@billing/telemetry';
 import type { Dispatcher } from '../deliveries/dispatcher.js';
+import type { EndpointChange } from '../endpoints/endpoint-changes.js';
 import type { EndpointStateSource } from '../endpoints/sync-endpoint.js';
 import { ingestEvents } from './ingest.js';
 
@@ -204,16 +205,28 @@ export class EventConsumer {
    */
   private async withCommittedEndpointStates(valid: { msg: JsMsg; event: EventEnvelope }[]): Promise<{ msg: JsMsg; error: unknown }[]> {
     const held: { msg: JsMsg; error: unknown }[] = [];
+    // One read per key, however many of its events the batch holds (a burst of changes of one key).
+    const reads = new Map<string, Promise<EndpointChange | undefined>>();
+    const readOnce = (apiKeyId: string) => {
+      let read = reads.get(apiKeyId);
+      if (!read) {
+        read = this.opts.endpointStates.read({ kind: 'platform' }, apiKeyId).catch((e: unknown) => {
+          if (e instanceof DomainError && e.code === 'not_found') return undefined;
+          throw e;
+        });
+        reads.set(apiKeyId, read);
+      }
+      return read;
+    };
     await Promise.all(
       valid.map(async (v) => {
         if (!isApiKeyEventType(v.event.type)) return;
         const apiKeyId = (v.event.data as { apiKeyId?: unknown } | null)?.apiKeyId;
         try {
-          const committed = typeof apiKeyId === 'string' ? await this.opts.endpointStates.read({ kind: 'platform' }, apiKeyId) : undefined;
+          const committed = typeof apiKeyId === 'string' ? await readOnce(apiKeyId) : undefined;
           v.event = committed ? { ...v.event, data: committed.state, occurredAt: committed.occurredAt } : { ...v.event, data: {} };
         } catch (e) {
-          if (e instanceof DomainError && e.code === 'not_found') v.event = { ...v.event, data: {} };
-          else held.push({ msg: v.msg, error: e });
+          held.push({ msg: v.msg, error: e });
         }
       }),
     );
