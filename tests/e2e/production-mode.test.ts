@@ -16,7 +16,8 @@ function runService(service: string, env: Record<string, string>): Promise<{ cod
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(REPO_ROOT, 'services', service, 'dist', 'main.js')], {
       cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', LOG_LEVEL: 'warn', ...env },
+      // DB_STARTUP_WAIT_MS=0: a service past its configuration stops at the unreachable database at once.
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', DB_STARTUP_WAIT_MS: '0', LOG_LEVEL: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -59,10 +60,32 @@ describe('production mode refuses unsafe settings at start-up', () => {
     expect(output).toContain('BILLING_ADMIN_TOKEN does not look random');
   });
 
-  it('refuses to serve gRPC in plaintext on a non-loopback address', async () => {
+  it('refuses to serve gRPC in plaintext on a non-loopback address, as a configuration error (it exited 1 with a stack trace)', async () => {
     const { code, output } = await runService('checkout', { PLATFORM_MODE: 'production', CHECKOUT_GRPC_ADDRESS: '0.0.0.0:0', NATS_URL: natsWithCredentials() });
-    expect(code).not.toBe(0);
-    expect(output).toContain('refusing to serve gRPC on 0.0.0.0:0 without TLS in production mode');
+    expect(code).toBe(78);
+    expect(output).toContain('Invalid configuration:\n  refusing to serve gRPC on 0.0.0.0:0 without TLS in production mode');
+    expect(output).not.toMatch(/\n\s+at /);
+  });
+
+  it('refuses TLS settings it cannot use with their reason and status 78', async () => {
+    const partial = await runService('billing', { PLATFORM_MODE: 'test', GRPC_TLS_CA: '/nonexistent/ca.crt' });
+    expect(partial.code).toBe(78);
+    expect(partial.output).toContain('GRPC_TLS_CA, GRPC_TLS_CERT and GRPC_TLS_KEY must be set together');
+    const missing = await runService('billing', { PLATFORM_MODE: 'test', GRPC_TLS_CA: '/nonexistent/ca.crt', GRPC_TLS_CERT: '/nonexistent/c.crt', GRPC_TLS_KEY: '/nonexistent/c.key' });
+    expect(missing.code).toBe(78);
+    expect(missing.output).toContain('GRPC_TLS_CA: cannot read /nonexistent/ca.crt (ENOENT)');
+    expect(missing.output).not.toMatch(/\n\s+at /);
+  });
+
+  it('waits DB_STARTUP_WAIT_MS for an unreachable database, then exits 69 with one line naming the server but not the user (it crashed at once with a stack trace)', async () => {
+    const started = Date.now();
+    const { code, output } = await runService('billing', { PLATFORM_MODE: 'test', DB_STARTUP_WAIT_MS: '1500', LOG_LEVEL: 'info' });
+    expect(code).toBe(69);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
+    expect(output).toContain('PostgreSQL not reachable yet; retrying');
+    expect(output).toContain('Cannot reach PostgreSQL at 127.0.0.1:1/none (ECONNREFUSED) after 1500 ms (DB_STARTUP_WAIT_MS); exiting.');
+    expect(output).not.toContain('nobody');
+    expect(output).not.toMatch(/\n\s+at /);
   });
 
   it('refuses a NATS connection without credentials, unless NATS_AUTH=none says NATS is protected otherwise', async () => {

@@ -86,6 +86,12 @@ export const DatabaseTuning = z.object({
    * refund's or retry's provider calls: 8).
    */
   DB_BATCHES_IN_FLIGHT: z.coerce.number().int().min(1).max(64).default(2),
+  /**
+   * At start-up, how long a service keeps trying to reach a Postgres that refuses or is still
+   * starting (60 s; `0`: once) before it exits with status 69 and a one-line message, so that
+   * services started with their database (docker-compose, a rolling restart) wait for it.
+   */
+  DB_STARTUP_WAIT_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
 });
 
 /**

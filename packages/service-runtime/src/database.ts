@@ -14,6 +14,12 @@ export interface DatabaseOptions {
   randomPageCost?: number;
   /** The process's batches in flight per `Batcher` (see `DatabaseTuning`); absent keeps the current setting. */
   batchesInFlight?: number;
+  /**
+   * Start-up only: how long to keep trying while the server is unreachable or not accepting
+   * connections yet (`DB_STARTUP_WAIT_MS`), then exit with a one-line message (status 69,
+   * EX_UNAVAILABLE) rather than a stack trace. Absent: the first failure is thrown.
+   */
+  startupWaitMs?: number;
   logger?: Logger;
 }
 
@@ -37,6 +43,7 @@ export function databaseOptions(config: {
   DB_POOL_MAX: number;
   DB_RANDOM_PAGE_COST: number;
   DB_BATCHES_IN_FLIGHT: number;
+  DB_STARTUP_WAIT_MS: number;
 }): Omit<DatabaseOptions, 'entities'> {
   return {
     url: config.DATABASE_URL,
@@ -44,6 +51,7 @@ export function databaseOptions(config: {
     poolMax: config.DB_POOL_MAX,
     randomPageCost: config.DB_RANDOM_PAGE_COST,
     batchesInFlight: config.DB_BATCHES_IN_FLIGHT,
+    startupWaitMs: config.DB_STARTUP_WAIT_MS,
   };
 }
 
@@ -77,7 +85,35 @@ export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
     forceUtcTimezone: true,
     debug: false,
   };
-  return MikroORM.init(config);
+  if (opts.startupWaitMs === undefined) return MikroORM.init(config);
+  const deadline = Date.now() + opts.startupWaitMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await MikroORM.init(config);
+    } catch (e) {
+      // Only a server that cannot serve yet is waited for; a refused password or a missing
+      // database is a configuration error, thrown at once.
+      if (!databaseUnavailableError(e)) throw e;
+      const where = serverOf(opts.url);
+      const reason = String(codeOf(e) ?? (e as Error).name);
+      if (Date.now() >= deadline) {
+        process.stderr.write(`Cannot reach PostgreSQL at ${where} (${reason}) after ${opts.startupWaitMs} ms (DB_STARTUP_WAIT_MS); exiting.\n`);
+        process.exit(69);
+      }
+      opts.logger?.warn({ server: where, reason, attempt }, 'PostgreSQL not reachable yet; retrying');
+      await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** (attempt - 1), 5_000, Math.max(0, deadline - Date.now()))));
+    }
+  }
+}
+
+/** `host:port/database` of a connection string: never its user or password. */
+function serverOf(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || 5432}${u.pathname}`;
+  } catch {
+    return '(unparsable DATABASE_URL)';
+  }
 }
 
 /**

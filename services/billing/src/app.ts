@@ -32,8 +32,8 @@ import { subscriptionsGrpc } from './subscriptions/subscriptions-grpc.js';
 
 export const ENTITIES = [OutboxMessageSchema, MerchantSchema, ProductSchema, QuestionSchema, PlanSchema, MemberSchema, PaymentMethodSchema, SubscriptionSchema, MemberAnswerSchema, TransactionSchema, FeeStatementSchema];
 
-export async function openBillingDatabase(config: BillingConfig): Promise<MikroORM> {
-  return openDatabase({ ...databaseOptions(config), entities: ENTITIES });
+export async function openBillingDatabase(config: BillingConfig, logger?: Logger): Promise<MikroORM> {
+  return openDatabase({ ...databaseOptions(config), entities: ENTITIES, logger });
 }
 
 export interface BillingApp {
@@ -46,7 +46,7 @@ export interface BillingApp {
 export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   const logger = createLogger('billing', config.LOG_LEVEL);
   configureGrpcTransport(config, config.BILLING_GRPC_ADDRESS);
-  const orm = await openBillingDatabase(config);
+  const orm = await openBillingDatabase(config, logger);
   await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
   const box = new SecretBox(config.BILLING_ENCRYPTION_KEY, 'billing/payment-gateway-credentials');
 

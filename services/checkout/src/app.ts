@@ -37,8 +37,8 @@ import { Sessions } from './sessions/sessions.js';
 
 export const ENTITIES = [OutboxMessageSchema, InvitationSchema, OnboardingSchema, LinkSchema, CheckoutSessionSchema, BankTokenSchema];
 
-export async function openCheckoutDatabase(config: CheckoutConfig): Promise<MikroORM> {
-  return openDatabase({ ...databaseOptions(config), entities: ENTITIES });
+export async function openCheckoutDatabase(config: CheckoutConfig, logger?: Logger): Promise<MikroORM> {
+  return openDatabase({ ...databaseOptions(config), entities: ENTITIES, logger });
 }
 
 export interface CheckoutApp {
@@ -54,7 +54,7 @@ export interface CheckoutApp {
 export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp> {
   const logger = createLogger('checkout', config.LOG_LEVEL);
   configureGrpcTransport(config, config.CHECKOUT_GRPC_ADDRESS);
-  const orm = await openCheckoutDatabase(config);
+  const orm = await openCheckoutDatabase(config, logger);
   await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
   const backends = createCheckoutBackends(config);
   const production = config.PLATFORM_MODE === 'production';

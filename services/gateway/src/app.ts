@@ -41,8 +41,8 @@ import { GatewayLimits } from './rate-limit/gateway-limits.js';
 export const ENTITIES = [IdempotencyRecordSchema];
 
 /** The gateway's own schema: idempotency records. */
-export async function openGatewayDatabase(config: GatewayConfig): Promise<MikroORM> {
-  return openDatabase({ ...databaseOptions(config), entities: ENTITIES });
+export async function openGatewayDatabase(config: GatewayConfig, logger?: Logger): Promise<MikroORM> {
+  return openDatabase({ ...databaseOptions(config), entities: ENTITIES, logger });
 }
 
 export interface GatewayApp {
@@ -55,7 +55,7 @@ export interface GatewayApp {
 export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   const logger = createLogger('gateway', config.LOG_LEVEL);
   configureGrpcTransport(config);
-  const orm = await openGatewayDatabase(config);
+  const orm = await openGatewayDatabase(config, logger);
   await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
   const backends: Backends = createBackends(config);
 

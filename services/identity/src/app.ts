@@ -24,8 +24,8 @@ import { TokenIssuer } from './signing-keys/token-issuer.js';
 
 export const ENTITIES = [OutboxMessageSchema, SigningKeySchema, MerchantUserSchema, ApiKeySchema, CredentialChangeSchema, CustomerAccountSchema, CustomerTokenSchema];
 
-export async function openIdentityDatabase(config: IdentityConfig): Promise<MikroORM> {
-  return openDatabase({ ...databaseOptions(config), entities: ENTITIES });
+export async function openIdentityDatabase(config: IdentityConfig, logger?: Logger): Promise<MikroORM> {
+  return openDatabase({ ...databaseOptions(config), entities: ENTITIES, logger });
 }
 
 export interface IdentityApp {
@@ -38,7 +38,7 @@ export interface IdentityApp {
 export async function startIdentity(config: IdentityConfig): Promise<IdentityApp> {
   const logger = createLogger('identity', config.LOG_LEVEL);
   configureGrpcTransport(config, config.IDENTITY_GRPC_ADDRESS);
-  const orm = await openIdentityDatabase(config);
+  const orm = await openIdentityDatabase(config, logger);
   await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
 
   const box = new SecretBox(config.IDENTITY_ENCRYPTION_KEY, 'identity/api-key-signing-secrets');

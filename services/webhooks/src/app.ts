@@ -20,8 +20,8 @@ import { SigningSecrets } from './signing/signing-secrets.js';
 
 export const ENTITIES = [EndpointSchema, DeliverySchema, AttemptSchema, ReplaySchema];
 
-export async function openWebhooksDatabase(config: WebhooksConfig): Promise<MikroORM> {
-  return openDatabase({ ...databaseOptions(config), entities: ENTITIES });
+export async function openWebhooksDatabase(config: WebhooksConfig, logger?: Logger): Promise<MikroORM> {
+  return openDatabase({ ...databaseOptions(config), entities: ENTITIES, logger });
 }
 
 export interface WebhooksApp {
@@ -38,7 +38,7 @@ export interface WebhooksApp {
 export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp> {
   const logger = createLogger('webhooks', config.LOG_LEVEL);
   configureGrpcTransport(config, config.WEBHOOKS_GRPC_ADDRESS);
-  const orm = await openWebhooksDatabase(config);
+  const orm = await openWebhooksDatabase(config, logger);
   await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
 
   const policy = new RetryPolicy(config.WEBHOOK_RETRY_SCHEDULE, config.WEBHOOK_RETRY_JITTER);

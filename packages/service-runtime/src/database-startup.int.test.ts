@@ -1,0 +1,62 @@
+import net from 'node:net';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../../../tests/support/database.js';
+import { openDatabase } from './database.js';
+
+/**
+ * A service started before its database (docker-compose, a host rebooting) waits for it: the
+ * connection is retried while the server refuses, and the ORM comes up once it listens. Here
+ * the "server" is a TCP proxy to the real Postgres that starts listening a second late.
+ */
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+}, 60_000);
+afterAll(async () => {
+  await db?.drop();
+});
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+
+it('retries a refused connection until the server listens, then opens the database', async () => {
+  const target = new URL(db.url);
+  const port = await freePort();
+  const proxy = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    client.pipe(upstream).pipe(client);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+  });
+  const late = setTimeout(() => proxy.listen(port, '127.0.0.1'), 1_000);
+  const url = new URL(db.url);
+  url.host = `127.0.0.1:${port}`;
+  const warnings: unknown[] = [];
+  const logger = { warn: (o: unknown) => warnings.push(o) } as never;
+  const started = Date.now();
+  const orm = await openDatabase({ url: url.toString(), schema: 'public', entities: [], poolMax: 1, startupWaitMs: 20_000, logger });
+  try {
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(await orm.em.fork().getConnection().execute('select 1 as one')).toEqual([{ one: 1 }]);
+    expect(warnings.length).toBeGreaterThan(0);
+    expect(warnings[0]).toMatchObject({ server: `127.0.0.1:${port}${url.pathname}`, reason: 'ECONNREFUSED', attempt: 1 });
+    expect(JSON.stringify(warnings)).not.toContain(url.username || 'postgres@');
+  } finally {
+    clearTimeout(late);
+    await orm.close();
+    proxy.close();
+  }
+}, 30_000);
+
+it('throws a configuration error (a role that does not exist) at once, without waiting', async () => {
+  const url = new URL(db.url);
+  url.username = 'bp_no_such_role';
+  const started = Date.now();
+  await expect(openDatabase({ url: url.toString(), schema: 'public', entities: [], poolMax: 1, startupWaitMs: 20_000 })).rejects.toMatchObject({ code: '28000' });
+  expect(Date.now() - started).toBeLessThan(5_000);
+});
