@@ -19,6 +19,7 @@ export type GrpcPeer = (typeof GRPC_PEERS)[number];
  */
 /** `GRPC_RECONNECT_BACKOFF_MAX_MS` when not set. */
 const DEFAULT_RECONNECT_BACKOFF_MAX_MS = 1000;
+const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 export const GrpcTlsConfig = z.object({
   GRPC_TLS_CA: z.string().min(1).optional(),
@@ -30,6 +31,12 @@ export const GrpcTlsConfig = z.object({
    * for seconds after a restarted service was back; reconnecting to a refused port is cheap.
    */
   GRPC_RECONNECT_BACKOFF_MAX_MS: z.coerce.number().int().min(100).max(120_000).default(DEFAULT_RECONNECT_BACKOFF_MAX_MS),
+  /**
+   * Largest gRPC message a server or client of this process accepts (grpc-js's default, 4 MiB).
+   * A gathered call carries the requests of one event-loop turn in one message, so a deployment
+   * that raises the gateway's body limits for its own tools raises this with them.
+   */
+  GRPC_MAX_MESSAGE_BYTES: z.coerce.number().int().min(65_536).max(268_435_456).default(DEFAULT_MAX_MESSAGE_BYTES),
 });
 export type GrpcTlsConfig = z.input<typeof GrpcTlsConfig>;
 
@@ -43,12 +50,19 @@ interface Transport {
 /** The first reconnect waits this long at most; later ones grow by 1.6 up to the configured cap. */
 const INITIAL_RECONNECT_BACKOFF_MS = 200;
 let reconnectBackoffMaxMs = DEFAULT_RECONNECT_BACKOFF_MAX_MS;
+let maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES;
+
+/** The largest message every gRPC server and client of this process receives (GRPC_MAX_MESSAGE_BYTES). */
+export function maxMessageBytesOption(): number {
+  return maxMessageBytes;
+}
 
 /** Reconnect backoff of every client channel (see GRPC_RECONNECT_BACKOFF_MAX_MS). */
 export function reconnectOptions(): grpc.ChannelOptions {
   return {
     'grpc.initial_reconnect_backoff_ms': Math.min(INITIAL_RECONNECT_BACKOFF_MS, reconnectBackoffMaxMs),
     'grpc.max_reconnect_backoff_ms': reconnectBackoffMaxMs,
+    'grpc.max_receive_message_length': maxMessageBytes,
   };
 }
 
@@ -85,6 +99,7 @@ export function configureGrpcTransport(config: GrpcTlsConfig & { PLATFORM_MODE: 
 
 function setTransport(config: GrpcTlsConfig & { PLATFORM_MODE: PlatformMode }): void {
   reconnectBackoffMaxMs = Number(config.GRPC_RECONNECT_BACKOFF_MAX_MS ?? DEFAULT_RECONNECT_BACKOFF_MAX_MS);
+  maxMessageBytes = Number(config.GRPC_MAX_MESSAGE_BYTES ?? DEFAULT_MAX_MESSAGE_BYTES);
   const { GRPC_TLS_CA: ca, GRPC_TLS_CERT: cert, GRPC_TLS_KEY: key } = config;
   const given = [ca, cert, key].filter(Boolean).length;
   if (given === 0) {

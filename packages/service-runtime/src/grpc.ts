@@ -6,7 +6,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { DomainError, ERROR_CODES, type ErrorCode } from '@billing/contracts';
 import { SERVICE_FILES, type ServiceDefinitions, type ServiceName } from '@billing/proto-types';
 import { context, currentTraceId, incomingContext, injectTraceHeaders, propagatesContextManually, recordRpcCall } from '@billing/telemetry';
-import { callerOf, clientCredentialsFor, reconnectOptions, serverCredentialsFor, serverNameOptions, type GrpcPeer } from './grpc-transport.js';
+import { callerOf, clientCredentialsFor, maxMessageBytesOption, reconnectOptions, serverCredentialsFor, serverNameOptions, type GrpcPeer } from './grpc-transport.js';
 import type { Logger } from './logger.js';
 import { databaseUnavailableError, invalidTextError } from './database.js';
 import { SharedLookups } from './shared-lookups.js';
@@ -111,6 +111,11 @@ export function fromGrpcError(err: grpc.ServiceError): DomainError {
   if (known) return known;
   if (err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED) {
     return new DomainError('service_unavailable', 'A backing service is unavailable; retry shortly.', { retryAfterSeconds: 1 });
+  }
+  // Without a platform error code, RESOURCE_EXHAUSTED is the transport's: a message over
+  // GRPC_MAX_MESSAGE_BYTES (it was a 500).
+  if (err.code === grpc.status.RESOURCE_EXHAUSTED) {
+    return new DomainError('payload_too_large', 'The request or its answer is larger than the platform passes between its services (GRPC_MAX_MESSAGE_BYTES).');
   }
   return new DomainError('internal', 'An unexpected error occurred.');
 }
@@ -347,7 +352,7 @@ export function addGrpcService<N extends ServiceName>(server: grpc.Server, name:
  * every registered service reports SERVING. `callers` says which service may call which method.
  */
 export function createGrpcServer(callers: CallerRules): { server: grpc.Server; setServing: (serving: boolean) => void } {
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024, ...NO_CHANNELZ });
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': maxMessageBytesOption(), ...NO_CHANNELZ });
   callerRules.set(server, callers);
   const gathered = new Map<string, GatheredMethod>();
   gatheredMethods.set(server, gathered);

@@ -102,6 +102,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     bodyMaxDepth: config.BODY_MAX_DEPTH,
     requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
     headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
+    keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
   });
 
   const routes: RouteSpec[] = [

@@ -19,6 +19,8 @@ export const GatewayConfig = BaseConfig.extend({
   ...NatsConfig.shape,
   /** Deadline of every forwarded gRPC call. */
   GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(5000),
+  /** Deadline of the forwarded calls that hash a password (sign-in, sign-up, reset, merchant-user create). */
+  PASSWORD_DEADLINE_MS: z.coerce.number().int().min(100).default(15_000),
   GRPC_GATHER: GrpcGather,
   /** Deadline of POST /api/admin/billing-runs (one run charges everything due). */
   BILLING_RUN_DEADLINE_MS: z.coerce.number().int().min(1000).default(600_000),
@@ -37,6 +39,8 @@ export const GatewayConfig = BaseConfig.extend({
   HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).default(30_000),
   /** Milliseconds a client has to send the header section (at most HTTP_REQUEST_TIMEOUT_MS); past it 408. */
   HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** Milliseconds an idle kept-alive connection stays open (fastify's 72 s by default: above common load balancers' 60 s idle timeout). */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).default(72_000),
   /** Arrays and objects a JSON request body may nest, the body itself the first; deeper is 400. */
   BODY_MAX_DEPTH: z.coerce.number().int().min(2).max(1000).default(32),
   /** Base URL the gateway is reachable at, used in Location headers and links. */

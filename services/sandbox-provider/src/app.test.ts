@@ -109,3 +109,16 @@ describe('the unauthenticated /__sandbox endpoints', () => {
     }
   });
 });
+
+describe('SANDBOX_BODY_LIMIT_BYTES', () => {
+  it('answers 413 to a body over the configured limit (64 KiB was fixed in code)', async () => {
+    const small = buildSandbox(SandboxConfig.parse({ PLATFORM_MODE: 'test', LOG_LEVEL: 'silent', SANDBOX_BODY_LIMIT_BYTES: '2048' }));
+    try {
+      const payload = { accountName: 'A Person'.padEnd(3000, 'x'), bsb: '062000', accountNumber: '12345678' };
+      expect((await small.app.inject({ method: 'POST', url: '/v1/bank-tokens', headers: account('m1'), payload })).statusCode).toBe(413);
+      expect((await app.inject({ method: 'POST', url: '/v1/bank-tokens', headers: account('m1'), payload })).statusCode).not.toBe(413);
+    } finally {
+      await small.app.close();
+    }
+  });
+});

@@ -83,7 +83,7 @@ export function buildSandbox(config: SandboxConfig): SandboxApp {
   const logger = createLogger('sandbox-provider', config.LOG_LEVEL);
   const ledger = new Ledger();
   const faults = new Faults({ down: config.SANDBOX_FAULT_DOWN, latencyMs: config.SANDBOX_LATENCY_MS });
-  const app = Fastify({ loggerInstance: logger.child({ component: 'http' }) as unknown as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), bodyLimit: 64 * 1024 });
+  const app = Fastify({ loggerInstance: logger.child({ component: 'http' }) as unknown as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), bodyLimit: config.SANDBOX_BODY_LIMIT_BYTES });
 
   app.setErrorHandler((err, req, reply) => {
     if (err instanceof SandboxError) return reply.code(err.status).send({ error: err.code, message: err.message, errors: err.errors });

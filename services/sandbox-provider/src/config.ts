@@ -10,6 +10,8 @@ export const SandboxConfig = BaseConfig.extend({
   SANDBOX_FAULT_DOWN: Flag.default(false),
   /** Added delay on every /v1 call, to exercise callers' timeouts. */
   SANDBOX_LATENCY_MS: z.coerce.number().int().min(0).max(120_000).default(0),
+  /** Largest request body the sandbox accepts (a charge or tokenisation is a few hundred bytes); larger is 413. */
+  SANDBOX_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(16_777_216).default(65_536),
   /**
    * Serve the unauthenticated test endpoints `/__sandbox/faults` and `/__sandbox/ledger`: on by
    * default outside production mode, `false` turns them off; refused in production mode, where

@@ -40,6 +40,12 @@ export interface Backends {
   billing: BillingClients;
   checkout: CheckoutClients;
   webhooks: WebhooksClients;
+  /**
+   * Deadline of calls that hash a password (PASSWORD_DEADLINE_MS): scrypt at OWASP cost takes
+   * hundreds of milliseconds of CPU each, and a burst of sign-ins queues on identity's thread
+   * pool (up to PASSWORD_HASH_MAX_CONCURRENT at once) rather than failing.
+   */
+  passwordDeadlineMs: number;
   close(): void;
 }
 
@@ -82,14 +88,9 @@ export function createBackends(config: GatewayConfig): Backends {
     billing,
     checkout,
     webhooks,
+    passwordDeadlineMs: config.PASSWORD_DEADLINE_MS,
     close() {
       for (const group of [identity, billing, checkout, webhooks]) for (const c of Object.values(group)) c.close();
     },
   };
 }
-
-/**
- * Deadline of calls that hash a password (scrypt at OWASP cost takes hundreds of milliseconds
- * of CPU each; a burst of sign-ins queues on identity's thread pool rather than failing).
- */
-export const PASSWORD_WORK_DEADLINE_MS = 15_000;

@@ -15,7 +15,7 @@ import {
 } from '@billing/contracts';
 import type { CredentialFeed } from '../auth/credential-feed.js';
 import type { Principal } from '../auth/principal.js';
-import { PASSWORD_WORK_DEADLINE_MS, type Backends } from '../backends/clients.js';
+import type { Backends } from '../backends/clients.js';
 import { defineRoute, noContent, ok, type RouteSpec } from '../http/route.js';
 import { orNull, present } from '../http/views.js';
 import type { CustomerAccount__Output } from '@billing/proto-types/identity/v1/CustomerAccount';
@@ -76,7 +76,7 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       auth: { anonymous: true },
       body: CustomerSignupRequest,
       responses: { 200: CustomerSignInResult, 400: null, 409: null },
-      handler: async ({ body }) => ok(toSignInResult(await customers.SignUpCustomer(withoutNulls(body), { deadlineMs: PASSWORD_WORK_DEADLINE_MS }))),
+      handler: async ({ body }) => ok(toSignInResult(await customers.SignUpCustomer(withoutNulls(body), { deadlineMs: backends.passwordDeadlineMs }))),
     }),
     defineRoute({
       method: 'POST',
@@ -88,7 +88,7 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       auth: { anonymous: true },
       body: CustomerLoginRequest,
       responses: { 200: CustomerSignInResult, 400: null, 401: null, 403: null, 429: null },
-      handler: async ({ body, request }) => ok(toSignInResult(await customers.LoginCustomer({ ...body, client: request.ip }, { deadlineMs: PASSWORD_WORK_DEADLINE_MS }))),
+      handler: async ({ body, request }) => ok(toSignInResult(await customers.LoginCustomer({ ...body, client: request.ip }, { deadlineMs: backends.passwordDeadlineMs }))),
     }),
     defineRoute({
       method: 'GET',
@@ -153,7 +153,7 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       body: ResetPasswordRequest,
       responses: { 204: null, 400: null },
       handler: async ({ body }) => {
-        applyRevocation(await customers.ResetPassword(body, { deadlineMs: PASSWORD_WORK_DEADLINE_MS }));
+        applyRevocation(await customers.ResetPassword(body, { deadlineMs: backends.passwordDeadlineMs }));
         return noContent();
       },
     }),

@@ -15,12 +15,13 @@ import { buildHttpServer } from './server.js';
 const TIMEOUT_MS = 300;
 let app: FastifyInstance | undefined;
 
-async function serve(): Promise<number> {
+async function serve(keepAliveTimeoutMs?: number): Promise<number> {
   const built = buildHttpServer({
     logger: createLogger('request-timeout-test', 'silent'),
     authenticator: new Authenticator('a'.repeat(43), undefined as never, undefined as never, {}),
     requestTimeoutMs: TIMEOUT_MS,
     headersTimeoutMs: TIMEOUT_MS,
+    keepAliveTimeoutMs,
   });
   app = built.app;
   app.post('/slow', async () => {
@@ -86,5 +87,27 @@ describe('HTTP_REQUEST_TIMEOUT_MS', () => {
     await startTelemetry('request-timeout-test');
     expect(propagatesContextManually()).toBe(true);
     expectTimedOut(await exchange(await serve(), SLOW_BODY));
+  });
+});
+
+// HTTP_KEEP_ALIVE_TIMEOUT_MS: fastify's 72 s was fixed in code.
+describe('HTTP_KEEP_ALIVE_TIMEOUT_MS', () => {
+  const KEPT = 'POST /slow HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}';
+  const closesAfter = async (keepAliveMs: number) => {
+    const res = await exchange(await serve(keepAliveMs), KEPT);
+    expect(res.status).toBe(200);
+    // Answered after the handler's 2 × TIMEOUT_MS, then closed once idle for the keep-alive timeout.
+    expect(res.ms).toBeGreaterThanOrEqual(TIMEOUT_MS * 2 + keepAliveMs - 50);
+    expect(res.ms).toBeLessThan(TIMEOUT_MS * 2 + keepAliveMs + 5_000);
+  };
+
+  it('closes an idle kept-alive connection after the configured time', async () => {
+    await closesAfter(500);
+  });
+
+  it('applies to the server the gateway builds itself', async () => {
+    await startTelemetry('request-timeout-test');
+    expect(propagatesContextManually()).toBe(true);
+    await closesAfter(500);
   });
 });

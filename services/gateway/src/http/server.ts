@@ -60,6 +60,8 @@ export interface HttpServerOptions {
   requestTimeoutMs?: number;
   /** Milliseconds a client has to send the header section (HTTP_HEADERS_TIMEOUT_MS), at most `requestTimeoutMs`. */
   headersTimeoutMs?: number;
+  /** Milliseconds an idle kept-alive connection stays open (HTTP_KEEP_ALIVE_TIMEOUT_MS); fastify's 72 s when absent. */
+  keepAliveTimeoutMs?: number;
 }
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -156,6 +158,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     // A request whose header section or body never finishes (`Content-Length: 100` and 9 bytes)
     // would otherwise hold its connection open for good: 408 from answerClientError.
     requestTimeout,
+    ...(opts.keepAliveTimeoutMs !== undefined ? { keepAliveTimeout: opts.keepAliveTimeoutMs } : {}),
     http: httpOptions,
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Only behind a known proxy may X-Forwarded-For name the client (it keys anonymous rate limits).

@@ -3,7 +3,7 @@ import { CreateMerchantUserRequest, MERCHANT_ROLES, MerchantLoginRequest, Mercha
 import type { MerchantAccess } from '../auth/access.js';
 import { merchantCallScope } from '../auth/call-scope.js';
 import type { CredentialFeed } from '../auth/credential-feed.js';
-import { PASSWORD_WORK_DEADLINE_MS, type Backends } from '../backends/clients.js';
+import type { Backends } from '../backends/clients.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
 import { oneOf, present } from '../http/views.js';
 import type { MerchantUser__Output } from '@billing/proto-types/identity/v1/MerchantUser';
@@ -37,7 +37,7 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       body: MerchantLoginRequest,
       responses: { 200: MerchantSignInResult, 400: null, 401: null, 429: null },
       handler: async ({ body, request }) => {
-        const res = await users.LoginMerchantUser({ ...body, client: request.ip }, { deadlineMs: PASSWORD_WORK_DEADLINE_MS });
+        const res = await users.LoginMerchantUser({ ...body, client: request.ip }, { deadlineMs: backends.passwordDeadlineMs });
         const { isActive: _active, ...user } = toMerchantUser(present(res.user, 'user'));
         return ok({ token: res.token, expiresAt: res.expiresAt, user });
       },
@@ -54,7 +54,7 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       responses: { 201: MerchantUser, 400: null, 403: null, 404: null, 409: null },
       handler: async ({ params, body, principal }) => {
         const scope = await merchantCallScope(access, principal, params.id);
-        const user = await users.CreateMerchantUser({ ...body, scope }, { deadlineMs: PASSWORD_WORK_DEADLINE_MS });
+        const user = await users.CreateMerchantUser({ ...body, scope }, { deadlineMs: backends.passwordDeadlineMs });
         return created(toMerchantUser(user), `/api/admin/merchants/${params.id}/users/${user.id}`);
       },
     }),

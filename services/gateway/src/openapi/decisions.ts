@@ -15,7 +15,7 @@ const SECTIONS_TEXT = `Authentication
 - Until a gateway replica has read identity's credential-change feed once (at start-up), it answers requests carrying an API key or a JWT with 503 and Retry-After: 1 (it cannot yet know which were revoked); the platform admin token is served.
 - Reactivating a user does not revive tokens issued before the deactivation; the user signs in again.
 - The platform admin token has no merchant: GET /api/Merchants/me with it is 401.
-- Endpoints that hash a password (sign-in, sign-up, password reset, creating a merchant user) are forwarded with a 15 s deadline; every other call with GRPC_DEADLINE_MS (5 s).
+- Endpoints that hash a password (sign-in, sign-up, password reset, creating a merchant user) are forwarded with a deadline of PASSWORD_DEADLINE_MS (15 s by default); every other call with GRPC_DEADLINE_MS (5 s).
 
 Security headers
 - Every response has X-Content-Type-Options: nosniff; every /api response has Cache-Control: no-store (they carry tokens, plaintext API keys and signing secrets); /docs has a Content-Security-Policy (default-src 'none'; its own inline script and style; connect-src 'self'; frame-ancestors 'none').
