@@ -152,15 +152,22 @@ export class DueScheduler {
 
   private async claimReplays(limit: number): Promise<DeliveryJob[]> {
     if (limit <= 0) return [];
+    // A replay queued before its key was revoked is dropped, not sent: a replay asked for after
+    // the revoke is refused (409), and the revoke failed the key's pending deliveries.
     const sql = `with due as (
-         select r."id" from "replays" r
+         select r."id", coalesce(e."revoked", false) as "revoked" from "replays" r
+           join "deliveries" d on d."id" = r."delivery_id"
+           left join "endpoints" e on e."api_key_id" = d."api_key_id"
           where r."lease_until" is null or r."lease_until" < now()
           order by r."requested_at"
           limit ?
-          for update skip locked),
+          for update of r skip locked),
+       dropped as (
+         delete from "replays" r using due where r."id" = due."id" and due."revoked"
+         returning r."id"),
        claimed as (
          update "replays" r set "lease_until" = now() + ? * interval '1 millisecond'
-           from due where r."id" = due."id"
+           from due where r."id" = due."id" and not due."revoked"
          returning r."id" as "replay_id", r."delivery_id", r."lease_until"),
        -- The delivery shows the URL its latest attempt goes to, as scheduled attempts do.
        moved as (

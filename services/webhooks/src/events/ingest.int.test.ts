@@ -215,6 +215,21 @@ describe('DueScheduler', () => {
     expect(d).toMatchObject({ status: 'Failed' });
   });
 
+  it('drops a replay queued before its key was revoked instead of sending it, and still sends the replays of other keys', async () => {
+    const [revoked, live] = [randomUUID(), randomUUID()];
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: revoked, version: 2 }), endpointEvent({ apiKeyId: live, version: 2 })], always);
+    await ingestEvents(orm(), [event('member.created')], { leaseMs: 60_000, startNow: () => false });
+    const conn = orm().em.getConnection();
+    await conn.execute(`insert into "replays" ("id", "delivery_id", "requested_at") select gen_random_uuid(), "id", now() from "deliveries"`);
+    await ingestEvents(orm(), [endpointEvent({ apiKeyId: revoked, version: 3, revoked: true })], always);
+    const c = new Collector();
+    await new DueScheduler(orm(), c as unknown as Dispatcher, { pollMs: 1000, leaseMs: 30_000, perEndpoint: 10 }, logger).round();
+    const replayed = c.jobs.filter((j) => j.trigger === 'Manual');
+    expect(replayed.map((j) => j.apiKeyId)).toEqual([live]);
+    const left = await conn.execute(`select d."api_key_id" from "replays" r join "deliveries" d on d."id" = r."delivery_id"`);
+    expect(left.map((r: { api_key_id: string }) => r.api_key_id)).toEqual([live]);
+  });
+
   it('takes at most perEndpoint deliveries of one endpoint per round, so others are not starved', async () => {
     const [big, small] = [randomUUID(), randomUUID()];
     await ingestEvents(orm(), [endpointEvent({ apiKeyId: big, webhookEvents: ['member.created'] }), endpointEvent({ apiKeyId: small, webhookEvents: ['payment_method.added'] })], always);
