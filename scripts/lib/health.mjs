@@ -76,3 +76,50 @@ export async function checkHttpHealth(url, opts = {}) {
     return false;
   }
 }
+
+/**
+ * Whether process `pid` itself has a socket listening on TCP `port` (Linux: its open sockets'
+ * inodes against `/proc/net/tcp{,6}`); undefined where `/proc` cannot tell. A health check alone
+ * cannot tell: when another program took the port between the launcher's check and the
+ * service's bind, that program answers the check (another platform's sandbox answered
+ * `/health` while ours was failing with EADDRINUSE, and the launcher took ours for ready).
+ * @param {number} pid
+ * @param {number} port
+ * @returns {boolean | undefined}
+ */
+export function listensOn(pid, port) {
+  let inodes;
+  try {
+    inodes = new Set(
+      fs
+        .readdirSync(`/proc/${pid}/fd`)
+        .map((fd) => {
+          try {
+            return /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1];
+          } catch {
+            return undefined; // closed meanwhile
+          }
+        })
+        .filter(Boolean),
+    );
+  } catch {
+    return undefined;
+  }
+  const portHex = port.toString(16).toUpperCase().padStart(4, '0');
+  let readAny = false;
+  for (const table of ['tcp', 'tcp6']) {
+    let text;
+    try {
+      text = fs.readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
+    } catch {
+      continue;
+    }
+    readAny = true;
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // local_address is HEXIP:HEXPORT; state 0A is LISTEN; field 9 the socket's inode.
+      if (f.length > 9 && f[1].endsWith(`:${portHex}`) && f[3] === '0A' && inodes.has(f[9])) return true;
+    }
+  }
+  return readAny ? false : undefined;
+}

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureGrpcCertificates, GRPC_PEERS } from './grpc-certs.mjs';
-import { checkGrpcHealth, checkHttpHealth } from './health.mjs';
+import { checkGrpcHealth, checkHttpHealth, listensOn } from './health.mjs';
 import { canConnect, findFreePort } from './ports.mjs';
 import { describeExit, spawnProcess, waitUntil } from './processes.mjs';
 import { fillTemplate, portFromTemplate, SERVICES } from './services.mjs';
@@ -292,8 +292,11 @@ function createServiceProcess(spec, ctx) {
   let expectExit = false;
   const grace = opts.stopGraceMs ?? 10_000;
 
-  const healthy = () => {
+  const healthy = async () => {
     const port = ctx.port();
+    // Not ready while another program answers on its port (it took the port first; the service
+    // is about to fail with EADDRINUSE and move to another one).
+    if (proc && listensOn(proc.pid, port) === false) return false;
     // A service checks itself with its own certificate, as in a container.
     if (spec.protocol === 'grpc') return checkGrpcHealth(`${ctx.connectHost}:${port}`, { tls: ctx.tls(), serverName: spec.name });
     if (spec.healthPath) return checkHttpHealth(`${ctx.address()}${spec.healthPath}`);

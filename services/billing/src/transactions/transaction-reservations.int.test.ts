@@ -261,7 +261,7 @@ describe('TransactionReservations.retry', () => {
     const ids = [collected, cancelled, paused, settled, refund, claimed, theirs, first, second];
     const results = await settle(ids.map((id) => reservations.retry({ scope: o.scope, id })));
     expect(results.map((r) => ('value' in r ? 'reserved' : r.error))).toEqual([
-      new DomainError('invalid_transition', 'The period of this charge has been collected since.'),
+      new DomainError('invalid_transition', 'The period of this charge has since been paid or is being paid (a later charge of it settled or is processing).'),
       new DomainError('invalid_transition', 'The subscription is Cancelled; its charges are not retried.'),
       new DomainError('invalid_transition', 'The subscription is Paused; its charges are not retried.'),
       new DomainError('invalid_transition', 'Only a Failed charge can be retried; this one is a Settled Charge.'),

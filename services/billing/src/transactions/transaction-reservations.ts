@@ -290,7 +290,7 @@ export class TransactionReservations {
       const sub = f.subscriptionId ? subs.get(f.subscriptionId)?.sub : undefined;
       if (sub) {
         if (sub.status !== 'Active' && sub.status !== 'PastDue') throw new DomainError('invalid_transition', `The subscription is ${sub.status}; its charges are not retried.`);
-        if (sub.duePeriodStart()?.getTime() !== f.periodStart?.getTime()) throw new DomainError('invalid_transition', 'The period of this charge has been collected since.');
+        if (sub.duePeriodStart()?.getTime() !== f.periodStart?.getTime()) throw new DomainError('invalid_transition', 'The period of this charge has since been paid or is being paid (a later charge of it settled or is processing).');
         if (sub.claimedUntil && sub.claimedUntil > new Date()) throw chargingNow();
       }
       const failedBefore = new Set([...(failedPeriod.get(f.id) ?? []), ...(f.paymentMethodId ? [f.paymentMethodId] : [])]);

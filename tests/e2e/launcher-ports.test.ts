@@ -1,0 +1,48 @@
+import { createServer, type Server } from 'node:http';
+import net from 'node:net';
+import { afterAll, expect, it } from 'vitest';
+import { listensOn } from '../../scripts/lib/health.mjs';
+import { startPlatform } from '../../scripts/lib/start-platform.mjs';
+
+/**
+ * Regression: `npm start` aborted ("sandbox-provider exited with code 1 while the platform was
+ * starting") when another platform's sandbox took port 8090 between the launcher's check and
+ * our sandbox's bind: the other sandbox answered our health check, the launcher took ours for
+ * ready, and ours then died with EADDRINUSE. A service is ready only while its own process
+ * listens on its port.
+ */
+const servers: Server[] = [];
+afterAll(() => Promise.all(servers.map((s) => new Promise((r) => s.close(r)))));
+
+const listening = (server: Server | net.Server, port = 0) =>
+  new Promise<number>((resolve) => server.listen(port, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port)));
+
+it('tells whether a process itself listens on a port', async () => {
+  const mine = net.createServer();
+  const port = await listening(mine);
+  try {
+    expect(listensOn(process.pid, port)).toBe(true);
+    expect(listensOn(process.pid, port === 65535 ? port - 1 : port + 1)).toBe(false);
+  } finally {
+    mine.close();
+  }
+});
+
+it('does not take a foreign server answering on a service port for the service', async () => {
+  // A stranger answering 200 on /health, on the port the sandbox provider (service 0) is given.
+  const stranger = createServer((_req, res) => res.end('ok'));
+  servers.push(stranger);
+  const port = await listening(stranger);
+  const started = startPlatform({
+    databaseUrl: 'postgres://nobody@127.0.0.1:1/none',
+    natsUrl: 'nats://127.0.0.1:1',
+    services: ['sandbox-provider'],
+    portBase: port,
+    mode: 'test',
+    logLevel: 'warn',
+    startTimeoutMs: 20_000,
+    stopGraceMs: 2_000,
+  });
+  // With the port given (portBase) it cannot move, so the start fails, naming the clash.
+  await expect(started).rejects.toThrow(/EADDRINUSE/);
+}, 40_000);
