@@ -135,7 +135,7 @@ describe('questions', () => {
     productId = (await api.post('/api/Products', { merchantId: a.id, name: 'With questions' }, { token: a.key })).body.id;
   });
 
-  const ask = (body: Record<string, unknown>, product = productId, token = a.key) => api.post(`/api/Products/${product}/questions`, { merchantId: a.id, ...body }, { token });
+  const ask = (body: Record<string, unknown>, product = productId, token = a.key) => api.post(`/api/Products/${product}/questions`, { merchantId: a.id, required: false, ...body }, { token });
   const list = async (product = productId) => {
     const res = await api.get(`/api/Products/${product}/questions`, { token: a.key });
     expect(res.status).toBe(200);
@@ -169,6 +169,17 @@ describe('questions', () => {
     expect((await ask({ text: 'x', kind: 'Text', productId: randomUUID() })).status).toBe(400);
   });
 
+  it('requires merchantId, text, kind and required, as the contract lists them (required defaulted to false, merchantId was optional)', async () => {
+    const post = (body: Record<string, unknown>) => api.post(`/api/Products/${a.productId}/questions`, body, { token: a.key });
+    const noRequired = await post({ merchantId: a.id, text: 'T?', kind: 'Text' });
+    expect(noRequired.status).toBe(400);
+    expect(Object.keys(noRequired.body.errors)).toEqual(['required']);
+    const noMerchant = await post({ text: 'T?', kind: 'Text', required: false });
+    expect(noMerchant.status).toBe(400);
+    expect(Object.keys(noMerchant.body.errors)).toEqual(['merchantId']);
+    expect((await post({ merchantId: a.id, text: 'T?', kind: 'Text', required: false })).status).toBe(201);
+  });
+
   it('lists a plain array ordered by order, then id', async () => {
     const p = (await api.post('/api/Products', { merchantId: a.id, name: 'Ties' }, { token: a.key })).body.id;
     for (const text of ['one', 'two', 'three']) expect((await ask({ text, kind: 'Text', order: 5 }, p)).status).toBe(201);
@@ -199,6 +210,10 @@ describe('questions', () => {
     expect(empty.status).toBe(400);
     expect(empty.body.errors).toHaveProperty('orders');
     expect((await reorder(productId, { productId })).status).toBe(400);
+    // Over the limit: says so (it said "Required: an array of { id, order }.").
+    const tooMany = await reorder(productId, { orders: Array.from({ length: 1001 }, (_, i) => ({ id: q!.id, order: i })) });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.errors.orders).toEqual(['At most 1000 items.']);
     const otherProductQuestion = (await ask({ text: 'elsewhere', kind: 'Text' }, a.productId)).body.id;
     const foreign = await reorder(productId, { orders: [{ id: q!.id, order: 3 }, { id: otherProductQuestion, order: 4 }, { id: randomUUID(), order: 5 }] });
     expect(foreign.status).toBe(404);

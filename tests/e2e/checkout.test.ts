@@ -128,6 +128,8 @@ describe('POST /api/Checkout/sessions/resolve', () => {
     // payload either: InvalidSignature, never a bare 400 nor a U+FFFD stored in its place.
     await expectOutcome(signLink(m.signingSecret, { ...good, nonce: `${randomUUID()}\u0000` }), 401, 'InvalidSignature');
     await expectOutcome(signLink(m.signingSecret, { ...good, nonce: randomUUID(), customer: { email: 'a@example.com', firstName: 'a\ud800b', lastName: 'B' } }), 401, 'InvalidSignature');
+    // A customer.email that is not an email address is not the payload either (it resolved Ok).
+    await expectOutcome(signLink(m.signingSecret, { ...good, nonce: randomUUID(), customer: { email: 'nope', firstName: 'A', lastName: 'B' } }), 401, 'InvalidSignature');
     // Unknown key → ApiKeyNotFound, checked before the signature.
     await expectOutcome({ ...signLink(m.signingSecret, { ...good, kid: randomUUID() }) }, 401, 'ApiKeyNotFound');
     // Wrong signature → InvalidSignature.

@@ -94,6 +94,39 @@ describe('errors raised by the framework are problem details with a trace id', (
   it('a header name with a space is 400 (raised by the HTTP parser)', async () => {
     expectProblem(await rawRequest(Buffer.from('GET /health HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n')), 400);
   });
+
+  it('a body in a charset other than UTF-8 is 415 (the charset was ignored: Latin-1 bytes were a 400, ASCII ones accepted)', async () => {
+    for (const type of ['application/json; charset=iso-8859-1', 'application/json;charset="utf-16"']) {
+      const res = await http('POST', '/api/admin/merchants', { token: adminToken(), body: JSON.stringify({ name: 'Café', contactEmail: 'a@example.com' }), headers: { 'content-type': type } });
+      expectProblem(res, 415);
+      expect(res.body.detail).toContain('UTF-8');
+    }
+    const utf8 = await http('POST', '/api/admin/merchants', { token: adminToken(), body: JSON.stringify({ name: 'Café', contactEmail: 'cafe@example.com' }), headers: { 'content-type': 'application/json; charset=UTF-8' } });
+    expect(utf8.status).toBe(201);
+  });
+});
+
+describe('a header that carries one value, given twice (Node kept the first Authorization and Content-Type and joined two Idempotency-Keys into "a, b")', () => {
+  const post = (headers: string[]) =>
+    rawRequest(Buffer.from(`POST /api/admin/merchants HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${headers.join('\r\n')}\r\nContent-Length: 2\r\n\r\n{}`));
+
+  it('two Authorization headers are 401, even when both hold a valid credential', async () => {
+    const res = await post([`Authorization: Bearer ${adminToken()}`, `Authorization: Bearer ${adminToken()}`, 'Content-Type: application/json']);
+    expectProblem(res, 401);
+    expect(res.body.detail).toContain('one Authorization header');
+  });
+
+  it('two Idempotency-Key headers are 400 naming the header', async () => {
+    const res = await post([`Authorization: Bearer ${adminToken()}`, 'Idempotency-Key: a', 'Idempotency-Key: b', 'Content-Type: application/json']);
+    expectProblem(res, 400);
+    expect(res.body.errors).toEqual({ 'Idempotency-Key': ['Given more than once; send it once.'] });
+  });
+
+  it('two Content-Type headers are 400 naming the header', async () => {
+    const res = await post([`Authorization: Bearer ${adminToken()}`, 'Content-Type: application/json', 'Content-Type: text/plain']);
+    expectProblem(res, 400);
+    expect(res.body.errors).toEqual({ 'Content-Type': ['Given more than once; send it once.'] });
+  });
 });
 
 describe('every response carries its trace id in X-Trace-Id', () => {

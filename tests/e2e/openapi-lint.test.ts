@@ -94,6 +94,19 @@ describe('OpenAPI document', () => {
     expect(doc.paths['/api/account/me'].get.responses['403']).toBeUndefined();
   });
 
+  it('documents 409 on every idempotent operation (key reused or in progress; the payment-method adds left it out)', () => {
+    for (const { method, path, op } of operations()) {
+      const idempotent = (op.parameters ?? []).some((p: any) => p.$ref === '#/components/parameters/IdempotencyKey');
+      if (idempotent) expect(op.responses['409'], `${method.toUpperCase()} ${path}`).toBeDefined();
+    }
+    expect(doc.paths['/api/members/{memberId}/payment-methods'].post.responses['409']).toBeDefined();
+  });
+
+  it("declares the traceId the checkout completion's error answers carry", () => {
+    expect(Object.keys(doc.components.schemas.CheckoutCompletionResult.properties).sort()).toEqual(['failureReason', 'returnUrl', 'status', 'traceId']);
+    expect(doc.components.schemas.CheckoutCompletionResult.required).not.toContain('traceId');
+  });
+
   it('has a webhook for every event type, with the type and its data schema', () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_TYPES].sort());
     for (const type of EVENT_TYPES) {

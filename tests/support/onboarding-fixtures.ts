@@ -13,7 +13,7 @@ export interface OnboardingMerchant extends TestMerchant {
 export async function setUpOnboardingMerchant(api: ApiClient, adminToken: string): Promise<OnboardingMerchant> {
   const m = await setUpMerchant(api, adminToken);
   const q = async (body: Record<string, unknown>) => {
-    const res = await api.post(`/api/Products/${m.productId}/questions`, { merchantId: m.id, ...body }, { token: m.key });
+    const res = await api.post(`/api/Products/${m.productId}/questions`, { merchantId: m.id, required: false, ...body }, { token: m.key });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     return res.body;
   };

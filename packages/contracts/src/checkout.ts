@@ -92,5 +92,11 @@ export const CompleteCheckoutRequest = z
 
 /** Checkout completion result (interface.md): 200 Completed, 400 or 409 Failed, 409 Pending. */
 export const CheckoutCompletionResult = z
-  .object({ status: z.enum(['Completed', 'Failed', 'Pending']), returnUrl: z.string().nullable(), failureReason: z.string().nullable() })
+  .object({
+    status: z.enum(['Completed', 'Failed', 'Pending']),
+    returnUrl: z.string().nullable(),
+    failureReason: z.string().nullable(),
+    // Every error answer carries the request's trace id, this one too (not the 200).
+    traceId: z.string().optional().meta({ description: 'On 400 and 409 only: the trace id of the request, as in problem details.' }),
+  })
   .meta({ id: 'CheckoutCompletionResult' });

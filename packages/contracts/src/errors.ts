@@ -50,6 +50,8 @@ export const ERROR_CODES = {
   unsupported_media_type: { title: 'Unsupported media type.' },
   /** The request's header section is over the HTTP parser's limit (gateway only). */
   header_fields_too_large: { title: 'Request header fields too large.' },
+  /** The request was not received within the gateway's time limits (gateway only). */
+  request_timeout: { title: 'Request timeout.' },
   /** Anything unexpected; details are logged with the trace id, never returned. */
   internal: { title: 'An unexpected error occurred.' },
 } as const;

@@ -34,30 +34,38 @@ export type Question = z.infer<typeof Question>;
  * Choice questions need at least one option (labels unique, case-insensitively); Text questions
  * have none. `order` defaults to after the product's last question.
  */
-export const CreateQuestionRequest = z
-  .object({
-    merchantId: Uuid.nullish(),
-    productId: Uuid.nullish(),
-    text: NonBlankText(1000),
-    kind: z.enum(QUESTION_KINDS),
-    required: z.boolean().default(false),
-    order: Int32.nullish(),
-    options: z
-      .array(z.object({ label: NonBlankText(200) }))
-      .max(MAX_QUESTION_OPTIONS)
-      .nullish(),
-  })
-  .superRefine((q, ctx) => {
-    const options = q.options ?? [];
-    if (q.kind === 'Text' && options.length > 0) ctx.addIssue({ code: 'custom', path: ['options'], message: 'Text questions have no options.' });
-    if (q.kind !== 'Text' && options.length === 0) ctx.addIssue({ code: 'custom', path: ['options'], message: `${q.kind} questions need at least one option.` });
-    const seen = new Set<string>();
-    options.forEach((o, i) => {
-      const key = o.label.toLowerCase();
-      if (seen.has(key)) ctx.addIssue({ code: 'custom', path: ['options', i, 'label'], message: 'Option labels must be unique.' });
-      seen.add(key);
-    });
-  })
+/** A question's own fields, as the billing service takes them (the merchant is the call's scope). */
+const QuestionFields = z.object({
+  productId: Uuid.nullish(),
+  text: NonBlankText(1000),
+  kind: z.enum(QUESTION_KINDS),
+  required: z.boolean(),
+  order: Int32.nullish(),
+  options: z
+    .array(z.object({ label: NonBlankText(200) }))
+    .max(MAX_QUESTION_OPTIONS)
+    .nullish(),
+});
+
+function checkOptions(q: z.infer<typeof QuestionFields>, ctx: z.RefinementCtx): void {
+  const options = q.options ?? [];
+  if (q.kind === 'Text' && options.length > 0) ctx.addIssue({ code: 'custom', path: ['options'], message: 'Text questions have no options.' });
+  if (q.kind !== 'Text' && options.length === 0) ctx.addIssue({ code: 'custom', path: ['options'], message: `${q.kind} questions need at least one option.` });
+  const seen = new Set<string>();
+  options.forEach((o, i) => {
+    const key = o.label.toLowerCase();
+    if (seen.has(key)) ctx.addIssue({ code: 'custom', path: ['options', i, 'label'], message: 'Option labels must be unique.' });
+    seen.add(key);
+  });
+}
+
+/** A new question as the billing service validates it. */
+export const QuestionInput = QuestionFields.superRefine(checkOptions);
+export type QuestionInput = z.infer<typeof QuestionInput>;
+
+/** `POST /api/Products/{productId}/questions`: merchantId, text, kind and required are required. */
+export const CreateQuestionRequest = QuestionFields.extend({ merchantId: Uuid })
+  .superRefine(checkOptions)
   .meta({ id: 'CreateQuestionRequest' });
 export type CreateQuestionRequest = z.infer<typeof CreateQuestionRequest>;
 
@@ -69,9 +77,9 @@ export const ReorderQuestionsRequest = z
   .object({
     productId: Uuid.nullish(),
     orders: z
-      .array(z.object({ id: Uuid, order: Int32 }), { message: 'Required: an array of { id, order }.' })
+      .array(z.object({ id: Uuid, order: Int32 }), { error: (iss) => (iss.code === 'invalid_type' ? 'Required: an array of { id, order }.' : undefined) })
       .min(1, 'At least one item is required.')
-      .max(1000)
+      .max(1000, 'At most 1000 items.')
       .superRefine((orders, ctx) => {
         const seen = new Set<string>();
         orders.forEach((o, i) => {

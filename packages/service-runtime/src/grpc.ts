@@ -88,6 +88,7 @@ const GRPC_STATUS: Record<ErrorCode, grpc.status> = {
   payload_too_large: grpc.status.INVALID_ARGUMENT,
   unsupported_media_type: grpc.status.INVALID_ARGUMENT,
   header_fields_too_large: grpc.status.INVALID_ARGUMENT,
+  request_timeout: grpc.status.INVALID_ARGUMENT,
   internal: grpc.status.INTERNAL,
 };
 

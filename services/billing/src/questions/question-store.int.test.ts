@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DriverException } from '@mikro-orm/postgresql';
 import { describe, expect, it } from 'vitest';
-import { CreateQuestionRequest, DomainError } from '@billing/contracts';
+import { DomainError, type QuestionInput } from '@billing/contracts';
 import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { openBillingDatabase } from '../app.js';
 import { BillingConfig } from '../config.js';
@@ -34,7 +34,7 @@ async function merchantWithProducts(n = 1) {
   return { merchantId: merchant.id, productIds: products.map((p) => p.id), scope: { kind: 'merchant' as const, merchantId: merchant.id } };
 }
 
-const input = (q: Partial<CreateQuestionRequest> & Pick<CreateQuestionRequest, 'text'>): CreateQuestionRequest => ({ kind: 'Text', required: false, ...q });
+const input = (q: Partial<QuestionInput> & Pick<QuestionInput, 'text'>): QuestionInput => ({ kind: 'Text', required: false, ...q });
 
 /**
  * The stored row of each question without its id and instants (see `storedRows` of the test

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { distinctUuids, DomainError, isUuidText, type CreateQuestionRequest } from '@billing/contracts';
+import { distinctUuids, DomainError, isUuidText, type QuestionInput } from '@billing/contracts';
 import { Batcher, decideItem, queryPrepared, transactPrepared, typedDatabaseError, type CallScope } from '@billing/service-runtime';
 import { compareQuestions, Question, type QuestionOption } from './question.js';
 
@@ -57,7 +57,7 @@ export async function listQuestions(orm: MikroORM, scope: CallScope, productId: 
 export interface NewQuestion {
   scope: CallScope;
   productId: string;
-  input: CreateQuestionRequest;
+  input: QuestionInput;
 }
 
 type Outcome = { ok: true; question: Question } | { ok: false; error: DomainError };

@@ -1,6 +1,6 @@
 import { requireScope, type ServiceImpl } from '@billing/service-runtime';
 import { LockMode, type MikroORM } from '@mikro-orm/postgresql';
-import { CreateQuestionRequest, DomainError, parseOrThrow } from '@billing/contracts';
+import { DomainError, QuestionInput, parseOrThrow } from '@billing/contracts';
 import { scopedTo } from '../merchant-scope.js';
 import { findProduct } from '../products/products-grpc.js';
 import { Question } from './question.js';
@@ -12,7 +12,7 @@ export function questionsGrpc(orm: MikroORM): ServiceImpl<'billing.v1.Questions'
   return {
     CreateQuestion: async (req) => {
       const scope = requireScope(req.scope);
-      const input = parseOrThrow(CreateQuestionRequest, {
+      const input = parseOrThrow(QuestionInput, {
         text: req.text,
         kind: req.kind,
         required: req.required,

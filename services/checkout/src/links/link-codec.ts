@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { unstorableText } from '@billing/contracts';
+import { Email, unstorableText } from '@billing/contracts';
 
 /**
  * The payload of a checkout deep link (contract §6): `d` is base64url (no padding) of this
@@ -19,7 +19,8 @@ export const LinkPayload = z.object({
   returnUrl: z.url().max(2048),
   customer: z
     .object({
-      email: z.string().max(256).nullish(),
+      // A well-formed address, as POST /api/Checkout/links requires: a link naming anything else is not this JSON (InvalidSignature).
+      email: Email.nullish(),
       firstName: z.string().max(100).nullish(),
       lastName: z.string().max(100).nullish(),
       phone: z.string().max(50).nullish(),

@@ -29,6 +29,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   header_fields_too_large: 431,
+  request_timeout: 408,
   internal: 500,
 };
 

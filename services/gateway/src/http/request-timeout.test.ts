@@ -53,7 +53,7 @@ const SLOW_HEADERS = 'POST /slow HTTP/1.1\r\nHost: gateway\r\nContent-Type: appl
 
 function expectTimedOut(res: { status: number; body: string; ms: number }): void {
   expect(res.status).toBe(408);
-  expect(JSON.parse(res.body)).toMatchObject({ status: 408, traceId: expect.stringMatching(/^[0-9a-f]{32}$/) });
+  expect(JSON.parse(res.body)).toMatchObject({ type: 'https://docs.billing-platform.dev/problems/request-timeout', title: 'Request timeout.', status: 408, traceId: expect.stringMatching(/^[0-9a-f]{32}$/) });
   expect(res.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
   // Node looks for expired requests every tenth of the timeout (at least 50 ms): well under 2 s here.
   expect(res.ms).toBeLessThan(2_000);

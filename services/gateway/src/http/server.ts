@@ -89,6 +89,34 @@ function sendProblem(reply: FastifyReply, request: FastifyRequest, e: DomainErro
   return reply.code(status).type(PROBLEM_CONTENT_TYPE).send(problem);
 }
 
+/** How often `name` (lower case) occurs in Node's raw header list ([name, value, name, value, ...]). */
+function countHeader(raw: string[], name: string): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === name.length && raw[i]!.toLowerCase() === name) n++;
+  return n;
+}
+
+/**
+ * Headers that carry one value, given more than once: 400. Node would keep the first
+ * Content-Type and join two Idempotency-Keys into "a, b" (a key no client sent, so a retry with
+ * either one ran the request again). Authorization is checked on authenticated routes (401).
+ */
+function repeatedHeaderError(raw: string[]): DomainError | undefined {
+  for (const name of ['idempotency-key', 'content-type']) {
+    if (countHeader(raw, name) > 1) {
+      const shown = name === 'content-type' ? 'Content-Type' : 'Idempotency-Key';
+      return DomainError.validation({ [shown]: ['Given more than once; send it once.'] }, `The ${shown} header is given more than once.`);
+    }
+  }
+  return undefined;
+}
+
+/** The `charset` parameter of a Content-Type, lower case, or undefined without one. */
+function charsetOf(contentType: string | undefined): string | undefined {
+  const m = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? '');
+  return m ? m[1]!.toLowerCase() : undefined;
+}
+
 /** Fastify's own errors (parsing, limits) as the platform's DomainErrors. */
 function domainErrorOf(err: unknown): DomainError | undefined {
   if (err instanceof DomainError) return err;
@@ -180,13 +208,17 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
   // (and without tracing, in unit tests) a fresh one.
   app.addHook('onRequest', (request, reply, done) => {
     startResponse(request, reply);
-    done();
+    done(repeatedHeaderError(request.raw.rawHeaders));
   });
   // JSON parser that tolerates an empty body (POST /pause with a JSON content type) and marks
   // malformed JSON distinctly.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(/^application\/(?:[\w.+-]+\+)?json(?:\s*;.*)?$/i, { parseAs: 'buffer' }, (req, body: string | Buffer, done) => {
     req.rawBody = typeof body === 'string' ? Buffer.from(body) : body;
+    const charset = charsetOf(req.headers['content-type']);
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      return done(new DomainError('unsupported_media_type', `Request bodies must be JSON in UTF-8; charset=${charset.slice(0, 40)} is not supported.`), undefined);
+    }
     let text: string;
     try {
       text = decodeUtf8Body(req.rawBody, bodyMaxDepth);
@@ -230,6 +262,8 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
         pipeline.admit?.(spec, request, reply);
         let principal: Principal | undefined;
         if (!('anonymous' in spec.auth)) {
+          // Node keeps the first of several Authorization headers; which credential was meant is not known.
+          if (countHeader(request.raw.rawHeaders, 'authorization') > 1) throw new DomainError('unauthenticated', 'Send one Authorization header.');
           const token = parseBearer(request.headers.authorization);
           if (!token) throw new DomainError('unauthenticated', 'Send "Authorization: Bearer <credential>".');
           pipeline.beforeAuthentication?.(request, reply);
@@ -315,7 +349,7 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
   if (err.code === 'HPE_HEADER_OVERFLOW') {
     [e, status] = [new DomainError('header_fields_too_large', 'The request header section exceeds the size limit.'), 431];
   } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    [e, status] = [new DomainError('bad_request', 'The request was not received in time.'), 408];
+    [e, status] = [new DomainError('request_timeout', 'The request was not received in time.'), 408];
   } else {
     [e, status] = [new DomainError('bad_request', 'The request could not be parsed: malformed request line or header.'), 400];
   }

@@ -26,7 +26,7 @@ Errors
 - A malformed UUID in the path is 400 (validation); a well-formed unknown id is 404. Well-formed in a path means 8-4-4-4-12 hexadecimal digits, whatever its RFC 9562 version and variant digits (00000000-0000-0000-0000-000000000001 names nothing: 404); ids in bodies, and every id the platform makes, are RFC 9562 UUIDs.
 - 503 (with Retry-After) when a backing service is unreachable; never a hang: every forwarded call has a deadline.
 - 503 (with Retry-After: 1) when a service's database cannot serve the request now: every connection slot taken (SQLSTATE 53300, or another insufficient-resources error), the server shutting down or starting up, the connection refused or lost, or no pooled connection within the pool's wait. As any 5xx, it is kept as the outcome of its Idempotency-Key.
-- Errors raised before any route, by the HTTP parser, are problem details too: a header section over the limit (16 KiB) is 431 with type .../header-fields-too-large; bytes no header may hold, a header name with a space or a malformed request line is 400 .../bad-request; a request not received in time 408. The connection is closed after them.
+- Errors raised before any route, by the HTTP parser, are problem details too: a header section over the limit (16 KiB) is 431 with type .../header-fields-too-large; bytes no header may hold, a header name with a space or a malformed request line is 400 .../bad-request; a request not received in time (HTTP_REQUEST_TIMEOUT_MS, HTTP_HEADERS_TIMEOUT_MS) 408 .../request-timeout. The connection is closed after them.
 - An unknown method on a known path (PUT /api/Products) is 404, like an unknown path.
 
 Trace ids

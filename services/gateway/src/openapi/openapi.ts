@@ -115,7 +115,8 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Json {
     const examples = r.examples ?? EXAMPLES[`${r.method} ${path}`];
     const responses: Record<string, unknown> = {};
     // A merchant route answers 403 to a role below its own and to another merchant named in the request.
-    const statuses = new Set([...Object.keys(r.responses).map(Number), ...('anonymous' in r.auth ? [] : [401]), ...('merchant' in r.auth ? [403] : []), 400, ...(limited ? [429] : []), 500, 503]);
+    // An idempotent route answers 409 to its key reused with another request, or still in progress.
+    const statuses = new Set([...Object.keys(r.responses).map(Number), ...('anonymous' in r.auth ? [] : [401]), ...('merchant' in r.auth ? [403] : []), 400, ...(r.idempotent ? [409] : []), ...(limited ? [429] : []), 500, 503]);
     for (const status of [...statuses].sort()) {
       const schema = r.responses[status];
       const description = status === 429 ? decisionsFor('Rate limits') : (STATUS_TEXT[status] ?? String(status));
