@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { CARD, idempotent } from '../support/billing-fixtures.js';
+import { addPaymentMethod, CARD, createMember, idempotent } from '../support/billing-fixtures.js';
 import { apiClient, eventually, unique } from '../support/fixtures.js';
+import { tokenFromLink, waitForMessage } from '../support/mailbox.js';
 import { eventsAgainstPublishedSchemas } from '../support/published-events.js';
 import { emailedToken, fillWizard, invite, setUpOnboardingMerchant, signUpCustomer, type OnboardingMerchant } from '../support/onboarding-fixtures.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -322,6 +323,54 @@ describe('POST /api/onboard/complete', () => {
     expect(res.status).toBe(409);
     // The refused completion added nothing to the member: its one card stays its only method.
     expect((await api.get(`/api/members/${member.body.id}/payment-methods`, { token: m.key })).body.map((p: { id: string }) => p.id)).toEqual([pm.body.id]);
+  });
+});
+
+describe("a stranger holding an invitation's link (accept binds it to whoever calls it)", () => {
+  /**
+   * Regression (probe H): the merchant invites the email of an existing member with a saved card;
+   * someone else who has the link accepts it with their own account, enters a card that declines
+   * and completes. The billing run then fell back to the member's saved card and charged it.
+   */
+  async function invitedMemberWithSavedCard() {
+    const configured = await api.put(`/api/admin/merchants/${m.id}/provider`, { providerEnvironment: 'Staging', gatewayUsername: 'gw', gatewayPassword: 'gw-secret' }, { token: admin });
+    expect(configured.status).toBe(200);
+    const member = await createMember(api, m);
+    const saved = await addPaymentMethod(api, m, member.id, { ...CARD, last4: '1111' });
+    await invite(api, m, { email: member.email });
+    return { member, saved, token: await emailedToken(dataDir, member.email) };
+  }
+
+  async function completeWithDecliningCard(customerToken: string, inviteToken: string) {
+    const accept = await api.post('/api/onboard/accept', { token: inviteToken }, { token: customerToken });
+    expect(accept.status, JSON.stringify(accept.body)).toBe(200);
+    await fillWizard(api, customerToken, accept.body.invitationId, m);
+    expect((await api.post('/api/onboard/payment-method', { invitationId: accept.body.invitationId, ...CARD, last4: '0002' }, { token: customerToken })).status).toBe(204);
+    const done = await api.post('/api/onboard/complete', { invitationId: accept.body.invitationId }, { token: customerToken });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    const billed = await api.post('/api/admin/billing-runs', { asOf: new Date(Date.now() + 60_000).toISOString() }, { token: admin });
+    expect(billed.status).toBe(200);
+    const charges = (await api.get(`/api/Transactions?merchantId=${m.id}&subscriptionId=${done.body.subscriptionId}`, { token: m.key })).body.items as { status: string; paymentMethodId: string }[];
+    return { ...(done.body as { memberId: string; paymentMethodId: string; subscriptionId: string }), charges };
+  }
+
+  it("cannot have the invited member's saved card charged: the subscription is charged on the wizard's card only", async () => {
+    const { member, saved, token } = await invitedMemberWithSavedCard();
+    const stranger = await signUpCustomer(api);
+    const done = await completeWithDecliningCard(stranger.token, token);
+    expect(done.memberId).toBe(member.id);
+    expect(done.charges.length).toBeGreaterThan(0);
+    expect(done.charges.every((c) => c.paymentMethodId === done.paymentMethodId && c.status === 'Failed')).toBe(true);
+    expect(done.charges.some((c) => c.paymentMethodId === saved.id)).toBe(false);
+  });
+
+  it('the member themself, with the email verified, keeps the fallback to their saved card', async () => {
+    const { member, saved, token } = await invitedMemberWithSavedCard();
+    const owner = await signUpCustomer(api, member.email);
+    const mail = await waitForMessage(dataDir, member.email, (msg) => /verify-email\?token=/.test(msg.text));
+    expect((await api.post('/api/account/verify-email', { token: tokenFromLink(mail.text, 'verify-email') })).status).toBe(204);
+    const done = await completeWithDecliningCard(owner.token, token);
+    expect(done.charges.find((c) => c.paymentMethodId === saved.id)?.status).toBe('Settled');
   });
 });
 

@@ -46,9 +46,9 @@ export async function completeOnboarding(deps: WizardDeps, ref: { accountId: str
   const read = await readWizard(deps.orm, ref);
   const done = completedIds(read.onboarding);
   if (done) return done;
-  const emailLookup = memberEmail(deps.backends, read.invitation, read.onboarding);
+  const enroleeLookup = enroleeOf(deps.backends, read.invitation, read.onboarding);
   // Awaited after validation, whose refusal is the answer when both fail.
-  emailLookup.catch(() => undefined);
+  enroleeLookup.catch(() => undefined);
   const checked = await planCheckOf(deps.backends, read.invitation.merchantId, read.onboarding);
   assertCompletable(read.invitation, read.onboarding, checked);
 
@@ -59,8 +59,8 @@ export async function completeOnboarding(deps: WizardDeps, ref: { accountId: str
   try {
     const check = onboarding.planId === checked?.planId ? checked : await planCheckOf(deps.backends, invitation.merchantId, onboarding);
     const plan = assertCompletable(invitation, onboarding, check);
-    const email = await emailLookup;
-    const ids = await provisionInBilling(deps.backends, invitation, onboarding, email);
+    const { email, ownMethodOnly } = await enroleeLookup;
+    const ids = await provisionInBilling(deps.backends, invitation, onboarding, email, ownMethodOnly);
     const data: OnboardingCompletedEvent = { invitationId: invitation.id, customerAccountId: onboarding.accountId, ...ids, planId: plan.id, email };
     recorded = await recordCompletion(deps.orm, { invitation, data, now: new Date() });
     // Else a run that took over once this one's lease expired recorded its completion first.
@@ -140,9 +140,19 @@ function assertCompletable(invitation: Invitation, onboarding: Onboarding, check
   return plan;
 }
 
-async function memberEmail(backends: CheckoutBackends, invitation: Invitation, onboarding: Onboarding): Promise<string> {
-  if (invitation.email) return invitation.email;
-  return (await backends.customers.GetCustomerAccount({ id: onboarding.accountId })).email;
+/**
+ * The member's email (the invitation's, else the account's) and whether the subscription is
+ * charged on the wizard's payment method only. Anyone holding the invitation's link can accept it
+ * with an account of their own, so the completer has proved no claim to the payment methods an
+ * existing member of that email already has: the subscription falls back to them only when the
+ * completing account's email is verified and is the member's email (a stranger's wizard could
+ * otherwise have that member's saved card charged, as a hosted checkout's could).
+ */
+async function enroleeOf(backends: CheckoutBackends, invitation: Invitation, onboarding: Onboarding): Promise<{ email: string; ownMethodOnly: boolean }> {
+  const account = await backends.customers.GetCustomerAccount({ id: onboarding.accountId });
+  const email = invitation.email ?? account.email;
+  const proven = account.emailVerified && account.email.toLowerCase() === email.toLowerCase();
+  return { email, ownMethodOnly: !proven };
 }
 
 /**
@@ -152,7 +162,7 @@ async function memberEmail(backends: CheckoutBackends, invitation: Invitation, o
  * is adopted; an older one, or one another invitation's completion made, means the customer is
  * already subscribed: conflict.
  */
-async function provisionInBilling(backends: CheckoutBackends, invitation: Invitation, onboarding: Onboarding, email: string): Promise<OnboardingIds> {
+async function provisionInBilling(backends: CheckoutBackends, invitation: Invitation, onboarding: Onboarding, email: string, ownMethodOnly: boolean): Promise<OnboardingIds> {
   const details = onboarding.details!;
   const pm = onboarding.paymentMethod!;
   try {
@@ -172,6 +182,7 @@ async function provisionInBilling(backends: CheckoutBackends, invitation: Invita
         bsb: pm.bsb ?? undefined,
       },
       planId: onboarding.planId!,
+      ownMethodOnly,
       adoptSince: onboarding.completionStartedAt!.toISOString(),
       // A repeat takes over the turn its interrupted run held, and adopts only what this
       // invitation's own runs made, never what another invitation's concurrent completion made.
