@@ -79,6 +79,20 @@ describe('POST /api/Invitations', () => {
     expect(Object.keys(res.body.errors).sort()).toEqual(['email', 'phone']);
   });
 
+  it('refuses names with line breaks or control characters, which would lay out text of the merchant\'s own in the platform\'s email (probe H)', async () => {
+    for (const [field, value] of [
+      ['firstName', 'Bob,\n\nSECURITY ALERT: your bank account was locked. Unlock:\nhttps://evil.example/u'],
+      ['lastName', '\r\nBcc: x@evil.example'],
+      ['firstName', 'Tab\tbed'],
+      ['lastName', 'Line\u2028separated'],
+    ] as const) {
+      const res = await api.post('/api/Invitations', body({ [field]: value }), { token: m.key });
+      expect(res.status, `${field} ${JSON.stringify(value)}`).toBe(400);
+      expect(Object.keys(res.body.errors)).toEqual([field]);
+    }
+    expect((await api.post('/api/Invitations', body({ firstName: 'Zoë', lastName: "O'Brien-Łukasz" }), { token: m.key })).status).toBe(200);
+  });
+
   it('answers MerchantNotFound 404 with the outcome for a merchant that does not exist', async () => {
     const res = await api.post('/api/Invitations', body({ merchantId: '00000000-0000-4000-8000-000000000001' }), { token: admin });
     expect(res.status).toBe(404);

@@ -15,12 +15,18 @@ export type InvitationOutcome = (typeof INVITATION_OUTCOMES)[number];
 export const INVITATION_STATUSES = ['Pending', 'Accepted', 'Completed', 'Revoked', 'Expired'] as const;
 export type InvitationStatus = (typeof INVITATION_STATUSES)[number];
 
-/** Text stored exactly as sent: at least one non-whitespace character, `max` characters at most. */
+/**
+ * Text stored exactly as sent: at least one non-whitespace character, `max` characters at most,
+ * and on one line: a name is written into the invitation email the platform sends, where a line
+ * break (or another control character) would let a merchant lay out text of its own under the
+ * platform's name ("Hello Bob,\n\nSECURITY ALERT: ...").
+ */
 const Name = z
   .string('Must be a string.')
   .min(1, 'Required.')
   .max(100, 'Must be at most 100 characters.')
-  .refine((s) => s.trim().length > 0, 'Must not be blank.');
+  .refine((s) => s.trim().length > 0, 'Must not be blank.')
+  .refine((s) => !/[\p{Cc}\u2028\u2029]/u.test(s), 'Must be on one line: no line breaks or other control characters.');
 
 export const CreateInvitationRequest = z
   .object({
