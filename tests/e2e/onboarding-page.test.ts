@@ -151,6 +151,9 @@ describe('the onboarding page', () => {
     const { link, email } = await linkFor();
     const { page, close } = await openPage(1280);
     await toPlanStep(page, link, email);
+    // The invitation's token is out of the address bar and the history (probe H); the reload resumes all the same.
+    expect(page.url()).not.toContain('token=');
+    expect(new URL(page.url()).pathname).toBe('/onboard');
     await page.reload();
     await heading(page, 'Choose a plan').waitFor();
     await step(page, 'plan').getByRole('button', { name: 'Back' }).click();

@@ -24,3 +24,28 @@ export function takeLinkToken(key: string): LinkToken {
   const value = fromLink ?? sessionStorage.getItem(key) ?? '';
   return { value, forget: () => sessionStorage.removeItem(key) };
 }
+
+/**
+ * `takeLinkToken` for a link of several parameters (a checkout deep link's `d` and `s`): takes
+ * them out of the address bar and keeps them in this tab's sessionStorage under `key`, so a
+ * reload still finds them. The link, once in the history, is all a later user of the browser
+ * needs to open the session again and read what the customer typed.
+ */
+export function takeLinkParams<N extends string>(key: string, names: readonly N[]): Record<N, string> {
+  const url = new URL(location.href);
+  const fromLink = names.some((n) => url.searchParams.has(n));
+  if (fromLink) {
+    const taken = Object.fromEntries(names.map((n) => [n, url.searchParams.get(n) ?? ''])) as Record<N, string>;
+    for (const n of names) url.searchParams.delete(n);
+    history.replaceState(history.state, '', `${url.pathname}${url.search}${url.hash}`);
+    sessionStorage.setItem(key, JSON.stringify(taken));
+    return taken;
+  }
+  let kept: Partial<Record<N, unknown>> = {};
+  try {
+    kept = JSON.parse(sessionStorage.getItem(key) ?? '{}') as Partial<Record<N, unknown>>;
+  } catch {
+    // Not ours: as if nothing were kept.
+  }
+  return Object.fromEntries(names.map((n) => [n, typeof kept[n] === 'string' ? kept[n] : ''])) as Record<N, string>;
+}

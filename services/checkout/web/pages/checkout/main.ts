@@ -1,5 +1,6 @@
 import { callApi, sleep, type ApiResult, type FieldErrors } from '../../shared/api.js';
 import { announce, byId, clearFieldErrors, onSubmit, showFieldErrors } from '../../shared/forms.js';
+import { takeLinkParams } from '../../shared/link-token.js';
 
 // The hosted checkout page: resolves the signed link in the address, shows the merchant and
 // plan, collects the customer's details and bank account, and completes the checkout.
@@ -31,14 +32,14 @@ const alertBox = byId('alert');
 const notice = byId('notice');
 const title = byId('title');
 
-const link = new URLSearchParams(location.search);
+// Out of the address bar (and the history) at once; kept in this tab for a reload.
+const link = takeLinkParams('checkout:link', ['d', 's'] as const);
 let token = '';
 let session: SessionView | undefined;
 
 /** Resolves the link into a session token (a replay of the same link gives a fresh token). */
 async function resolveLink(): Promise<ApiResult> {
-  const d = link.get('d') ?? '';
-  const s = link.get('s') ?? '';
+  const { d, s } = link;
   if (!d || !s) return { status: 401, body: { outcome: 'InvalidSignature' } };
   const res = await callApi('POST', '/api/Checkout/sessions/resolve', { body: { d, s } });
   if (res.status === 200) token = res.body.sessionToken;

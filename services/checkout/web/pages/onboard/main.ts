@@ -1,5 +1,6 @@
 import { callApi, type ApiResult, type FieldErrors } from '../../shared/api.js';
 import { announce, byId } from '../../shared/forms.js';
+import { takeLinkToken } from '../../shared/link-token.js';
 import { cardBrand, isLuhnValid, tokeniseBank, tokeniseCard, type Tokenised } from './tokenise.js';
 
 // The self-serve onboarding page: the invitee opens the emailed link, signs up (or signs in),
@@ -42,7 +43,8 @@ const statusLine = byId('status');
 const alertBox = byId('alert');
 const progress = byId('progress');
 const title = byId('title');
-const inviteToken = new URLSearchParams(location.search).get('token') ?? '';
+// Out of the address bar (and the history) at once; kept in this tab for a reload.
+const inviteToken = takeLinkToken('onboard:invitation').value;
 /** The customer token survives a reload in this tab only (sessionStorage), so the wizard resumes. */
 const TOKEN_KEY = `onboard:${inviteToken.slice(0, 16)}`;
 let customerToken = sessionStorage.getItem(TOKEN_KEY) ?? '';
