@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { natsServerOptions } from '@billing/service-runtime';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startPlatform } from '../../scripts/lib/start-platform.mjs';
 import { apiClient, unique, type ApiClient, type ApiResponse } from '../support/fixtures.js';
@@ -75,7 +78,8 @@ describe('rate limits', () => {
     expect((await a.get('/api/account/me', { token: two })).status).toBe(200);
   });
 
-  it('hold across two gateway replicas for a credential', async () => {
+  /** A fresh credential's burst at A, then at B: what B admits shows whether A's use reached it. */
+  async function sharedBetweenReplicas() {
     const token = await customerToken();
     const atA = await sequentially(BURST, () => a.get('/api/account/me', { token }));
     expect(admitted(atA)).toBe(BURST);
@@ -86,6 +90,23 @@ describe('rate limits', () => {
     expect(admitted(atB)).toBeLessThanOrEqual(4);
     expect(admitted(atA) + admitted(atB)).toBeLessThan(1.5 * BURST);
     expect(atB.at(-1)!.status).toBe(429);
+  }
+
+  it('hold across two gateway replicas for a credential', sharedBetweenReplicas);
+
+  it('are shared again after NATS lost their bucket (a restarted server keeps no memory stream; they stayed per replica until the gateway restarted)', async () => {
+    const nc = await connect(natsServerOptions(inject('natsUrl')));
+    try {
+      await (await jetstreamManager(nc)).streams.delete(`KV_${LIMIT.RATE_LIMIT_KV_BUCKET}`);
+    } finally {
+      await nc.close();
+    }
+    // The first requests after the loss find the bucket gone (limited per replica meanwhile); the replicas make it again.
+    const token = await customerToken();
+    await sequentially(3, () => a.get('/api/account/me', { token }));
+    await sequentially(3, () => b.get('/api/account/me', { token }));
+    await pause(1_500);
+    await sharedBetweenReplicas();
   });
 
   it('hold across replicas for anonymous requests from one client IP, alternating replicas', async () => {

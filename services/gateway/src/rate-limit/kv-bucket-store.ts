@@ -31,6 +31,9 @@ function isCasConflict(e: unknown): boolean {
   return /wrong last sequence|key exists/i.test((e as Error)?.message ?? '');
 }
 
+/** At most one re-creation of a lost bucket per this many ms. */
+const RECREATE_INTERVAL_MS = 1000;
+
 /**
  * Shared buckets in a JetStream key-value bucket (in memory, one value per credential, expiring
  * after `ttlMs` without writes: an idle bucket is full again long before). Each push is a read,
@@ -44,6 +47,8 @@ export class KvBucketStore implements SharedBucketStore {
   private kv?: KV;
   private closed = false;
   private readonly ready: Promise<void>;
+  private recreating?: Promise<void>;
+  private lastRecreate = 0;
 
   constructor(
     private readonly opts: { natsUrl: string; bucket: string; ttlMs: number; logger: Logger },
@@ -52,8 +57,33 @@ export class KvBucketStore implements SharedBucketStore {
     this.ready.catch(() => undefined);
   }
 
+  /** The bucket (made if missing; the same bucket when it exists). */
+  private createBucket(nc: NatsConnection): Promise<KV> {
+    const { bucket, ttlMs } = this.opts;
+    return new Kvm(jetstream(nc, { timeout: KV_TIMEOUT_MS })).create(bucket, { history: 1, ttl: ttlMs, storage: 'memory', timeout: KV_TIMEOUT_MS });
+  }
+
+  /**
+   * Makes the bucket again after NATS lost it (a restarted server keeps no memory stream). Until
+   * this, every push after a NATS restart failed and the gateway limited per replica for good.
+   */
+  private recreate(): void {
+    const nc = this.nc;
+    if (!nc || this.closed || this.recreating || Date.now() - this.lastRecreate < RECREATE_INTERVAL_MS) return;
+    this.lastRecreate = Date.now();
+    this.recreating = this.createBucket(nc)
+      .then((kv) => {
+        this.kv = kv;
+        this.opts.logger.debug({ bucket: this.opts.bucket }, 'rate-limit bucket opened again (made anew if NATS had lost it)');
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        this.recreating = undefined;
+      });
+  }
+
   private async open(): Promise<void> {
-    const { natsUrl, bucket, ttlMs, logger } = this.opts;
+    const { natsUrl, bucket, logger } = this.opts;
     for (let attempt = 0; !this.closed; attempt++) {
       try {
         // No stack capture per request: every KV get and update is one, and without it each
@@ -61,7 +91,7 @@ export class KvBucketStore implements SharedBucketStore {
         // every request is a new credential, as in checkout completions).
         this.nc ??= await connect({ ...natsServerOptions(natsUrl), name: 'gateway-rate-limit', noAsyncTraces: true, maxReconnectAttempts: -1, reconnectTimeWait: 500, waitOnFirstConnect: true });
         if (this.closed) break;
-        this.kv = await new Kvm(jetstream(this.nc, { timeout: KV_TIMEOUT_MS })).create(bucket, { history: 1, ttl: ttlMs, storage: 'memory', timeout: KV_TIMEOUT_MS });
+        this.kv = await this.createBucket(this.nc);
         logger.info({ bucket }, 'rate limits shared through NATS KV');
         return;
       } catch (e) {
@@ -77,6 +107,18 @@ export class KvBucketStore implements SharedBucketStore {
   }
 
   async push(key: string, consumed: number, now: number, policy: RatePolicy): Promise<BucketState> {
+    try {
+      return await this.pushTo(key, consumed, now, policy);
+    } catch (e) {
+      // A bucket NATS lost answers nothing at all (its gets and creates time out, an update says
+      // JetStream is not enabled), like a slow server: so after any failure the bucket is made
+      // again (idempotent: an existing one is only opened), once a second at most.
+      this.recreate();
+      throw e;
+    }
+  }
+
+  private async pushTo(key: string, consumed: number, now: number, policy: RatePolicy): Promise<BucketState> {
     const kv = this.kv;
     if (!kv) throw new Error('rate-limit store not connected');
     const k = this.keyOf(key);
