@@ -40,6 +40,8 @@ describe('IdempotencyRecord.verdictFor', () => {
     if (verdict.kind !== 'replay') return;
     expect(verdict.response.status).toBe(500);
     expect(JSON.parse(verdict.response.body!)).toMatchObject({ status: 500, type: expect.stringMatching(/idempotency-outcome-unknown$/) });
+    // It never ended with a 500 (the probe's complaint): the detail says it did not finish.
+    expect(JSON.parse(verdict.response.body!).detail).toMatch(/^The original request with this Idempotency-Key did not finish within the lease/);
   });
 
   it('replays a completed outcome as stored', () => {

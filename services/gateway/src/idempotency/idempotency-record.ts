@@ -62,7 +62,7 @@ export class IdempotencyRecord {
         return { kind: 'claimable' };
       case 'in_flight':
         if (now.getTime() - this.claimedAt.getTime() < leaseMs) return { kind: 'in_progress' };
-        return { kind: 'replay', response: unknownOutcome(500, this.path) };
+        return { kind: 'replay', response: unknownOutcome(500, this.path, undefined, 'did not finish within the lease (the gateway handling it presumably stopped)') };
       case 'completed':
         return { kind: 'replay', response: { status: this.responseStatus ?? 500, headers: this.responseHeaders ?? {}, body: this.responseBody } };
     }
@@ -73,13 +73,13 @@ export class IdempotencyRecord {
  * What is stored for a 5xx outcome (rule 7): the original status with a problem saying the
  * outcome is unknown, since the backend may or may not have applied the change.
  */
-export function unknownOutcome(status: number, instance: string, traceId?: string): StoredResponse {
+export function unknownOutcome(status: number, instance: string, traceId?: string, ended = `ended with status ${status}`): StoredResponse {
   const body = {
     type: problemType('idempotency_outcome_unknown'),
     title: ERROR_CODES.idempotency_outcome_unknown.title,
     status,
     detail:
-      `The original request with this Idempotency-Key ended with status ${status}, so its outcome is unknown. ` +
+      `The original request with this Idempotency-Key ${ended}, so its outcome is unknown. ` +
       'It is not run again: check the state of the resource, and use a new Idempotency-Key for a fresh attempt.',
     instance,
     ...(traceId ? { traceId } : {}),
