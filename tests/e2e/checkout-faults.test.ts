@@ -27,12 +27,17 @@ let m: CheckoutMerchant;
 const faultDir = mkdtempSync(join(tmpdir(), 'bp-checkout-fault-'));
 const faultFile = join(faultDir, 'complete-step');
 const billingFaultFile = join(faultDir, 'enrol-step');
+/**
+ * Checkout's environment, read again at each (re)start. Recovery off: the tests show the
+ * customer's retry finishing the dead attempt's work; the last describe turns it on.
+ */
+const checkoutEnv: Record<string, string> = { CHECKOUT_FAULT_FILE: faultFile, CHECKOUT_COMPLETION_LEASE_SECONDS: String(LEASE_SECONDS), CHECKOUT_RECOVERY_INTERVAL_MS: '0', OUTBOX_POLL_MS: '200' };
 
 beforeAll(async () => {
   platform = await startTestPlatform({
     services: ['sandbox-provider', 'identity', 'billing', 'checkout', 'webhooks', 'gateway'],
     serviceEnv: {
-      checkout: { CHECKOUT_FAULT_FILE: faultFile, CHECKOUT_COMPLETION_LEASE_SECONDS: String(LEASE_SECONDS), OUTBOX_POLL_MS: '200' },
+      checkout: checkoutEnv,
       billing: { BILLING_FAULT_FILE: billingFaultFile },
     },
   });
@@ -160,4 +165,82 @@ describe('onboarding completion with billing killed half way through its enrolme
       expect(events.rows.map((r) => r.data.subscriptionId)).toEqual([done.body.subscriptionId]);
     });
   }
+});
+
+/**
+ * Regression (probe F): a completion whose checkout process died after the enrolment left a
+ * charged subscription in billing and the session Open (the invitation Accepted), with no
+ * completion event, unless the customer pressed Subscribe again. The recovery job finishes it.
+ */
+describe('a completion whose customer never retries, finished by the recovery job', () => {
+  async function withRecovery<T>(fn: () => Promise<T>): Promise<T> {
+    const restart = async (interval: string) => {
+      await platform.processes.checkout!.stop();
+      checkoutEnv.CHECKOUT_RECOVERY_INTERVAL_MS = interval;
+      await platform.processes.checkout!.start();
+    };
+    await restart('500');
+    try {
+      return await fn();
+    } finally {
+      await restart('0');
+    }
+  }
+
+  async function eventually<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 30_000): Promise<T> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const v = await read();
+      if (done(v) || Date.now() > end) return v;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  it('a checkout session: Completed with one checkout.completed naming the subscription billing made', async () => {
+    await withRecovery(async () => {
+      const email = `${unique('walked')}@example.com`;
+      const s = await openSession(api, m, { customer: { email, firstName: 'Walked', lastName: 'Away' } });
+      const token = await captureBank(api, s);
+      writeFileSync(faultFile, 'after-enrolment');
+      expect((await complete(api, s, token)).status).toBeGreaterThanOrEqual(500);
+      await waitForExit('checkout');
+      await platform.processes.checkout!.start();
+      const status = await eventually(
+        async () => (await db.query(`select status from checkout.sessions where id = $1`, [s.sessionId])).rows[0].status as string,
+        (v) => v === 'Completed',
+      );
+      expect(status).toBe('Completed');
+      const members = await api.get(`/api/Members?merchantId=${m.id}&email=${encodeURIComponent(email)}`, { token: m.key });
+      const subs = await api.get(`/api/Subscriptions?merchantId=${m.id}&memberId=${members.body.items[0].id}`, { token: m.key });
+      expect(subs.body.items).toHaveLength(1);
+      const events = await db.query(`select data from checkout.outbox where type = 'checkout.completed' and data->>'sessionId' = $1`, [s.sessionId]);
+      expect(events.rows).toHaveLength(1);
+      expect(events.rows[0].data.subscriptionId).toBe(subs.body.items[0].id);
+      // The customer coming back later sees it completed.
+      expect((await complete(api, s, token)).body.status).toBe('Completed');
+    });
+  });
+
+  it('an onboarding: the invitation Completed with one onboarding.completed', async () => {
+    await withRecovery(async () => {
+      const om = await setUpOnboardingMerchant(api, platform.adminToken);
+      const inv = await invite(api, om);
+      const customer = await signUpCustomer(api, inv.email);
+      const accepted = await api.post('/api/onboard/accept', { token: await emailedToken(platform.dataDir, inv.email) }, { token: customer.token });
+      expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
+      await fillWizard(api, customer.token, inv.invitationId, om);
+      writeFileSync(faultFile, 'onboarding-after-enrolment');
+      expect((await api.post('/api/onboard/complete', { invitationId: inv.invitationId }, { token: customer.token })).status).toBeGreaterThanOrEqual(500);
+      await waitForExit('checkout');
+      await platform.processes.checkout!.start();
+      const read = await eventually(
+        async () => (await api.get(`/api/Invitations/${inv.invitationId}`, { token: om.key })).body,
+        (b: { status: string; subscriptionId?: string }) => b.status === 'Completed',
+      );
+      expect(read).toMatchObject({ status: 'Completed', memberId: expect.any(String), subscriptionId: expect.any(String) });
+      const events = await db.query(`select data from checkout.outbox where type = 'onboarding.completed' and data->>'invitationId' = $1`, [inv.invitationId]);
+      expect(events.rows).toHaveLength(1);
+      expect(events.rows[0].data.subscriptionId).toBe(read.subscriptionId);
+    });
+  });
 });

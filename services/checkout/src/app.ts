@@ -16,11 +16,13 @@ import {
   postgresDependency,
   natsDependency,
   grpcServiceDependency,
+  faultInjector,
   type Logger,
 } from '@billing/service-runtime';
 import { createCheckoutBackends } from './backends.js';
 import { checkoutGrpc } from './checkout-grpc.js';
 import { SessionCompletion } from './completion/complete-session.js';
+import { CompletionRecovery } from './completion/completion-recovery.js';
 import type { CheckoutConfig } from './config.js';
 import { CHECKOUT_CALLERS } from './grpc-callers.js';
 import { InvitationSchema } from './invitations/invitation.js';
@@ -82,10 +84,17 @@ export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp
       logger,
     }),
   );
-  addGrpcService(server, 'checkout.v1.Onboarding', logger, onboardingGrpc({ orm, backends, completionLeaseSeconds: config.CHECKOUT_COMPLETION_LEASE_SECONDS }));
+  const wizards = {
+    orm,
+    backends,
+    completionLeaseSeconds: config.CHECKOUT_COMPLETION_LEASE_SECONDS,
+    fault: faultInjector(production ? undefined : config.CHECKOUT_FAULT_FILE, logger, 'an onboarding completion'),
+  };
+  addGrpcService(server, 'checkout.v1.Onboarding', logger, onboardingGrpc(wizards));
   addGrpcService(server, 'checkout.v1.Checkout', logger, checkoutGrpc(links, sessions, completion));
   addGrpcService(server, 'checkout.v1.Pages', logger, pagesGrpc());
   const relay = startOutboxRelay({ orm, schema: config.DB_SCHEMA, natsUrl: config.NATS_URL, logger, name: 'checkout-outbox' });
+  const recovery = new CompletionRecovery(orm, completion, wizards, logger).start(config.CHECKOUT_RECOVERY_INTERVAL_MS);
   const port = await listen(server, config.CHECKOUT_GRPC_ADDRESS);
   const ops = await startOps({ host: config.METRICS_HOST, port: config.METRICS_PORT, logger, setServing, dependencies: [postgresDependency(orm), natsDependency(config.NATS_URL, 'checkout'), grpcServiceDependency('identity', config.IDENTITY_GRPC_URL), grpcServiceDependency('billing', config.BILLING_GRPC_URL)] });
   logger.info({ port }, 'checkout listening');
@@ -95,6 +104,7 @@ export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp
     close: async () => {
       await ops.close();
       await shutdownServer(server);
+      await recovery.stop();
       await relay.stop();
       backends.close();
       await orm.close();

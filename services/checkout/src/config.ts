@@ -33,8 +33,15 @@ export const CheckoutConfig = BaseConfig.extend({
    */
   CHECKOUT_COMPLETION_LEASE_SECONDS: z.coerce.number().int().min(1).default(30),
   /**
+   * How often the checkout service looks for completions whose attempt died half way (its lease
+   * ran out: the process stopped between taking it and recording the outcome) and finishes them
+   * itself, so a customer who does not press Subscribe again still ends Completed, with its
+   * event. `0`: never (only the customer's retry finishes them).
+   */
+  CHECKOUT_RECOVERY_INTERVAL_MS: z.coerce.number().int().min(0).default(15_000),
+  /**
    * Test only (ignored in production mode): a file naming a completion step (`after-customer`,
-   * `after-enrolment`); the next completion deletes it and kills its own process right after that
+   * `after-enrolment`, and for an onboarding `onboarding-after-enrolment`); the next completion deletes it and kills its own process right after that
    * step (`after-customer`: once the account is there, while the enrolment in billing, asked for
    * at once with it, may be in flight). Billing's own steps: BILLING_FAULT_FILE.
    */

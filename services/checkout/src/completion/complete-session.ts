@@ -111,7 +111,7 @@ export class SessionCompletion {
         `with r as (select * from jsonb_to_recordset($1::jsonb) as r(i int, id uuid, merchant_id uuid, token text)),
          captured as (select r.i from r join bank_tokens b on b.token = r.token and b.session_id = r.id),
          leased as (
-           update sessions u set completion_lease_until = now() + make_interval(secs => $2), updated_at = now()
+           update sessions u set completion_lease_until = now() + make_interval(secs => $2), completion_token = r.token, updated_at = now()
              from r
             where u.id = r.id and u.merchant_id = r.merchant_id and u.status = 'Open'
               and (u.completion_lease_until is null or u.completion_lease_until < now())

@@ -8,4 +8,8 @@ export const MIGRATIONS: MigrationSource[] = [
     name: 'Migration20261123120000_onboarding_completion_lease',
     load: async () => (await import('./Migration20261123120000_onboarding_completion_lease.js')).Migration20261123120000_onboarding_completion_lease,
   },
+  {
+    name: 'Migration20261125050000_session_completion_token',
+    load: async () => (await import('./Migration20261125050000_session_completion_token.js')).Migration20261125050000_session_completion_token,
+  },
 ];

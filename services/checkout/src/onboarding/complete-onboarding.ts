@@ -61,6 +61,7 @@ export async function completeOnboarding(deps: WizardDeps, ref: { accountId: str
     const plan = assertCompletable(invitation, onboarding, check);
     const { email, ownMethodOnly } = await enroleeLookup;
     const ids = await provisionInBilling(deps.backends, invitation, onboarding, email, ownMethodOnly);
+    deps.fault?.('onboarding-after-enrolment');
     const data: OnboardingCompletedEvent = { invitationId: invitation.id, customerAccountId: onboarding.accountId, ...ids, planId: plan.id, email };
     recorded = await recordCompletion(deps.orm, { invitation, data, now: new Date() });
     // Else a run that took over once this one's lease expired recorded its completion first.

@@ -13,6 +13,8 @@ export interface WizardDeps {
   completionLeaseSeconds?: number;
   /** How long a completion waits for another run of the same wizard before answering conflict (default 3 s). */
   completionWaitMs?: number;
+  /** Test only: kills the process after a completion step (`onboarding-after-enrolment`), see CHECKOUT_FAULT_FILE. */
+  fault?: (step: string) => void;
 }
 
 /** The invitation a link's token names: unknown not_found. */
