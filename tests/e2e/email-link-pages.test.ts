@@ -271,6 +271,10 @@ describe('the email-verification page', () => {
     await page.screenshot({ path: join(SCREENSHOTS, 'verify-email-375-done.png'), fullPage: true });
     expect(apiCalls(requests, '/api/account/verify-email')).toHaveLength(1);
     await expectTokenKeptIn(requests, token);
+    // A reload says it again (it asked for the link it had just used, probe F), calling nothing.
+    await page.reload();
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent(), WAIT).toBe('Email verified');
+    expect(apiCalls(requests, '/api/account/verify-email')).toHaveLength(1);
     expect(problems).toEqual([]);
     await close();
 

@@ -2,6 +2,15 @@
 export interface ApiResult<T = any> {
   status: number;
   body: T | undefined;
+  /** The answer's Retry-After, in seconds, when it gave one. */
+  retryAfterSeconds?: number;
+}
+
+/** "about N minutes" (or seconds) for a wait the API asked for; "a moment" without one. */
+export function waitText(seconds: number | undefined): string {
+  if (!seconds || seconds <= 0) return 'a moment';
+  if (seconds < 90) return `about ${Math.ceil(seconds)} seconds`;
+  return `about ${Math.ceil(seconds / 60)} minutes`;
 }
 
 /** The `errors` map of a validation problem: field → messages. */
@@ -25,7 +34,8 @@ export async function callApi<T = any>(method: string, path: string, opts: { tok
   } catch {
     body = undefined;
   }
-  return { status: res.status, body };
+  const retryAfter = Number(res.headers.get('retry-after'));
+  return { status: res.status, body, ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterSeconds: retryAfter } : {}) };
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

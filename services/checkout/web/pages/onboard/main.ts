@@ -1,4 +1,4 @@
-import { callApi, type ApiResult, type FieldErrors } from '../../shared/api.js';
+import { callApi, waitText, type ApiResult, type FieldErrors } from '../../shared/api.js';
 import { announce, byId } from '../../shared/forms.js';
 import { takeLinkToken } from '../../shared/link-token.js';
 import { cardBrand, isLuhnValid, tokeniseBank, tokeniseCard, type Tokenised } from './tokenise.js';
@@ -247,7 +247,8 @@ async function submitAccount(): Promise<void> {
     return showErrors(form, { password: ['This email already has an account: enter its password to sign in.'] });
   }
   if (res.status === 401) return showErrors(form, { password: ['The email or password is not right.'] });
-  if (res.status === 429) return fail('Too many attempts. Please wait a few minutes and try again.');
+  // The lock lasts as long as the answer says (15 minutes after five wrong passwords): say so.
+  if (res.status === 429) return fail(`Too many attempts. Please wait ${waitText(res.retryAfterSeconds)} and try again.`);
   if (res.status === 400) return showErrors(form, (res.body?.errors as FieldErrors) ?? {}, fieldIds);
   if (res.status !== 200) return fail(problemMessage(res));
   customerToken = res.body.token as string;
@@ -587,7 +588,8 @@ async function load(): Promise<void> {
     if (accepted.status === 200 && (await loadState())) return resume();
     if (accepted.status !== 401 && accepted.status !== 200) return stop(problemMessage(accepted));
   }
-  if (preview.status === 'Completed') return stop('This invitation has already been completed. Sign in to continue.');
+  // Nothing is left to do with a completed invitation (there is no sign-in here to offer).
+  if (preview.status === 'Completed') return stop(`This invitation has already been completed: your membership with ${preview.merchantName} is set up, and there is nothing more to do here.`);
   show('welcome');
 }
 

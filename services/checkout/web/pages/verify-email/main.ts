@@ -16,6 +16,8 @@ const retryActions = byId('retry-actions');
 const retry = byId<HTMLButtonElement>('retry');
 
 const token = takeLinkToken('verify-email:token');
+const VERIFIED_KEY = 'verify-email:verified';
+const VERIFIED_MESSAGE = 'Thank you: your email address is confirmed. There is nothing more to do here; you can close this page.';
 
 /** The final word of the page: a heading, a message, and focus on the heading. */
 function finish(heading: string, message: string, kind: 'alert' | 'notice'): void {
@@ -33,7 +35,9 @@ async function verify(): Promise<void> {
   const res = await callApi('POST', '/api/account/verify-email', { body: { token: token.value } });
   if (res.status === 204) {
     token.forget();
-    return finish('Email verified', 'Thank you: your email address is confirmed. There is nothing more to do here; you can close this page.', 'notice');
+    // A reload of this tab says it again, rather than asking for the link it has used.
+    sessionStorage.setItem(VERIFIED_KEY, '1');
+    return finish('Email verified', VERIFIED_MESSAGE, 'notice');
   }
   if (res.status === 400) {
     token.forget();
@@ -59,4 +63,5 @@ retry.addEventListener('click', () => {
 });
 
 if (token.value) void verify();
+else if (sessionStorage.getItem(VERIFIED_KEY)) finish('Email verified', VERIFIED_MESSAGE, 'notice');
 else finish('Confirm your email', 'This page needs the link from your confirmation email. Open the whole link from the email we sent when you signed up.', 'alert');
