@@ -133,15 +133,21 @@ describe('checkout completion killed half way', () => {
   }
 });
 
+/** A fresh onboarding merchant's invitation, accepted by the invitee and filled in, ready to complete. */
+async function filledWizard() {
+  const om = await setUpOnboardingMerchant(api, platform.adminToken);
+  const inv = await invite(api, om);
+  const customer = await signUpCustomer(api, inv.email);
+  const accepted = await api.post('/api/onboard/accept', { token: await emailedToken(platform.dataDir, inv.email) }, { token: customer.token });
+  expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
+  await fillWizard(api, customer.token, inv.invitationId, om);
+  return { om, inv, customer };
+}
+
 describe('onboarding completion with billing killed half way through its enrolment', () => {
   for (const step of ['enrol-after-member', 'enrol-after-payment-method'] as const) {
     it(`converges on one member, payment method and subscription, answers saved and one onboarding.completed, when billing dies ${step.replace(/-/g, ' ')}`, async () => {
-      const om = await setUpOnboardingMerchant(api, platform.adminToken);
-      const inv = await invite(api, om);
-      const customer = await signUpCustomer(api, inv.email);
-      const accepted = await api.post('/api/onboard/accept', { token: await emailedToken(platform.dataDir, inv.email) }, { token: customer.token });
-      expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
-      await fillWizard(api, customer.token, inv.invitationId, om);
+      const { om, inv, customer } = await filledWizard();
       const complete = () => api.post('/api/onboard/complete', { invitationId: inv.invitationId }, { token: customer.token });
 
       writeFileSync(billingFaultFile, step);
@@ -223,12 +229,7 @@ describe('a completion whose customer never retries, finished by the recovery jo
 
   it('an onboarding: the invitation Completed with one onboarding.completed', async () => {
     await withRecovery(async () => {
-      const om = await setUpOnboardingMerchant(api, platform.adminToken);
-      const inv = await invite(api, om);
-      const customer = await signUpCustomer(api, inv.email);
-      const accepted = await api.post('/api/onboard/accept', { token: await emailedToken(platform.dataDir, inv.email) }, { token: customer.token });
-      expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
-      await fillWizard(api, customer.token, inv.invitationId, om);
+      const { om, inv, customer } = await filledWizard();
       writeFileSync(faultFile, 'onboarding-after-enrolment');
       expect((await api.post('/api/onboard/complete', { invitationId: inv.invitationId }, { token: customer.token })).status).toBeGreaterThanOrEqual(500);
       await waitForExit('checkout');

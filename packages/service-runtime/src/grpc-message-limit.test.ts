@@ -1,9 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-// @ts-expect-error: the launcher's certificate tool is plain JavaScript without declarations.
-import { ensureGrpcCertificates } from '../../../scripts/lib/grpc-certs.mjs';
+import { grpcTestPeers } from '../../../tests/support/grpc-peers.js';
 import { addGrpcService, createClient, createGrpcServer, listen, shutdownServer, type ServiceClient, type ServiceImpl } from './grpc.js';
 import { configureGrpcTransport } from './grpc-transport.js';
 import type { Logger } from './logger.js';
@@ -15,20 +11,17 @@ const impl = {
   GetCustomerAccount: async (req: { customerId: string }) => ({ id: req.customerId, email: 'x'.repeat(200_000) }),
 } as unknown as ServiceImpl<'identity.v1.Customers'>;
 
-const dir = mkdtempSync(join(tmpdir(), 'bp-grpc-limit-'));
-const as = (peer: string) =>
-  configureGrpcTransport({ PLATFORM_MODE: 'test', GRPC_TLS_CA: join(dir, 'ca.crt'), GRPC_TLS_CERT: join(dir, `${peer}.crt`), GRPC_TLS_KEY: join(dir, `${peer}.key`), GRPC_MAX_MESSAGE_BYTES: 100_000 });
+const peers = grpcTestPeers(configureGrpcTransport, 'bp-grpc-limit-', ['identity', 'gateway'], { GRPC_MAX_MESSAGE_BYTES: 100_000 });
 
 let server: ReturnType<typeof createGrpcServer>['server'];
 let client: ServiceClient<'identity.v1.Customers'>;
 
 beforeAll(async () => {
-  ensureGrpcCertificates(dir, ['identity', 'gateway']);
-  as('identity');
+  peers.as('identity');
   ({ server } = createGrpcServer({ 'identity.v1.Customers': ['gateway'] }));
   addGrpcService(server, 'identity.v1.Customers', logger, impl);
   const address = `127.0.0.1:${await listen(server, '127.0.0.1:0')}`;
-  as('gateway');
+  peers.as('gateway');
   client = createClient('identity.v1.Customers', address, 5000);
 });
 
@@ -36,7 +29,7 @@ afterAll(async () => {
   client?.close();
   if (server) await shutdownServer(server, 1000);
   configureGrpcTransport({ PLATFORM_MODE: 'test' });
-  rmSync(dir, { recursive: true, force: true });
+  peers.remove();
 });
 
 it('the server refuses a request larger than GRPC_MAX_MESSAGE_BYTES', async () => {

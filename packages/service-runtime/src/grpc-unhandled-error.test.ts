@@ -1,10 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { context, currentTraceId, incomingContext, startTelemetry } from '@billing/telemetry';
-// @ts-expect-error: the launcher's certificate tool is plain JavaScript without declarations.
-import { ensureGrpcCertificates } from '../../../scripts/lib/grpc-certs.mjs';
+import { grpcTestPeers } from '../../../tests/support/grpc-peers.js';
 import { addGrpcService, createClient, createGrpcServer, listen, shutdownServer, type ServiceClient, type ServiceImpl } from './grpc.js';
 import { configureGrpcTransport } from './grpc-transport.js';
 import type { Logger } from './logger.js';
@@ -13,8 +9,7 @@ import type { Logger } from './logger.js';
 // was written from the promise's rejection callback, outside the handler's trace context), so
 // the 500 a client saw could not be matched to its cause. Unary and gathered calls alike.
 
-const dir = mkdtempSync(join(tmpdir(), 'bp-grpc-unhandled-'));
-const as = (peer: string) => configureGrpcTransport({ PLATFORM_MODE: 'test', GRPC_TLS_CA: join(dir, 'ca.crt'), GRPC_TLS_CERT: join(dir, `${peer}.crt`), GRPC_TLS_KEY: join(dir, `${peer}.key`) });
+const peers = grpcTestPeers(configureGrpcTransport, 'bp-grpc-unhandled-', ['identity', 'gateway']);
 
 /** The error lines logged: their fields, and the trace the logger's mixin would have stamped on them. */
 const errors: { fields: Record<string, unknown>; msg: string; activeTraceId?: string }[] = [];
@@ -38,12 +33,11 @@ let gathered: ServiceClient<'identity.v1.Customers'>;
 
 beforeAll(async () => {
   await startTelemetry('grpc-unhandled-error-test');
-  ensureGrpcCertificates(dir, ['identity', 'gateway']);
-  as('identity');
+  peers.as('identity');
   ({ server } = createGrpcServer({ 'identity.v1.Customers': ['gateway'] }));
   addGrpcService(server, 'identity.v1.Customers', logger, impl);
   const address = `127.0.0.1:${await listen(server, '127.0.0.1:0')}`;
-  as('gateway');
+  peers.as('gateway');
   unary = createClient('identity.v1.Customers', address, 5000);
   gathered = createClient('identity.v1.Customers', address, 5000, { gather: true });
 });
@@ -52,7 +46,7 @@ afterAll(async () => {
   unary?.close();
   gathered?.close();
   if (server) await shutdownServer(server, 1000);
-  rmSync(dir, { recursive: true, force: true });
+  peers.remove();
 });
 
 const inTrace = <T>(traceId: string, fn: () => Promise<T>) => context.with(incomingContext({ traceparent: `00-${traceId}-00f067aa0ba902b7-01` }), fn);

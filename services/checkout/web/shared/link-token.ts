@@ -13,23 +13,16 @@ export interface LinkToken {
  * kept one (a second link opened in the same tab).
  */
 export function takeLinkToken(key: string): LinkToken {
-  const url = new URL(location.href);
-  const fromLink = url.searchParams.get('token');
-  if (fromLink !== null) {
-    url.searchParams.delete('token');
-    history.replaceState(history.state, '', `${url.pathname}${url.search}${url.hash}`);
-    if (fromLink) sessionStorage.setItem(key, fromLink);
-    else sessionStorage.removeItem(key);
-  }
-  const value = fromLink ?? sessionStorage.getItem(key) ?? '';
-  return { value, forget: () => sessionStorage.removeItem(key) };
+  const { token } = takeLinkParams(key, ['token'] as const);
+  return { value: token, forget: () => sessionStorage.removeItem(key) };
 }
 
 /**
- * `takeLinkToken` for a link of several parameters (a checkout deep link's `d` and `s`): takes
- * them out of the address bar and keeps them in this tab's sessionStorage under `key`, so a
- * reload still finds them. The link, once in the history, is all a later user of the browser
- * needs to open the session again and read what the customer typed.
+ * The parameters `names` of the page's link (an emailed link's `token`, a checkout deep link's
+ * `d` and `s`), taken out of the address bar and kept in this tab's sessionStorage under `key`,
+ * so a reload still finds them: the link, once in the history, is all a later user of the browser
+ * needs to open the session again. Parameters in the address win over kept ones (a second link
+ * opened in the same tab); '' for one given in neither.
  */
 export function takeLinkParams<N extends string>(key: string, names: readonly N[]): Record<N, string> {
   const url = new URL(location.href);
