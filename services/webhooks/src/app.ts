@@ -45,7 +45,7 @@ export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp
   const recorder = new AttemptRecorder(orm, policy, logger);
   const sender = new HttpSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, production: config.PLATFORM_MODE === 'production' });
   const keys = new SigningSecrets(config.IDENTITY_GRPC_URL);
-  const endpointStates = new IdentityEndpointStates(config.IDENTITY_GRPC_URL);
+  const endpointStates = new IdentityEndpointStates(config.IDENTITY_GRPC_URL, { gather: config.GRPC_GATHER });
   const dispatcher = new Dispatcher(
     { sender, keys, recorder, logger },
     { global: config.WEBHOOK_CONCURRENCY, perEndpoint: config.WEBHOOK_ENDPOINT_CONCURRENCY, timeoutMs: config.WEBHOOK_TIMEOUT_MS },

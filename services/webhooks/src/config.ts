@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, DatabaseTuning, FixedSchema, parseConfig, NatsConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseTuning, FixedSchema, GrpcGather, parseConfig, NatsConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 /** Comma-separated seconds, e.g. `5,300,1800`: the delay before each retry after the first attempt. */
 const RetrySchedule = z
@@ -14,6 +14,8 @@ export const WebhooksConfig = BaseConfig.extend({
   WEBHOOKS_GRPC_ADDRESS: z.string().default('127.0.0.1:50054'),
   /** Identity, which answers the signing secret of a key. */
   IDENTITY_GRPC_URL: z.string().default('127.0.0.1:50051'),
+  /** Whether the endpoint-state reads of one event-loop turn go to identity as one gathered call. */
+  GRPC_GATHER: GrpcGather,
   DB_SCHEMA: FixedSchema('webhooks'),
   DB_POOL_MAX: z.coerce.number().int().min(2).default(10),
   ...DatabaseTuning.shape,

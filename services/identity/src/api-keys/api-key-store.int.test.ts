@@ -11,6 +11,7 @@ import { ENTITIES } from '../app.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { ApiKey, ApiKeySchema } from './api-key.js';
 import { ApiKeyStore } from './api-key-store.js';
+import { apiKeyEndpointsGrpc } from './api-key-endpoints-grpc.js';
 import { apiKeysGrpc } from './api-keys-grpc.js';
 import { webhookSigningGrpc } from './webhook-signing-grpc.js';
 
@@ -186,5 +187,39 @@ describe('CreateApiKey', () => {
     }
     expect(await rows(`select id from identity.api_keys where merchant_id = ?`, [merchantId])).toHaveLength(0);
     expect(await rows(`select id from identity.outbox where merchant_id = ?`, [merchantId])).toHaveLength(0);
+  });
+});
+
+describe('GetApiKeyEndpointState', () => {
+  it('answers concurrent reads (one batch), each as the ORM-loaded key states it and only in its own scope', async () => {
+    const merchantId = randomUUID();
+    const keys = mintKeys(merchantId);
+    await orm().em.fork().persistAndFlush(keys);
+    const endpoints = apiKeyEndpointsGrpc(orm());
+    const own = { kind: 'merchantId' as const, merchantId };
+    const other = { kind: 'merchantId' as const, merchantId: randomUUID() };
+    const platform = { kind: 'platform' as const, platform: {} };
+    const reads = [
+      ...keys.map((k) => ({ scope: own, apiKeyId: k.id })),
+      ...keys.map((k) => ({ scope: platform, apiKeyId: k.id.toUpperCase() })),
+      { scope: other, apiKeyId: keys[0]!.id },
+      { scope: own, apiKeyId: randomUUID() },
+      { scope: own, apiKeyId: 'not-a-uuid' },
+    ];
+    const answers = await Promise.allSettled(reads.map((r) => endpoints.GetApiKeyEndpointState(r, NO_CALL)));
+
+    const stateOf = (k: ApiKey) => {
+      const s = k.endpointState();
+      const expected = { apiKeyId: s.apiKeyId, merchantId: s.merchantId, webhookEventsAll: s.webhookEvents === null, webhookEvents: s.webhookEvents ?? [], webhookEnabled: s.webhookEnabled, revoked: s.revoked, version: s.version, changedAt: k.updatedAt.toISOString() };
+      return s.webhookUrl === null ? expected : { ...expected, webhookUrl: s.webhookUrl };
+    };
+    const expected = [...keys, ...keys].map(stateOf);
+    expect(answers.slice(0, expected.length).map((a) => (a.status === 'fulfilled' ? a.value : a.reason))).toEqual(expected);
+    for (const refused of answers.slice(expected.length)) {
+      expect(refused.status).toBe('rejected');
+      expect(((refused as PromiseRejectedResult).reason as DomainError).code).toBe('not_found');
+    }
+    // The full key's state is not the defaults: a store that read the wrong column would be seen.
+    expect(answers[4]).toMatchObject({ value: { webhookUrl: 'https://hooks.example.com/a?b=c', webhookEvents: ['member.created', 'subscription.created'], revoked: true, version: 7 } });
   });
 });

@@ -35,12 +35,16 @@ export async function syncEndpoint(orm: MikroORM, source: EndpointStateSource, s
   });
 }
 
-/** `EndpointStateSource` over identity's `identity.v1.ApiKeyEndpoints`. */
+/**
+ * `EndpointStateSource` over identity's `identity.v1.ApiKeyEndpoints`. With `gather`, the reads
+ * of one event-loop turn (a batch of `api_key.*` events names a key each) go to identity as one
+ * gathered call, which identity answers with one query (see `apiKeyEndpointsGrpc`).
+ */
 export class IdentityEndpointStates implements EndpointStateSource {
   private readonly client: ServiceClient<'identity.v1.ApiKeyEndpoints'>;
 
-  constructor(identityAddress: string, deadlineMs = 5000) {
-    this.client = createClient('identity.v1.ApiKeyEndpoints', identityAddress, deadlineMs);
+  constructor(identityAddress: string, opts: { gather?: boolean; deadlineMs?: number } = {}) {
+    this.client = createClient('identity.v1.ApiKeyEndpoints', identityAddress, opts.deadlineMs ?? 5000, { gather: opts.gather ?? false });
   }
 
   async read(scope: CallScope, apiKeyId: string): Promise<EndpointChange> {
