@@ -37,9 +37,18 @@ describe('/docs API reference', () => {
     });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
+    // What the page's Content-Security-Policy blocked: the reference must need nothing it refuses.
+    const blocked: string[] = [];
+    page.on('console', (m) => {
+      if (/Content Security Policy/i.test(m.text())) blocked.push(m.text());
+    });
 
     const res = await page.goto(`${gatewayUrl}/docs`, { waitUntil: 'networkidle' });
     expect(res?.status()).toBe(200);
+    const csp = res!.headers()['content-security-policy'] ?? '';
+    for (const directive of ["default-src 'none'", "connect-src 'self'", "frame-ancestors 'none'", "object-src 'none'"]) expect(csp).toContain(directive);
+    // Inline scripts only by hash: no 'unsafe-inline' or 'unsafe-eval' for scripts.
+    expect(csp.split(';').find((d) => d.trim().startsWith('script-src'))).not.toMatch(/unsafe/);
     // Navigation: the sidebar lists the tags; opening one shows its operations.
     const sidebar = page.locator('aside').first();
     await sidebar.getByText('Webhook deliveries', { exact: true }).first().waitFor({ timeout: 60_000 });
@@ -69,6 +78,7 @@ describe('/docs API reference', () => {
     console.info(`/docs screenshot: ${join(dir, 'docs.png')}`);
     expect(outside).toEqual([]);
     expect(errors).toEqual([]);
+    expect(blocked).toEqual([]);
     await page.close();
   }, 120_000);
 });

@@ -34,7 +34,7 @@ import { billingRunRoutes } from './billing-runs/billing-run-routes.js';
 import { feeStatementRoutes } from './fee-statements/fee-statement-routes.js';
 import { transactionRoutes } from './transactions/transaction-routes.js';
 import { MIGRATIONS } from './migrations/index.js';
-import { DOCS_HTML, DOCS_SCRIPT_PATH, loadDocsScript } from './openapi/docs-page.js';
+import { DOCS_CSP, DOCS_HTML, DOCS_SCRIPT_PATH, loadDocsScript } from './openapi/docs-page.js';
 import { buildOpenApi } from './openapi/openapi.js';
 import { GatewayLimits } from './rate-limit/gateway-limits.js';
 
@@ -131,13 +131,9 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   let openapi: ReturnType<typeof buildOpenApi> | undefined;
   app.get('/openapi.json', async () => (openapi ??= buildOpenApi(routes, '1.0.0')));
   let docsScript: Buffer | undefined;
-  // No framing of the reference (clickjacking), no plugins, no base or form targets elsewhere.
-  app.get('/docs', async (_req, reply) =>
-    reply
-      .type('text/html; charset=utf-8')
-      .header('content-security-policy', "frame-ancestors 'none'; object-src 'none'; base-uri 'none'; form-action 'none'")
-      .send(DOCS_HTML),
-  );
+  // Only the gateway's own script and the page's start, requests to the gateway alone, no framing
+  // of the reference (clickjacking), no plugins, no base or form targets elsewhere (DOCS_CSP).
+  app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').header('content-security-policy', DOCS_CSP).send(DOCS_HTML));
   app.get(DOCS_SCRIPT_PATH, async (_req, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send((docsScript ??= loadDocsScript())));
   app.get('/health', async () => ({ status: 'ok' }));
   // Ready when its database, NATS and every backend are: an unready backend makes the gateway

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
@@ -29,6 +30,29 @@ const CONFIG = {
   customCss: 'a[href*="scalar.com"]{display:none!important}',
 };
 
+/** The page's one inline script: it starts the reference. */
+const START_SCRIPT = `Scalar.createApiReference('#app', ${JSON.stringify(CONFIG)});`;
+
+/**
+ * The page's Content-Security-Policy: nothing by default; scripts only the gateway's bundle and
+ * the inline start above (by its hash, so no other inline script runs); styles the bundle injects
+ * (inline, as Scalar renders its themes); images the bundle's own and data URLs; requests (the
+ * document, the "try it" client) to this gateway alone; no framing, plugins, base or form targets.
+ */
+export const DOCS_CSP = [
+  "default-src 'none'",
+  `script-src 'self' 'sha256-${createHash('sha256').update(START_SCRIPT).digest('base64')}'`,
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "worker-src 'self' blob:",
+  "frame-ancestors 'none'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+].join('; ');
+
 export const DOCS_HTML = `<!doctype html>
 <html lang="en">
 <head>
@@ -40,6 +64,6 @@ export const DOCS_HTML = `<!doctype html>
 <noscript>The API reference needs JavaScript; the machine-readable document is at <a href="/openapi.json">/openapi.json</a>.</noscript>
 <div id="app"></div>
 <script src="${DOCS_SCRIPT_PATH}"></script>
-<script>Scalar.createApiReference('#app', ${JSON.stringify(CONFIG)});</script>
+<script>${START_SCRIPT}</script>
 </body>
 </html>`;
