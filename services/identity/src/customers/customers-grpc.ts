@@ -84,6 +84,16 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
   const ensured = new Batcher<CustomerAccount, EnsuredAccount>((wanted) => ensureAccounts(orm, wanted));
 
   /**
+   * GetCustomerAccount's reads that arrive together (a gathered call from checkout, whose
+   * completions each read their customer's account): one query for the batch, not one each.
+   */
+  const accounts = new Batcher<string, CustomerAccount | undefined>(async (ids) => {
+    const found = await orm.em.fork().find(CustomerAccount, { id: { $in: [...new Set(ids)] } });
+    const byId = new Map(found.map((a) => [a.id, a]));
+    return ids.map((id) => byId.get(id));
+  });
+
+  /**
    * Delivery never fails the request that caused it; a lost email is logged by the sender's name
    * and failure code only, never its content or the error's text (a mail server's reply quotes
    * the address).
@@ -160,7 +170,11 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
       return signIn(account);
     },
 
-    GetCustomerAccount: async (req) => toCustomerAccountMessage(await findAccount(orm.em.fork(), req.id)),
+    GetCustomerAccount: async (req) => {
+      const account = isUuidText(req.id) ? await accounts.submit(req.id.toLowerCase()) : undefined;
+      if (!account) throw new DomainError('not_found', 'Customer account not found.');
+      return toCustomerAccountMessage(account);
+    },
 
     UpdateCustomerProfile: async (req) => {
       const cleared = new Set(req.cleared.filter((f): f is OptionalProfileField => (OPTIONAL_PROFILE_FIELDS as readonly string[]).includes(f)));

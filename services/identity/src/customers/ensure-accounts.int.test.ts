@@ -1,11 +1,13 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { DomainError } from '@billing/contracts';
 import { openDatabase } from '@billing/service-runtime';
 import { useMigratedDatabase } from '../../../../tests/support/migrated-database.js';
 import { ENTITIES } from '../app.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { byEmail } from '../email-match.js';
 import { CustomerAccount } from './customer-account.js';
+import { customersGrpc, toCustomerAccountMessage, type CustomersDeps } from './customers-grpc.js';
 import { ensureAccounts } from './ensure-accounts.js';
 
 // EnsureCustomerAccount's one statement against a real Postgres database, batches and
@@ -86,5 +88,23 @@ describe('ensureAccounts', () => {
     expect(new Set(racing.map((a) => a.id)).size).toBe(1);
     expect(racing.filter((a) => a.created)).toHaveLength(1);
     expect(await orm().em.fork().count(CustomerAccount, byEmail(next))).toBe(1);
+  });
+});
+
+describe('GetCustomerAccount', () => {
+  it('answers concurrent reads (one batch) each with its own account, as the ORM loads it; an unknown or malformed id is not found', async () => {
+    const [a, b] = [wanted(email(), { phone: '0400 111 222' }), wanted(email())];
+    await ensureAccounts(orm(), [a, b]);
+    const customers = customersGrpc({ orm: orm() } as CustomersDeps);
+    const ids = [a.id, b.id, a.id.toUpperCase(), randomUUID(), 'not-a-uuid'];
+    const answers = await Promise.allSettled(ids.map((id) => customers.GetCustomerAccount({ id }, undefined)));
+    const expected = async (id: string) => toCustomerAccountMessage(await orm().em.fork().findOneOrFail(CustomerAccount, { id }));
+    expect(answers.slice(0, 3)).toEqual([
+      { status: 'fulfilled', value: await expected(a.id) },
+      { status: 'fulfilled', value: await expected(b.id) },
+      { status: 'fulfilled', value: await expected(a.id) },
+    ]);
+    expect(answers.slice(0, 3).map((r) => (r as PromiseFulfilledResult<{ email: string; phone?: string }>).value)).toMatchObject([{ email: a.email, phone: '0400 111 222' }, { email: b.email }, { email: a.email }]);
+    for (const r of answers.slice(3)) expect(((r as PromiseRejectedResult).reason as DomainError).code).toBe('not_found');
   });
 });
