@@ -164,6 +164,31 @@ describe('the onboarding page', () => {
     await close();
   });
 
+  it("moves between the wizard's steps with the browser's Back and Forward, never leaving the wizard", async () => {
+    const { link, email } = await linkFor();
+    const { page, consoleErrors, close } = await openPage(1280);
+    await toPlanStep(page, link, email);
+    await page.goBack();
+    await heading(page, 'Payment method').waitFor();
+    await step(page, 'payment').filter({ hasText: 'Visa ending 4242' }).waitFor();
+    await page.goBack();
+    await heading(page, 'Your details').waitFor();
+    expect(await step(page, 'details').getByLabel('Phone').inputValue()).toBe('+61 400 000 000');
+    expect(new URL(page.url()).pathname).toBe('/onboard');
+    await page.goForward();
+    await heading(page, 'Payment method').waitFor();
+    await page.goForward();
+    await heading(page, 'Choose a plan').waitFor();
+    // The wizard's own Back and the browser's agree: one step each.
+    await step(page, 'plan').getByRole('button', { name: 'Back' }).click();
+    await heading(page, 'Payment method').waitFor();
+    await page.goBack();
+    await heading(page, 'Choose a plan').waitFor();
+    expect(await step(page, 'payment').isHidden()).toBe(true);
+    expect(consoleErrors).toEqual([]);
+    await close();
+  });
+
   it('shows a missing required answer at its question, announced, when completing', async () => {
     const { email, invitationId, link } = await linkFor();
     const customer = await signUpCustomer(api, email);

@@ -68,9 +68,25 @@ function formatPrice(plan: Plan): string {
   return plan.intervalCount > 1 ? `${amount} every ${plan.intervalCount} ${unit}s` : `${amount} per ${unit}`;
 }
 
+/** True while the browser's Back or Forward moves the wizard (its history entry exists already). */
+let fromHistory = false;
+
+/**
+ * Each step the wizard shows is a history entry of this page (the address stays the same), so
+ * the browser's Back goes to the step before rather than leaving the wizard, and Forward returns.
+ */
+function remember(step: StepName): void {
+  const entry = { onboardStep: step };
+  const at = (history.state as { onboardStep?: StepName } | null)?.onboardStep;
+  if (at === step) return;
+  if (fromHistory || at === undefined) history.replaceState(entry, '');
+  else history.pushState(entry, '');
+}
+
 /** Shows one step, moves focus to its heading (so screen readers announce it) and says where we are. */
 function show(step: StepName): void {
   current = step;
+  remember(step);
   for (const s of ORDER) stepEl(s).hidden = s !== step;
   const index = ORDER.indexOf(step);
   progress.hidden = step === 'welcome' || step === 'done';
@@ -539,7 +555,32 @@ function back(): void {
   show(before);
 }
 
+/**
+ * The browser's Back or Forward to a step of this wizard: shown as the wizard's own Back shows it,
+ * never past where the server says the wizard stands. A completed wizard stays on its last step
+ * (nothing before it can change any more); a step being saved finishes first.
+ */
+function onHistory(event: PopStateEvent): void {
+  const target = (event.state as { onboardStep?: StepName } | null)?.onboardStep;
+  if (!target || !ORDER.includes(target)) return;
+  fromHistory = true;
+  try {
+    if (busy || current === 'done') return remember(current);
+    if (target === 'welcome') return show('welcome');
+    if (target === 'account' || !customerToken || !state) return showAccount();
+    const resumeAt = SERVER_STEPS[state.step] ?? 'details';
+    const step = ORDER.indexOf(target) <= ORDER.indexOf(resumeAt) ? target : resumeAt;
+    clearErrors(stepEl(step));
+    prepare(step);
+    show(step);
+  } finally {
+    fromHistory = false;
+  }
+}
+
 // ---- wiring ----
+
+window.addEventListener('popstate', onHistory);
 
 for (const s of ORDER) {
   const el = stepEl(s);
