@@ -145,19 +145,54 @@ describe('text is stored exactly as sent', () => {
   });
 });
 
-describe('a refused request never consumes its Idempotency-Key', () => {
-  it('a NUL body with a key, then the valid request with the same key, succeeds', async () => {
+describe("a refused body is its Idempotency-Key's 4xx outcome (idempotency rules 4 and 6)", () => {
+  let merchantId: string;
+  let path: string;
+  const valid = () => ({ merchantId, type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2040 });
+
+  beforeAll(async () => {
     const admin = platform.adminToken;
     const merchant = await http('POST', '/api/admin/merchants', { token: admin, body: { name: 'Key Merchant', contactEmail: 'key@example.com' } });
-    const member = await http('POST', '/api/Members', { token: admin, body: { merchantId: merchant.body.id, email: 'member@example.com', firstName: 'A', lastName: 'B' } });
+    merchantId = merchant.body.id;
+    const member = await http('POST', '/api/Members', { token: admin, body: { merchantId, email: 'member@example.com', firstName: 'A', lastName: 'B' } });
     expect(member.status).toBe(201);
-    const path = `/api/members/${member.body.id}/payment-methods`;
-    const headers = { 'idempotency-key': 'one-key-for-both' };
-    const valid = { merchantId: merchant.body.id, type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2040 };
-    const refused = await http('POST', path, { token: admin, headers, body: { ...valid, brand: 'Vi\u0000sa' } });
-    expect(refused.status).toBe(400);
-    expect(refused.body.errors.brand).toBeDefined();
-    const accepted = await http('POST', path, { token: admin, headers, body: valid });
+    path = `/api/members/${member.body.id}/payment-methods`;
+  });
+
+  /** Each way a body is refused before its route runs, as sent and as answered. */
+  const refusals = () => [
+    { name: 'a NUL in a field', status: 400, send: { body: { ...valid(), brand: 'Vi\u0000sa' } }, field: 'brand' },
+    { name: 'malformed JSON', status: 400, send: { body: '{"merchantId": ', headers: { 'content-type': 'application/json' } }, field: '$' },
+    { name: 'bytes that are not UTF-8', status: 400, send: { body: new Uint8Array([0x7b, 0x22, 0x62, 0x72, 0x61, 0x6e, 0x64, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]), headers: { 'content-type': 'application/json' } }, field: 'brand' },
+    { name: 'a body that is not JSON', status: 415, send: { body: JSON.stringify(valid()), headers: { 'content-type': 'text/plain' } } },
+    { name: 'a body over the size limit', status: 413, send: { body: JSON.stringify({ ...valid(), pad: 'x'.repeat(1024 * 1024 + 10) }), headers: { 'content-type': 'application/json' } } },
+  ];
+
+  it('is refused again when repeated; the fixed request under the same key is 409, under a new key it runs', async () => {
+    const outcomes: string[] = [];
+    for (const r of refusals()) {
+      const headers = { 'idempotency-key': `refused-${r.name}` };
+      const first = await http('POST', path, { token: platform.adminToken, ...r.send, headers: { ...r.send.headers, ...headers } });
+      const again = await http('POST', path, { token: platform.adminToken, ...r.send, headers: { ...r.send.headers, ...headers } });
+      const fixed = await http('POST', path, { token: platform.adminToken, headers, body: valid() });
+      outcomes.push(`${r.name}: ${first.status} ${again.status} ${fixed.status} ${String(fixed.body?.type).split('/').pop()}`);
+      expect(first.body.traceId).toBeDefined();
+      if (r.field) expect(first.body.errors?.[r.field], r.name).toBeDefined();
+      expect(again.headers['idempotent-replayed']).toBeUndefined();
+    }
+    expect(outcomes).toEqual(refusals().map((r) => `${r.name}: ${r.status} ${r.status} 409 idempotency-key-reused`));
+    const fresh = await http('POST', path, { token: platform.adminToken, headers: { 'idempotency-key': 'refused-then-new-key' }, body: valid() });
+    expect(fresh.status).toBe(201);
+  });
+
+  it('without a credential that may call the route, the refusal is answered as before authentication and the key stays free', async () => {
+    const headers = { 'idempotency-key': 'refused-without-credential' };
+    for (const token of [undefined, 'sk_not-a-key']) {
+      const refused = await http('POST', path, { token, headers, body: { ...valid(), brand: 'Vi\u0000sa' } });
+      expect(refused.status).toBe(400);
+      expect(refused.body.errors.brand).toBeDefined();
+    }
+    const accepted = await http('POST', path, { token: platform.adminToken, headers, body: valid() });
     expect(accepted.status).toBe(201);
   });
 });

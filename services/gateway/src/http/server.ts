@@ -26,8 +26,30 @@ declare module 'fastify' {
     traceId?: string;
     /** The JSON body bytes exactly as received (idempotency fingerprints hash them). */
     rawBody?: Buffer;
+    /** Set once the route's handler (or the refusal of its body) has begun: errors before it come from reading the body. */
+    handlerStarted?: boolean;
   }
 }
+
+/**
+ * Fastify's refusals of a request's body (read before the route's handler runs), and the ones
+ * the JSON parser below raises (`bodyRefusal`): on a route that takes an Idempotency-Key they are
+ * that key's outcome (see `refusedBody`).
+ */
+const BODY_REFUSAL_CODES = new Set(['FST_ERR_CTP_BODY_TOO_LARGE', 'FST_ERR_CTP_INVALID_MEDIA_TYPE', 'FST_ERR_CTP_INVALID_CONTENT_LENGTH', 'FST_ERR_CTP_EMPTY_JSON_BODY', 'MALFORMED_JSON']);
+const bodyRefusals = new WeakSet<object>();
+function bodyRefusal<E extends Error>(e: E): E {
+  bodyRefusals.add(e);
+  return e;
+}
+const isBodyRefusal = (err: unknown) => typeof err === 'object' && err !== null && (bodyRefusals.has(err) || BODY_REFUSAL_CODES.has((err as { code?: string }).code ?? ''));
+
+/**
+ * The bytes an idempotency fingerprint takes for a body that was refused unread (over the size
+ * limit, or not JSON): no JSON body hashes alike, so the key's next request with a body that
+ * was read is a different request (409), and the same unread refusal again is the same one.
+ */
+const UNREAD_BODY = Buffer.from('\u0000 body refused unread');
 
 /**
  * Cross-cutting steps around every route, supplied by their own features, in this order: `admit`
@@ -217,13 +239,13 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     req.rawBody = typeof body === 'string' ? Buffer.from(body) : body;
     const charset = charsetOf(req.headers['content-type']);
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      return done(new DomainError('unsupported_media_type', `Request bodies must be JSON in UTF-8; charset=${charset.slice(0, 40)} is not supported.`), undefined);
+      return done(bodyRefusal(new DomainError('unsupported_media_type', `Request bodies must be JSON in UTF-8; charset=${charset.slice(0, 40)} is not supported.`)), undefined);
     }
     let text: string;
     try {
       text = decodeUtf8Body(req.rawBody, bodyMaxDepth);
     } catch (e) {
-      return done(e as Error, undefined);
+      return done(bodyRefusal(e as Error), undefined);
     }
     if (text.trim() === '') return done(null, undefined);
     try {
@@ -242,41 +264,89 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     accessLog.info({ method: request.method, route, status: reply.statusCode, durationMs, traceId: request.traceId }, 'request');
   });
 
-  app.setErrorHandler((err, request, reply) => {
+  app.setErrorHandler(async (err, request, reply) => {
     const domain = domainErrorOf(err);
-    if (domain) return sendProblem(reply, request, domain);
+    const spec = (request.routeOptions.config as { spec?: RouteSpec } | undefined)?.spec;
+    if (domain && spec && !request.handlerStarted && isBodyRefusal(err)) {
+      request.handlerStarted = true;
+      request.rawBody ??= UNREAD_BODY;
+      try {
+        return sendResult(request, reply, await refusedBody(spec, request, reply, domain));
+      } catch (e) {
+        err = e as Error;
+      }
+    }
+    const answered = domainErrorOf(err);
+    if (answered) return sendProblem(reply, request, answered);
     httpLog.error({ err, method: request.method, route: request.routeOptions.url, traceId: request.traceId }, 'unhandled error');
     return sendProblem(reply, request, new DomainError('internal'));
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, request, new DomainError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)));
 
+  /** What every request passes before its route runs: admission, its credential, the credential's rate limit and its rights. */
+  const admitRequest = async (spec: RouteSpec, request: FastifyRequest, reply: FastifyReply): Promise<Principal | undefined> => {
+    pipeline.admit?.(spec, request, reply);
+    let principal: Principal | undefined;
+    if (!('anonymous' in spec.auth)) {
+      // Node keeps the first of several Authorization headers; which credential was meant is not known.
+      if (countHeader(request.raw.rawHeaders, 'authorization') > 1) throw new DomainError('unauthenticated', 'Send one Authorization header.');
+      const token = parseBearer(request.headers.authorization);
+      if (!token) throw new DomainError('unauthenticated', 'Send "Authorization: Bearer <credential>".');
+      pipeline.beforeAuthentication?.(request, reply);
+      try {
+        principal = await authenticator.authenticate(token);
+      } catch (e) {
+        if (e instanceof DomainError && e.code === 'unauthenticated') pipeline.authenticationFailed?.(request);
+        throw e;
+      }
+      request.principal = principal;
+    }
+    await pipeline.limitRate?.(request, principal, reply);
+    authorize(principal, spec.auth);
+    return principal;
+  };
+
+  /**
+   * A body refused before its route ran (malformed JSON, not UTF-8, text no service may store,
+   * over the size limit, not JSON) is refused before authentication, so garbage costs no credential
+   * lookup. On a route that takes an Idempotency-Key, sent with one by a credential that may call
+   * it, the refusal is also that key's 4xx outcome, as a body failing its schema is (idempotency
+   * rules 4 and 6: the same key with the same body runs again, with a different body it is 409),
+   * so a client that fixes its request under the same key is told to use a new one rather than
+   * having it run. A credential that fails, or may not call the route, gets the refusal as it is;
+   * a rate limit still answers 429.
+   */
+  const refusedBody = async (spec: RouteSpec, request: FastifyRequest, reply: FastifyReply, refusal: DomainError): Promise<RouteResult> => {
+    if (!spec.idempotent || !pipeline.runIdempotent || request.headers['idempotency-key'] === undefined) throw refusal;
+    let principal: Principal | undefined;
+    try {
+      principal = await admitRequest(spec, request, reply);
+    } catch (e) {
+      if (e instanceof DomainError && (e.code === 'rate_limited' || e.code === 'account_locked')) throw e;
+      throw refusal;
+    }
+    return pipeline.runIdempotent(spec, request, principal, async () => {
+      throw refusal;
+    });
+  };
+
   const register = (spec: RouteSpec) => {
     app.route({
       method: spec.method,
       url: spec.url,
+      config: { spec } as object,
       handler: async (request, reply) => {
+        request.handlerStarted = true;
         // Text no service may store is refused first, like malformed JSON: before a credential
-        // costs a lookup, and before the idempotency step, so it never claims (or burns) a key.
+        // costs a lookup (and, with an Idempotency-Key, as its outcome: `refusedBody`).
         assertUtf8Query(request.url);
-        assertStorableText({ query: request.query, params: request.params, body: request.body }, bodyMaxDepth);
-        pipeline.admit?.(spec, request, reply);
-        let principal: Principal | undefined;
-        if (!('anonymous' in spec.auth)) {
-          // Node keeps the first of several Authorization headers; which credential was meant is not known.
-          if (countHeader(request.raw.rawHeaders, 'authorization') > 1) throw new DomainError('unauthenticated', 'Send one Authorization header.');
-          const token = parseBearer(request.headers.authorization);
-          if (!token) throw new DomainError('unauthenticated', 'Send "Authorization: Bearer <credential>".');
-          pipeline.beforeAuthentication?.(request, reply);
-          try {
-            principal = await authenticator.authenticate(token);
-          } catch (e) {
-            if (e instanceof DomainError && e.code === 'unauthenticated') pipeline.authenticationFailed?.(request);
-            throw e;
-          }
-          request.principal = principal;
+        try {
+          assertStorableText({ query: request.query, params: request.params, body: request.body }, bodyMaxDepth);
+        } catch (e) {
+          if (e instanceof DomainError) return sendResult(request, reply, await refusedBody(spec, request, reply, e));
+          throw e;
         }
-        await pipeline.limitRate?.(request, principal, reply);
-        authorize(principal, spec.auth);
+        const principal = await admitRequest(spec, request, reply);
 
         const run = async (): Promise<RouteResult> => {
           const params = parse(spec.params, request.params);
@@ -301,15 +371,19 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
           return spec.handler(ctx);
         };
         const result = spec.idempotent && pipeline.runIdempotent ? await pipeline.runIdempotent(spec, request, principal, run) : await run();
-        if (result.headers) reply.headers(result.headers);
-        reply.code(result.status);
-        if (result.body === undefined || result.status === 204) return reply.send();
-        if (result.status >= 400 && isObject(result.body)) result.body.traceId ??= request.traceId;
-        return reply.type(result.contentType ?? (result.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8')).send(JSON.stringify(result.body));
+        return sendResult(request, reply, result);
       },
     });
   };
   return { app, register };
+}
+
+function sendResult(request: FastifyRequest, reply: FastifyReply, result: RouteResult): FastifyReply {
+  if (result.headers) reply.headers(result.headers);
+  reply.code(result.status);
+  if (result.body === undefined || result.status === 204) return reply.send();
+  if (result.status >= 400 && isObject(result.body)) result.body.traceId ??= request.traceId;
+  return reply.type(result.contentType ?? (result.status >= 400 ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8')).send(JSON.stringify(result.body));
 }
 
 function parse(schema: import('zod').ZodType | undefined, value: unknown): unknown {
