@@ -38,6 +38,15 @@ describe('POST /api/Members', () => {
     expect(events[0]!.data).toMatchObject({ id: res.body.id, email, merchantId: a.id });
   });
 
+  it('stores the phone exactly as sent, an empty one too; without one it is null', async () => {
+    for (const [phone, expected] of [['', ''], [' 0400 ', ' 0400 '], [undefined, null], [null, null]] as const) {
+      const res = await create({ email: `${unique('phone')}@example.com`, ...(phone === undefined ? {} : { phone }) });
+      expect(res.status).toBe(201);
+      expect(res.body.phone).toBe(expected);
+      expect((await api.get(`/api/Members/${res.body.id}`, { token: a.key })).body.phone).toBe(expected);
+    }
+  });
+
   it('returns the existing member unchanged (200) for the same email in any case', async () => {
     const email = `${unique('Grace')}@Example.com`;
     const first = await create({ email });

@@ -22,7 +22,7 @@ export class Member {
       email: input.email,
       firstName: input.firstName,
       lastName: input.lastName,
-      phone: input.phone || null,
+      phone: input.phone ?? null,
     });
   }
 
