@@ -59,13 +59,23 @@ export function fingerprintOf(method: string, path: string, rawBody: Buffer | un
   return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${bodyHash}`).digest('hex');
 }
 
+/**
+ * Characters of a header value as the client wrote them: Node hands header bytes over one
+ * character per byte (latin1), so a UTF-8 "é" would count twice; the bytes are read as UTF-8
+ * (unicode code points) when they are not plain ASCII.
+ */
+function characterCount(value: string): number {
+  if (!/[^\x00-\x7f]/.test(value)) return value.length;
+  return [...Buffer.from(value, 'latin1').toString('utf8')].length;
+}
+
 /** The Idempotency-Key of a request, or the 400 that refuses it before anything runs. */
 export function parseIdempotencyKey(value: string | string[] | undefined): string {
   const key = Array.isArray(value) ? value.join(', ') : value;
   const refuse = (message: string) => DomainError.validation({ 'Idempotency-Key': [message] }, message);
   if (key === undefined) throw refuse('The Idempotency-Key header is required for this operation.');
   if (key.trim() === '') throw refuse('The Idempotency-Key header must not be empty.');
-  if (key.length > MAX_KEY_LENGTH) throw refuse(`The Idempotency-Key header must be at most ${MAX_KEY_LENGTH} characters.`);
+  if (characterCount(key) > MAX_KEY_LENGTH) throw refuse(`The Idempotency-Key header must be at most ${MAX_KEY_LENGTH} characters.`);
   return key;
 }
 

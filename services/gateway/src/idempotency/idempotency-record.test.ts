@@ -91,6 +91,12 @@ describe('parseIdempotencyKey', () => {
     expect(fieldOf('')).toHaveProperty('Idempotency-Key');
     expect(fieldOf('   ')).toHaveProperty('Idempotency-Key');
   });
+  it('counts characters, not the bytes of their UTF-8 (as Node hands them over, one character per byte)', () => {
+    const asReceived = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
+    expect(parseIdempotencyKey(asReceived('é'.repeat(255)))).toBe(asReceived('é'.repeat(255)));
+    expect(() => parseIdempotencyKey(asReceived('é'.repeat(256)))).toThrow(/at most 255 characters/);
+  });
+
   it('accepts 255 characters and refuses 256', () => {
     expect(parseIdempotencyKey('k'.repeat(255))).toBe('k'.repeat(255));
     expect(fieldOf('k'.repeat(256))).toHaveProperty('Idempotency-Key');
