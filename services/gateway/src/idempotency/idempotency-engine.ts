@@ -59,23 +59,34 @@ export function fingerprintOf(method: string, path: string, rawBody: Buffer | un
   return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${bodyHash}`).digest('hex');
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
 /**
- * Characters of a header value as the client wrote them: Node hands header bytes over one
- * character per byte (latin1), so a UTF-8 "é" would count twice; the bytes are read as UTF-8
- * (unicode code points) when they are not plain ASCII.
+ * A header value as the client wrote it: Node hands header bytes over one character per byte
+ * (latin1), so a UTF-8 "é" arrives as two characters; bytes that are not plain ASCII are read as
+ * UTF-8. Undefined when they are not UTF-8.
  */
-function characterCount(value: string): number {
-  if (!/[^\x00-\x7f]/.test(value)) return value.length;
-  return [...Buffer.from(value, 'latin1').toString('utf8')].length;
+function headerText(value: string): string | undefined {
+  if (!/[^\x00-\x7f]/.test(value)) return value;
+  try {
+    return utf8.decode(Buffer.from(value, 'latin1'));
+  } catch {
+    return undefined;
+  }
 }
 
-/** The Idempotency-Key of a request, or the 400 that refuses it before anything runs. */
+/**
+ * The Idempotency-Key of a request as the client wrote it (its UTF-8 read as such), or the 400
+ * that refuses it before anything runs. Its length is counted in characters (code points).
+ */
 export function parseIdempotencyKey(value: string | string[] | undefined): string {
-  const key = Array.isArray(value) ? value.join(', ') : value;
+  const sent = Array.isArray(value) ? value.join(', ') : value;
   const refuse = (message: string) => DomainError.validation({ 'Idempotency-Key': [message] }, message);
-  if (key === undefined) throw refuse('The Idempotency-Key header is required for this operation.');
+  if (sent === undefined) throw refuse('The Idempotency-Key header is required for this operation.');
+  const key = headerText(sent);
+  if (key === undefined) throw refuse('The Idempotency-Key header must be UTF-8 text.');
   if (key.trim() === '') throw refuse('The Idempotency-Key header must not be empty.');
-  if (characterCount(key) > MAX_KEY_LENGTH) throw refuse(`The Idempotency-Key header must be at most ${MAX_KEY_LENGTH} characters.`);
+  if ([...key].length > MAX_KEY_LENGTH) throw refuse(`The Idempotency-Key header must be at most ${MAX_KEY_LENGTH} characters.`);
   return key;
 }
 

@@ -93,8 +93,10 @@ describe('parseIdempotencyKey', () => {
   });
   it('counts characters, not the bytes of their UTF-8 (as Node hands them over, one character per byte)', () => {
     const asReceived = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
-    expect(parseIdempotencyKey(asReceived('é'.repeat(255)))).toBe(asReceived('é'.repeat(255)));
+    expect(parseIdempotencyKey(asReceived('é'.repeat(255)))).toBe('é'.repeat(255));
+    expect(parseIdempotencyKey(asReceived('clé-🔑'))).toBe('clé-🔑');
     expect(() => parseIdempotencyKey(asReceived('é'.repeat(256)))).toThrow(/at most 255 characters/);
+    expect(() => parseIdempotencyKey(Buffer.from([0x6b, 0xff, 0x6b]).toString('latin1'))).toThrow(/UTF-8/);
   });
 
   it('accepts 255 characters and refuses 256', () => {

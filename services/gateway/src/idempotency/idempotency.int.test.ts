@@ -148,6 +148,14 @@ describe('Idempotency-Key header', () => {
     expect(executions).toBe(0);
     expect((await post(`${randomUUID()}`.padEnd(255, 'x'), { name: 'a' })).statusCode).toBe(201);
   });
+
+  it('stores a key of 255 non-ASCII characters (its UTF-8 bytes, as Node hands them over) and replays it', async () => {
+    const key = Buffer.from(`${randomUUID()}`.padEnd(255, 'é'), 'utf8').toString('latin1');
+    const first = await post(key, { name: 'a' });
+    expect(first.statusCode).toBe(201);
+    const again = await post(key, { name: 'a' });
+    expect([again.statusCode, again.headers['idempotent-replayed']]).toEqual([201, 'true']);
+  });
 });
 
 describe('replay (rules 2 and 5)', () => {
