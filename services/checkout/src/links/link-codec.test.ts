@@ -52,6 +52,12 @@ describe('link codec', () => {
     expect(verifyLink(d, `${s}+/`, secret)).toBe(false);
   });
 
+  it('refuses a d of deeply nested JSON without overflowing the stack', () => {
+    const deep = (n: number) => Buffer.from(`${'['.repeat(n)}${']'.repeat(n)}`).toString('base64url');
+    expect(decodeLink(deep(200_000))).toBeUndefined();
+    expect(decodeLink(Buffer.from(JSON.stringify({ ...payload, extra: [[[[[[[[['x']]]]]]]]] })).toString('base64url'))).toBeUndefined();
+  });
+
   it('decodes only base64url JSON of the link shape', () => {
     expect(decodeLink('not base64!')).toBeUndefined();
     expect(decodeLink(Buffer.from('not json').toString('base64url'))).toBeUndefined();

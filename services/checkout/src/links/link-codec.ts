@@ -47,11 +47,19 @@ export function signLink(d: string, secret: string): string {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-/** Whether every string in `value` (property names included) can be stored as text. */
-function storable(value: unknown): boolean {
+/** Arrays and objects a payload may nest (it has two: itself and `customer`); deeper is no payload. */
+const MAX_PAYLOAD_DEPTH = 8;
+
+/**
+ * Whether every string in `value` (property names included) can be stored as text, within
+ * MAX_PAYLOAD_DEPTH levels: a `d` of nested brackets (it is not signed yet) must cost a bounded
+ * walk, not a stack overflow.
+ */
+function storable(value: unknown, depth = 0): boolean {
   if (typeof value === 'string') return unstorableText(value) === undefined;
   if (value === null || typeof value !== 'object') return true;
-  return Object.entries(value).every(([k, v]) => storable(k) && storable(v));
+  if (depth >= MAX_PAYLOAD_DEPTH) return false;
+  return Object.entries(value).every(([k, v]) => storable(k) && storable(v, depth + 1));
 }
 
 /**
