@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform } from '../../scripts/lib/start-platform.mjs';
 import { apiClient, createApiKey, createMerchant, createMerchantUser, eventually, unique, type ApiClient, type ApiResponse } from '../support/fixtures.js';
@@ -222,5 +223,23 @@ describe('security headers', () => {
     expect(docs.headers.get('x-content-type-options')).toBe('nosniff');
     expect(docs.headers.get('content-security-policy')).toMatch(/frame-ancestors 'none'/);
     expect((await open.get('/health')).headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
+  it('no-store also where the target reaches /api in another form: absolute form, percent-encoded letters', async () => {
+    const { token } = await signUp();
+    const encoded = await open.get('/%61pi/account/me', { token });
+    expect([encoded.status, encoded.headers.get('cache-control')]).toEqual([200, 'no-store']);
+    const { hostname, port, host } = new URL(platform.gatewayUrl!);
+    const head = await new Promise<string>((resolve, reject) => {
+      let received = '';
+      const socket = connect(Number(port), hostname, () =>
+        socket.write(`GET http://${host}/api/account/me HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`),
+      );
+      socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+      socket.on('end', () => resolve(received.split('\r\n\r\n')[0]!));
+      socket.on('error', reject);
+    });
+    expect(head).toMatch(/^HTTP\/1\.1 200/);
+    expect(head.toLowerCase()).toContain('cache-control: no-store');
   });
 });

@@ -178,7 +178,10 @@ function startResponse(request: FastifyRequest, reply: FastifyReply): void {
   reply.header(TRACE_ID_HEADER, request.traceId);
   reply.header('x-content-type-options', 'nosniff');
   // API responses carry tokens, plaintext keys and signing secrets: never stored by any cache.
-  if (/^\/api(?:[/?]|$)/i.test(request.url)) reply.header('cache-control', 'no-store');
+  // Every response, not only those whose target reads /api: the router also routes a target in
+  // absolute form (`http://host/api/...`) and percent-encoded letters (`/%61pi/...`) there.
+  // Responses that may be cached (page assets, the reference's bundle) say so themselves.
+  reply.header('cache-control', 'no-store');
 }
 
 /**

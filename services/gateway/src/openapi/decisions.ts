@@ -18,7 +18,7 @@ const SECTIONS_TEXT = `Authentication
 - Endpoints that hash a password (sign-in, sign-up, password reset, creating a merchant user) are forwarded with a deadline of PASSWORD_DEADLINE_MS (15 s by default); every other call with GRPC_DEADLINE_MS (5 s).
 
 Security headers
-- Every response has X-Content-Type-Options: nosniff; every /api response has Cache-Control: no-store (they carry tokens, plaintext API keys and signing secrets); /docs has a Content-Security-Policy (default-src 'none'; its own inline script and style; connect-src 'self'; frame-ancestors 'none').
+- Every response has X-Content-Type-Options: nosniff; every response has Cache-Control: no-store (/api responses carry tokens, plaintext API keys and signing secrets, whatever form the request target reached them in: absolute form, percent-encoded letters), except the hosted pages' assets and the reference's script, which say how long they may be cached; /docs has a Content-Security-Policy (default-src 'none'; its own inline script and style; connect-src 'self'; frame-ancestors 'none').
 - JWTs of every kind must carry exp, iat and sub (else 401); a verified token is remembered at most until its exp.
 
 Errors
