@@ -13,7 +13,7 @@ const { privateKey, publicKey } = await generateKeyPair(JWT_ALG);
 const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: JWT_ALG, use: 'sig' };
 const logger = createLogger('jwt-test', 'silent');
 
-async function sign(kind: TokenKind, claims: { sub?: string; iat?: boolean; exp?: boolean }): Promise<string> {
+async function sign(kind: TokenKind, claims: { sub?: string; iat?: boolean; exp?: boolean | number }): Promise<string> {
   const spec = TOKEN_KINDS[kind];
   let jwt = new SignJWT({ mid: 'm', role: 'Owner', sid: 's', scope: 'checkout' } as JWTPayload)
     .setProtectedHeader({ alg: JWT_ALG, kid: 'k1', typ: spec.typ })
@@ -21,7 +21,7 @@ async function sign(kind: TokenKind, claims: { sub?: string; iat?: boolean; exp?
     .setAudience(spec.aud);
   if (claims.sub) jwt = jwt.setSubject(claims.sub);
   if (claims.iat) jwt = jwt.setIssuedAt();
-  if (claims.exp) jwt = jwt.setExpirationTime('10m');
+  if (claims.exp) jwt = jwt.setExpirationTime(claims.exp === true ? '10m' : claims.exp);
   return jwt.sign(privateKey);
 }
 
@@ -31,6 +31,11 @@ describe('JWT verification requires exp, iat and sub on every kind', () => {
 
     it(`${kind}: accepts a token with all three`, async () => {
       await expect(verifier.verify(await sign(kind, { sub: 'u1', iat: true, exp: true }))).resolves.toMatchObject({ sub: 'u1' });
+    });
+
+    it(`${kind}: refuses a token the moment its exp has passed, with no tolerance`, async () => {
+      const err = await verifier.verify(await sign(kind, { sub: 'u1', iat: true, exp: Math.floor(Date.now() / 1000) - 1 })).catch((e: unknown) => e);
+      expect((err as DomainError).code).toBe('unauthenticated');
     });
 
     for (const missing of ['exp', 'iat', 'sub'] as const) {

@@ -26,8 +26,10 @@ export class JwtVerifier {
   async verify(token: string): Promise<JWTPayload> {
     const spec = TOKEN_KINDS[this.kind];
     if (!this.keySet) await this.refresh(true);
-    // exp, iat and sub are required of every kind: a token without exp could otherwise be cached forever.
-    const options = { algorithms: [JWT_ALG], issuer: spec.iss, audience: spec.aud, typ: spec.typ, clockTolerance: 5, requiredClaims: ['exp', 'iat', 'sub'] };
+    // exp, iat and sub are required of every kind: a token without exp could otherwise be cached
+    // forever. No clock tolerance: identity, which signs, and the gateway keep one time, and a
+    // token is refused the moment its exp has passed.
+    const options = { algorithms: [JWT_ALG], issuer: spec.iss, audience: spec.aud, typ: spec.typ, clockTolerance: 0, requiredClaims: ['exp', 'iat', 'sub'] };
     try {
       return (await jwtVerify(token, this.keySet!, options)).payload;
     } catch (e) {
