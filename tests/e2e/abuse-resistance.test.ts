@@ -103,6 +103,18 @@ describe('a per-client-IP limit before authentication, shared by the replicas', 
     // Another client is not affected.
     expect((await a.get('/api/Merchants/me', { headers: newClient() })).status).toBe(401);
   });
+
+  it('counts bodies refused before they are parsed (malformed, nested too deep) like any request', async () => {
+    const client = { ...newClient(), 'content-type': 'application/json' };
+    const bodies = ['{"email": ', `${'['.repeat(100_000)}${']'.repeat(100_000)}`];
+    let n = 0;
+    const sent = await alternately(24, (c) => c.post('/api/account/forgot-password', undefined, { headers: client, raw: bodies[n++ % 2] }));
+    const refused = sent.filter((r) => r.status === 400);
+    expect(refused.length).toBeGreaterThanOrEqual(12);
+    expect(refused.length).toBeLessThanOrEqual(18);
+    expect(refused[0]!.headers.get('ratelimit-policy')).toContain('"ip";q=12');
+    expectLimited(sent.at(-1)!, 'ip');
+  });
 });
 
 describe('a stricter limit for failed authentications, shared by the replicas', () => {

@@ -76,6 +76,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   });
   const limits = new GatewayLimits(config, logger);
   const pipeline: RequestPipeline = {
+    admitClient: (request, reply) => limits.admitClient(request, reply),
     admit: (spec, request, reply) => limits.admit(spec, request, reply),
     beforeAuthentication: (request, reply) => limits.beforeAuthentication(request, reply),
     authenticationFailed: (request) => limits.authenticationFailed(request),

@@ -1,6 +1,6 @@
 import { DomainError, fieldPath } from '@billing/contracts';
 import { describe, expect, it } from 'vitest';
-import { assertStorableText, assertUtf8Query, decodeUtf8Body } from './input-policy.js';
+import { assertParseableDepth, assertStorableText, assertUtf8Query, decodeUtf8Body, MAX_FIELDS_NAMED } from './input-policy.js';
 
 function fieldsOf(fn: () => void): string[] {
   try {
@@ -44,5 +44,27 @@ describe('input policy', () => {
   it('refuses percent-encoded bytes in the query that are not UTF-8', () => {
     expect(fieldsOf(() => assertUtf8Query('/api/x?email=%FF'))).toEqual(['email']);
     expect(fieldsOf(() => assertUtf8Query('/api/x?email=caf%C3%A9'))).toEqual([]);
+  });
+});
+
+describe('bounded refusals (probe: megabyte answers, a body of nested brackets parsed in full)', () => {
+  it('names at most MAX_FIELDS_NAMED fields however many hold unstorable text', () => {
+    const body = Object.fromEntries(Array.from({ length: 60_000 }, (_, i) => [`f${i}`, 'a\u0000b']));
+    expect(fieldsOf(() => assertStorableText({ body }))).toHaveLength(MAX_FIELDS_NAMED);
+  });
+
+  it('names at most MAX_FIELDS_NAMED fields of a body that is not UTF-8, and stops scanning for them', () => {
+    const fields = Array.from({ length: 60_000 }, (_, i) => `"f${i}":"\ufffd${i}"`).join(',');
+    const raw = Buffer.concat([Buffer.from(`{${fields},"bad":"`), Buffer.from([0xff]), Buffer.from('"}')]);
+    const named = fieldsOf(() => decodeUtf8Body(raw));
+    expect(named.length).toBeGreaterThan(0);
+    expect(named.length).toBeLessThanOrEqual(MAX_FIELDS_NAMED);
+  });
+
+  it('refuses a text nested far deeper than any body before parsing it, and names a moderately deep one where it went too deep', () => {
+    expect(() => assertParseableDepth(`${'['.repeat(500_000)}${']'.repeat(500_000)}`)).toThrow(/nested too deep/);
+    expect(() => assertParseableDepth(`{"a":"[[[[[[","b":${'['.repeat(40)}${']'.repeat(40)}}`)).not.toThrow();
+    // Brackets inside strings (and escaped quotes) are not nesting.
+    expect(() => assertParseableDepth(JSON.stringify({ s: `\\"${'['.repeat(5000)}` }))).not.toThrow();
   });
 });

@@ -20,28 +20,76 @@ export const DEFAULT_BODY_MAX_DEPTH = 32;
 const tooDeep = (maxDepth: number) => `Must be nested at most ${maxDepth} arrays and objects deep.`;
 
 /**
+ * Fields a refusal names at most: a body of 60,000 bad fields is refused as well by its first
+ * twenty, and its answer stays small (it was megabytes, several times the request).
+ */
+export const MAX_FIELDS_NAMED = 20;
+
+/** Adds `message` for `path` unless MAX_FIELDS_NAMED other fields are named already; false once full. */
+function addError(errors: FieldErrors, path: string, message: string): boolean {
+  const named = errors[path];
+  if (named) named.push(message);
+  else if (Object.keys(errors).length >= MAX_FIELDS_NAMED) return false;
+  else errors[path] = [message];
+  return true;
+}
+
+const isFull = (errors: FieldErrors) => Object.keys(errors).length >= MAX_FIELDS_NAMED;
+
+/**
+ * Arrays and objects a JSON text opens before it is parsed at all: a body thousands deep is
+ * refused by one scan of its bytes, without building what it nests (parsing 1 MiB of "[" cost
+ * the gateway tens to hundreds of milliseconds). A body deeper than `maxDepth` but within this is
+ * parsed and named where it went too deep.
+ */
+const PARSE_DEPTH_LIMIT = 1000;
+
+function exceedsDepth(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/** A 400 for a JSON text nested far deeper than any body may be, before it is parsed. */
+export function assertParseableDepth(text: string, maxDepth = DEFAULT_BODY_MAX_DEPTH): void {
+  if (exceedsDepth(text, Math.max(PARSE_DEPTH_LIMIT, maxDepth))) throw DomainError.validation({ $: [tooDeep(maxDepth)] }, 'The request body is nested too deep.');
+}
+
+/**
  * Adds a problem for every string (value or property name) in `value` that cannot be stored, and
  * for the first array or object nested deeper than `maxDepth` (its contents are not visited).
  */
 function collect(value: unknown, path: PropertyKey[], errors: FieldErrors, maxDepth: number, depth = 0): void {
+  if (isFull(errors)) return;
   if (typeof value === 'string') {
     const problem = unstorableText(value);
-    if (problem) (errors[fieldPath(path)] ??= []).push(problem);
+    if (problem) addError(errors, fieldPath(path), problem);
     return;
   }
   if (value === null || typeof value !== 'object') return;
   if (depth >= maxDepth) {
-    (errors[fieldPath(path)] ??= []).push(tooDeep(maxDepth));
+    addError(errors, fieldPath(path), tooDeep(maxDepth));
     return;
   }
   if (Array.isArray(value)) {
-    value.forEach((v, i) => collect(v, [...path, i], errors, maxDepth, depth + 1));
+    for (let i = 0; i < value.length && !isFull(errors); i++) collect(value[i], [...path, i], errors, maxDepth, depth + 1);
     return;
   }
   for (const [k, v] of Object.entries(value)) {
+    if (isFull(errors)) return;
     const keyProblem = unstorableText(k);
     // A bad property name is named by its escaped form, so the path itself stays printable.
-    if (keyProblem) (errors[fieldPath([...path, JSON.stringify(k).slice(1, -1)])] ??= []).push(keyProblem);
+    if (keyProblem) addError(errors, fieldPath([...path, JSON.stringify(k).slice(1, -1)]), keyProblem);
     else collect(v, [...path, k], errors, maxDepth, depth + 1);
   }
 }
@@ -64,18 +112,27 @@ function invalidUtf8Fields(raw: Buffer, maxDepth: number): FieldErrors {
   const errors: FieldErrors = {};
   let parsed: unknown;
   try {
-    parsed = JSON.parse(lossyUtf8.decode(raw));
+    const text = lossyUtf8.decode(raw);
+    if (exceedsDepth(text, Math.max(PARSE_DEPTH_LIMIT, maxDepth))) return { $: [INVALID_UTF8_MESSAGE] };
+    parsed = JSON.parse(text);
   } catch {
     return { $: [INVALID_UTF8_MESSAGE] };
   }
+  // Each string holding U+FFFD is looked for in the raw bytes (a scan of them); after this many
+  // scans the rest of the body is not looked at (a body of thousands of such strings would cost
+  // seconds), and what was not named is `$`.
+  let scans = 0;
+  const suspect = (text: string) => text.includes('\ufffd') && ++scans <= MAX_FIELDS_NAMED * 5 && !raw.includes(Buffer.from(JSON.stringify(text).slice(1, -1)));
   const visit = (value: unknown, path: PropertyKey[]): void => {
-    if (path.length > maxDepth) return; // named as `$` below, unless a shallower field is named
+    if (path.length > maxDepth || isFull(errors) || scans > MAX_FIELDS_NAMED * 5) return; // named as `$` below, unless a shallower field is named
     if (typeof value === 'string') {
-      if (value.includes('\ufffd') && !raw.includes(Buffer.from(JSON.stringify(value).slice(1, -1)))) (errors[fieldPath(path)] ??= []).push(INVALID_UTF8_MESSAGE);
-    } else if (Array.isArray(value)) value.forEach((v, i) => visit(v, [...path, i]));
-    else if (value !== null && typeof value === 'object') {
+      if (suspect(value)) addError(errors, fieldPath(path), INVALID_UTF8_MESSAGE);
+    } else if (Array.isArray(value)) {
+      for (let i = 0; i < value.length && !isFull(errors); i++) visit(value[i], [...path, i]);
+    } else if (value !== null && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) {
-        if (k.includes('\ufffd') && !raw.includes(Buffer.from(JSON.stringify(k).slice(1, -1)))) (errors[fieldPath([...path, k])] ??= []).push(INVALID_UTF8_MESSAGE);
+        if (isFull(errors)) return;
+        if (suspect(k)) addError(errors, fieldPath([...path, k]), INVALID_UTF8_MESSAGE);
         else visit(v, [...path, k]);
       }
     }

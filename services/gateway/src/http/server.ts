@@ -9,7 +9,7 @@ import { authorize } from '../auth/access.js';
 import type { Authenticator } from '../auth/authenticator.js';
 import { parseBearer } from '../auth/bearer.js';
 import type { Principal } from '../auth/principal.js';
-import { assertStorableText, assertUtf8Query, decodeUtf8Body, DEFAULT_BODY_MAX_DEPTH } from './input-policy.js';
+import { assertParseableDepth, assertStorableText, assertUtf8Query, decodeUtf8Body, DEFAULT_BODY_MAX_DEPTH } from './input-policy.js';
 import { HTTP_STATUS, problemOf, PROBLEM_CONTENT_TYPE } from './problem.js';
 import type { RouteContext, RouteResult, RouteSpec } from './route.js';
 
@@ -52,12 +52,15 @@ const isBodyRefusal = (err: unknown) => typeof err === 'object' && err !== null 
 const UNREAD_BODY = Buffer.from('\u0000 body refused unread');
 
 /**
- * Cross-cutting steps around every route, supplied by their own features, in this order: `admit`
- * (limits by client IP, before anything costs), `beforeAuthentication` and
+ * Cross-cutting steps around every route, supplied by their own features, in this order:
+ * `admitClient` (the limit by client IP, as the request arrives, before anything costs), `admit`
+ * (the password routes' limits, once the body names the account), `beforeAuthentication` and
  * `authenticationFailed` around verifying a bearer credential, `limitRate` (per credential,
  * after authentication); idempotency wraps the handler of routes marked `idempotent`.
  */
 export interface RequestPipeline {
+  /** Every request to a route as it arrives, before its body is read (limits by client IP). */
+  admitClient?(request: FastifyRequest, reply: FastifyReply): void;
   admit?(spec: RouteSpec, request: FastifyRequest, reply: FastifyReply): void;
   beforeAuthentication?(request: FastifyRequest, reply: FastifyReply): void;
   authenticationFailed?(request: FastifyRequest): void;
@@ -233,7 +236,18 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
   // (and without tracing, in unit tests) a fresh one.
   app.addHook('onRequest', (request, reply, done) => {
     startResponse(request, reply);
-    done(repeatedHeaderError(request.raw.rawHeaders));
+    const repeated = repeatedHeaderError(request.raw.rawHeaders);
+    if (repeated) return done(repeated);
+    // A routed request counts against its client's limit before anything else costs: its body
+    // is not read yet, so one refused as malformed, too deep or too large is counted as well.
+    if ((request.routeOptions.config as { spec?: RouteSpec } | undefined)?.spec) {
+      try {
+        pipeline.admitClient?.(request, reply);
+      } catch (e) {
+        return done(e as Error);
+      }
+    }
+    done();
   });
   // JSON parser that tolerates an empty body (POST /pause with a JSON content type) and marks
   // malformed JSON distinctly.
@@ -247,6 +261,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     let text: string;
     try {
       text = decodeUtf8Body(req.rawBody, bodyMaxDepth);
+      assertParseableDepth(text, bodyMaxDepth);
     } catch (e) {
       return done(bodyRefusal(e as Error), undefined);
     }

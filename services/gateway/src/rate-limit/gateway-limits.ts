@@ -94,8 +94,13 @@ export class GatewayLimits {
   }
 
   /** Before authentication: the client IP's overall limit, and on password routes the password limits. */
-  admit(spec: RouteSpec, request: FastifyRequest, reply: FastifyReply): void {
+  /** Every request to a route, per client IP, as it arrives: before its body is read, so a body refused unparsed is counted too. */
+  admitClient(request: FastifyRequest, reply: FastifyReply): void {
     this.enforce(request, reply, this.limiters.ip?.check(request.ip));
+  }
+
+  /** The password routes' limits, per client IP and per account (read from the body). */
+  admit(spec: RouteSpec, request: FastifyRequest, reply: FastifyReply): void {
     const field = PASSWORD_ROUTES[`${spec.method} ${spec.url}`];
     if (!field) return;
     this.enforce(request, reply, this.limiters['password-ip']?.check(request.ip));
