@@ -75,6 +75,16 @@ describe('gathered gRPC calls', () => {
     expect(seen.map((s) => s.gathered)).toEqual([true, true, true]);
   });
 
+  it('keeps each gathered message under half the message limit: a large call beside small ones fails none of them', async () => {
+    seen.length = 0;
+    // GRPC_MAX_MESSAGE_BYTES is 4 MiB here: ten calls of 500 KB, and one of 1.5 MB, gathered in one
+    // turn, would be one message of 6.5 MB that the server refuses for all of them.
+    const ids = [...Array.from({ length: 10 }, (_, i) => `${i}`.padEnd(500_000, 'x')), 'big'.padEnd(1_500_000, 'y'), 'small-1', 'small-2'];
+    const replies = await Promise.all(ids.map((id) => get(gateway, id)));
+    expect(replies.map((r) => r.id)).toEqual(ids);
+    expect(seen.filter((s) => s.gathered).length).toBeGreaterThanOrEqual(10);
+  });
+
   it('makes a call alone in its turn as its own unary call', async () => {
     seen.length = 0;
     expect((await get(gateway, 'alone')).id).toBe('alone');

@@ -531,14 +531,40 @@ class Gatherer {
     });
   }
 
+  /**
+   * Sends the batch as gathered calls of at most half the largest message a server takes
+   * (GRPC_MAX_MESSAGE_BYTES): one large request must not make the calls it was gathered with too
+   * large to pass (each of those would fail 413); a request over that budget goes alone.
+   */
   private send(batch: Waiting[]): void {
-    const open = new Set(batch.map((_, i) => i));
     let calls: { method: string; request: Buffer; trace: Record<string, string> }[];
     try {
       calls = batch.map((w) => ({ method: w.method, request: w.encode(), trace: w.trace }));
     } catch (e) {
       return batch.forEach((w) => w.reject(e));
     }
+    const budget = maxMessageBytesOption() / 2;
+    const flush = (from: number, to: number) => {
+      if (to - from === 1) batch[from]!.alone().then(batch[from]!.resolve, batch[from]!.reject);
+      else if (to > from) this.sendGathered(batch.slice(from, to), calls.slice(from, to));
+    };
+    let from = 0;
+    let bytes = 0;
+    for (let i = 0; i < batch.length; i++) {
+      // The call's request, its method name and trace context, and their framing.
+      const size = calls[i]!.request.length + calls[i]!.method.length + 256;
+      if (bytes > 0 && bytes + size > budget) {
+        flush(from, i);
+        from = i;
+        bytes = 0;
+      }
+      bytes += size;
+    }
+    flush(from, batch.length);
+  }
+
+  private sendGathered(batch: Waiting[], calls: { method: string; request: Buffer; trace: Record<string, string> }[]): void {
+    const open = new Set(batch.map((_, i) => i));
     const deadline = new Date(Date.now() + Math.max(...batch.map((w) => w.deadlineMs)));
     const stream: grpc.ClientReadableStream<Outcome> = withoutStackCapture(() => this.client.Call!({ calls }, new grpc.Metadata(), { deadline }));
     stream.on('data', (o: Outcome) => {
