@@ -136,7 +136,7 @@ Customer accounts
 
 Rate limits
 - Limits apply in this order, each a token bucket shared across replicas, each off when its variable is 0:
-  1. Every /api request per client IP, before authentication: RATE_LIMIT_IP_BURST (600) refilled at RATE_LIMIT_IP_PER_SECOND (300/s).
+  1. Every /api request per client IP, counted as it arrives (before its body is read, so a body refused as malformed, too deep or too large counts too) and before authentication: RATE_LIMIT_IP_BURST (600) refilled at RATE_LIMIT_IP_PER_SECOND (300/s).
   2. On the password endpoints (POST /api/account/login, /api/account/signup, /api/account/reset-password, /api/auth/login): per client IP, PASSWORD_LIMIT_IP_PER_MINUTE (20) a minute; and per account (the email, lower-cased, across all four endpoints; the token for reset-password), PASSWORD_LIMIT_ACCOUNT_PER_MINUTE (10) a minute from any client. Every attempt counts.
   3. Failed authentications per client IP: AUTH_FAILURE_LIMIT_PER_MINUTE (30) a minute. Only refused credentials count (unknown, revoked or expired API keys, invalid JWTs, a wrong admin token); once spent, every request from that IP carrying a bearer credential is 429 before the credential is checked, so guessing keys or forging tokens costs identity nothing.
   4. Per credential, after authentication (below).
@@ -206,6 +206,8 @@ const SECTIONS: Record<string, string> = (() => {
   for (const line of SECTIONS_TEXT.split('\n')) {
     if (!line.trim()) continue;
     if (line.startsWith('- ')) (out[current] ??= []).push(line);
+    // An indented line (a numbered list inside a bullet) belongs to the bullet above it.
+    else if (/^\s/.test(line) && out[current]?.length) out[current]![out[current]!.length - 1] += `\n${line}`;
     else current = line.trim();
   }
   return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, v.join('\n')]));

@@ -97,7 +97,15 @@ const HEADERS: Record<string, Json> = {
     description: '`true` when this response is the stored outcome of an earlier request with the same Idempotency-Key (status, body and Location reproduced).',
     schema: { type: 'string', enum: ['true'] },
   },
-  RateLimitLimit: { description: 'The burst size of the caller\'s token bucket (RATE_LIMIT_BURST).', schema: { type: 'integer' } },
+  RateLimitPolicy: {
+    description: 'The limits this request was counted against (draft-ietf-httpapi-ratelimit-headers): one item per limit, e.g. `"ip";q=600;w=2, "credential";q=200;w=2` (q: bucket size in requests, w: seconds to refill from empty). Names: ip, password-ip, password-account, auth-failures, credential.',
+    schema: { type: 'string' },
+  },
+  RateLimit: {
+    description: 'The state of each limit after this request, in the order of RateLimit-Policy, e.g. `"ip";r=599;t=1` (r: whole requests left now, t: seconds until the bucket is full again).',
+    schema: { type: 'string' },
+  },
+  RateLimitLimit: { description: 'Earlier drafts\' field, still sent: the burst size of the limit closest to running out.', schema: { type: 'integer' } },
   RateLimitRemaining: { description: 'Requests the caller may still make at once before being limited (as this gateway replica sees the bucket).', schema: { type: 'integer', minimum: 0 } },
 };
 const header = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
@@ -124,7 +132,7 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Json {
       if (status === 201) headers.Location = header('Location');
       if (status === 429 || status === 503 || (status === 409 && r.idempotent)) headers['Retry-After'] = header('RetryAfter');
       if (r.idempotent && status !== 429) headers['Idempotent-Replayed'] = header('IdempotentReplayed');
-      if (limited) Object.assign(headers, { 'RateLimit-Limit': header('RateLimitLimit'), 'RateLimit-Remaining': header('RateLimitRemaining') });
+      if (limited) Object.assign(headers, { 'RateLimit-Policy': header('RateLimitPolicy'), RateLimit: header('RateLimit'), 'RateLimit-Limit': header('RateLimitLimit'), 'RateLimit-Remaining': header('RateLimitRemaining') });
       const base = { description, ...(Object.keys(headers).length ? { headers } : {}) };
       const example = examples?.responses?.[status];
       const problem = { 'application/problem+json': { schema: { $ref: `${REF_BASE}ProblemDetails` } } };
