@@ -104,7 +104,7 @@ export class GatewayLimits {
     const field = PASSWORD_ROUTES[`${spec.method} ${spec.url}`];
     if (!field) return;
     this.enforce(request, reply, this.limiters['password-ip']?.check(request.ip));
-    const account = accountOf(request.body, field);
+    const account = accountOf(request.body, field, spec.url.toLowerCase().startsWith('/api/auth/') ? 'merchant-user' : 'customer');
     if (account) this.enforce(request, reply, this.limiters['password-account']?.check(account));
   }
 
@@ -149,8 +149,13 @@ function policyItem(name: string, policy: RatePolicy): string {
 }
 
 /** The account a password request acts on: the lower-cased email, or a digest of the reset token. */
-function accountOf(body: unknown, field: string): string | undefined {
+/**
+ * The account a password request is about, per kind: customer accounts and merchant users are
+ * separate, so attempts on a customer email (login, signup, reset) never spend the limit of the
+ * merchant user with that email, nor the other way round.
+ */
+function accountOf(body: unknown, field: string, kind: 'customer' | 'merchant-user'): string | undefined {
   const value = (body as Record<string, unknown> | undefined)?.[field];
   if (typeof value !== 'string' || value === '') return undefined;
-  return field === 'token' ? `token:${createHash('sha256').update(value).digest('hex')}` : `${field}:${value.toLowerCase()}`;
+  return field === 'token' ? `token:${createHash('sha256').update(value).digest('hex')}` : `${kind}:${field}:${value.toLowerCase()}`;
 }
