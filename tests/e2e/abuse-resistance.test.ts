@@ -104,6 +104,17 @@ describe('a per-client-IP limit before authentication, shared by the replicas', 
     expect((await a.get('/api/Merchants/me', { headers: newClient() })).status).toBe(401);
   });
 
+  it('counts the API reference against the client too, and serves it gzipped', async () => {
+    const client = newClient();
+    const doc = await a.get('/openapi.json', { headers: { ...client, 'accept-encoding': 'gzip' } });
+    expect(doc.status).toBe(200);
+    expect(doc.headers.get('content-encoding')).toBe('gzip');
+    expect((doc.body as { openapi: string }).openapi).toMatch(/^3\./);
+    expect(doc.headers.get('ratelimit-policy')).toContain('"ip";q=12');
+    const rest = await alternately(23, (c) => c.get('/openapi.json', { headers: client }));
+    expectLimited(rest.at(-1)!, 'ip');
+  });
+
   it('counts bodies refused before they are parsed (malformed, nested too deep) like any request', async () => {
     const client = { ...newClient(), 'content-type': 'application/json' };
     const bodies = ['{"email": ', `${'['.repeat(100_000)}${']'.repeat(100_000)}`];

@@ -1,4 +1,5 @@
-import type { FastifyInstance } from 'fastify';
+import { gzipSync } from 'node:zlib';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { configureGrpcTransport, createLogger, migrate, databaseOptions, openDatabase, grpcServiceDependency, natsDependency, postgresDependency, startOps, type Logger } from '@billing/service-runtime';
 import { apiKeyRoutes } from './api-keys/api-key-routes.js';
@@ -129,13 +130,25 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
 
   // Both built on the first request, not at start-up: the document and the reference's bundle
   // (3.5 MB) are memory every replica would otherwise hold for a page few of them ever serve.
-  let openapi: ReturnType<typeof buildOpenApi> | undefined;
-  app.get('/openapi.json', async () => (openapi ??= buildOpenApi(routes, '1.0.0')));
-  let docsScript: Buffer | undefined;
+  // Each is serialised and gzipped once, served gzipped to a client that takes it (about a sixth
+  // of the bytes), and counted against the client's per-IP limit like an API request: half a
+  // megabyte and 3.5 MB a request, unlimited, let one client fill the gateway's time (probe).
+  const openapi = lazyDocument(() => Buffer.from(JSON.stringify(buildOpenApi(routes, '1.0.0'))));
+  const docsScript = lazyDocument(loadDocsScript);
+  app.get('/openapi.json', async (request, reply) => {
+    limits.admitClient(request, reply);
+    return sendDocument(request, reply.type('application/json; charset=utf-8'), openapi);
+  });
   // Only the gateway's own script and the page's start, requests to the gateway alone, no framing
   // of the reference (clickjacking), no plugins, no base or form targets elsewhere (DOCS_CSP).
-  app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').header('content-security-policy', DOCS_CSP).send(DOCS_HTML));
-  app.get(DOCS_SCRIPT_PATH, async (_req, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send((docsScript ??= loadDocsScript())));
+  app.get('/docs', async (request, reply) => {
+    limits.admitClient(request, reply);
+    return reply.type('text/html; charset=utf-8').header('content-security-policy', DOCS_CSP).send(DOCS_HTML);
+  });
+  app.get(DOCS_SCRIPT_PATH, async (request, reply) => {
+    limits.admitClient(request, reply);
+    return sendDocument(request, reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600'), docsScript);
+  });
   app.get('/health', async () => ({ status: 'ok' }));
   // Ready when its database, NATS and every backend are: an unready backend makes the gateway
   // unready too, so a load balancer sends its traffic elsewhere.
@@ -179,4 +192,22 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
       await orm.close();
     },
   };
+}
+
+/** A document built on first use, with its gzip. */
+function lazyDocument(build: () => Buffer): () => { plain: Buffer; gzipped: Buffer } {
+  let built: { plain: Buffer; gzipped: Buffer } | undefined;
+  return () => {
+    if (!built) {
+      const plain = build();
+      built = { plain, gzipped: gzipSync(plain) };
+    }
+    return built;
+  };
+}
+
+function sendDocument(request: FastifyRequest, reply: FastifyReply, document: () => { plain: Buffer; gzipped: Buffer }) {
+  const { plain, gzipped } = document();
+  reply.header('vary', 'accept-encoding');
+  return /\bgzip\b/i.test(request.headers['accept-encoding'] ?? '') ? reply.header('content-encoding', 'gzip').send(gzipped) : reply.send(plain);
 }
