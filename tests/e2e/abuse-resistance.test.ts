@@ -160,6 +160,13 @@ describe('password endpoints have their own low limits, per client IP and per ac
     expect((await b.post('/api/auth/login', { email: email.toUpperCase(), password: PASSWORD }, { headers: newClient() })).status).toBe(401);
   });
 
+  it('per account only failed password checks count: signing in, again and again, spends nothing', async () => {
+    const { email } = await signUp();
+    const results = await alternately(5, (c) => c.post('/api/account/login', { email, password: PASSWORD }, { headers: newClient() }));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(results[4]!.headers.get('ratelimit')).toContain('"password-account";r=3;');
+  });
+
   it('per client IP: the 6th password request from one client within a minute is 429, across endpoints and replicas', async () => {
     const client = newClient();
     const sends = [

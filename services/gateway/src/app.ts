@@ -79,6 +79,9 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   const pipeline: RequestPipeline = {
     admitClient: (request, reply) => limits.admitClient(request, reply),
     admit: (spec, request, reply) => limits.admit(spec, request, reply),
+    failed: (request, error) => {
+      if (error.code === 'unauthenticated') limits.passwordFailed(request);
+    },
     beforeAuthentication: (request, reply) => limits.beforeAuthentication(request, reply),
     authenticationFailed: (request) => limits.authenticationFailed(request),
     limitRate: (request, principal, reply) => limits.limitCredential(request, principal, reply),

@@ -65,6 +65,8 @@ export interface RequestPipeline {
   beforeAuthentication?(request: FastifyRequest, reply: FastifyReply): void;
   authenticationFailed?(request: FastifyRequest): void;
   limitRate?(request: FastifyRequest, principal: Principal | undefined, reply: FastifyReply): Promise<void> | void;
+  /** A route's request failed with `error` after admission (a password route's 401: its account's failure). */
+  failed?(request: FastifyRequest, error: DomainError): void;
   /** `run` parses the inputs and calls the handler, so validation failures are outcomes of the run. */
   runIdempotent?(spec: RouteSpec, request: FastifyRequest, principal: Principal | undefined, run: () => Promise<RouteResult>): Promise<RouteResult>;
 }
@@ -388,7 +390,13 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
           };
           return spec.handler(ctx);
         };
-        const result = spec.idempotent && pipeline.runIdempotent ? await pipeline.runIdempotent(spec, request, principal, run) : await run();
+        let result: RouteResult;
+        try {
+          result = spec.idempotent && pipeline.runIdempotent ? await pipeline.runIdempotent(spec, request, principal, run) : await run();
+        } catch (e) {
+          if (e instanceof DomainError) pipeline.failed?.(request, e);
+          throw e;
+        }
         return sendResult(request, reply, result);
       },
     });

@@ -13,6 +13,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The limits this request was counted against, in the order checked (for the RateLimit headers). */
     rateLimits?: RateDecision[];
+    /** The account a password request is about (its `password-account` key), charged if the password check fails. */
+    passwordAccount?: string;
   }
 }
 
@@ -54,8 +56,9 @@ const perMinute = (n: number): RatePolicy => ({ ratePerSecond: n / 60, burst: n 
  * - `auth-failures`: failed authentications per client IP; once spent, requests with a bearer
  *   credential from that IP are 429 before the credential is looked at (random `sk_…` values or
  *   forged JWTs stop costing identity lookups and signature checks);
- * - `password-ip` and `password-account`: the routes in PASSWORD_ROUTES, per client IP and per
- *   account (email, or the reset token), counting every attempt;
+ * - `password-ip` and `password-account`: the routes in PASSWORD_ROUTES, per client IP counting
+ *   every attempt, and per account (email by kind, or the reset token) counting failed password
+ *   checks (401) and refusing while they are spent;
  * - `credential`: per credential after authentication (per client IP on anonymous routes), the
  *   contract's 100/s with a burst of 200.
  * Every limited response carries RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers)
@@ -105,7 +108,17 @@ export class GatewayLimits {
     if (!field) return;
     this.enforce(request, reply, this.limiters['password-ip']?.check(request.ip));
     const account = accountOf(request.body, field, spec.url.toLowerCase().startsWith('/api/auth/') ? 'merchant-user' : 'customer');
-    if (account) this.enforce(request, reply, this.limiters['password-account']?.check(account));
+    if (!account) return;
+    // Per account, only failed password checks count (`passwordFailed`): a client the account's
+    // lockout has stopped costs nothing and spends nothing, and signing in does not spend the
+    // limit, so keeping the owner out takes a stream of fresh clients, each locked after five.
+    request.passwordAccount = account;
+    this.enforce(request, reply, this.limiters['password-account']?.peek(account));
+  }
+
+  /** A password route answered that the password (or email) was wrong: one failure of its account. */
+  passwordFailed(request: FastifyRequest): void {
+    if (request.passwordAccount) this.limiters['password-account']?.charge(request.passwordAccount);
   }
 
   /** Before a bearer credential is verified: 429 when the client IP has spent its failed authentications. */
