@@ -13,7 +13,7 @@ import { checkoutRoutes } from './checkout/checkout-routes.js';
 import { customerRoutes } from './customers/customer-routes.js';
 import type { GatewayConfig } from './config.js';
 import type { RouteSpec } from './http/route.js';
-import { buildHttpServer, type RequestPipeline } from './http/server.js';
+import { buildHttpServer, CLIENT_LIMITED, type RequestPipeline } from './http/server.js';
 import { actingFor } from './idempotency/acting-for.js';
 import { startExpiryJob } from './idempotency/expiry-job.js';
 import { IdempotencyEngine } from './idempotency/idempotency-engine.js';
@@ -79,9 +79,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   const pipeline: RequestPipeline = {
     admitClient: (request, reply) => limits.admitClient(request, reply),
     admit: (spec, request, reply) => limits.admit(spec, request, reply),
-    failed: (request, error) => {
-      if (error.code === 'unauthenticated') limits.passwordFailed(request);
-    },
+    failed: (request, error) => limits.requestFailed(request, error),
     beforeAuthentication: (request, reply) => limits.beforeAuthentication(request, reply),
     authenticationFailed: (request) => limits.authenticationFailed(request),
     limitRate: (request, principal, reply) => limits.limitCredential(request, principal, reply),
@@ -138,20 +136,13 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   // megabyte and 3.5 MB a request, unlimited, let one client fill the gateway's time (probe).
   const openapi = lazyDocument(() => Buffer.from(JSON.stringify(buildOpenApi(routes, '1.0.0'))));
   const docsScript = lazyDocument(loadDocsScript);
-  app.get('/openapi.json', async (request, reply) => {
-    limits.admitClient(request, reply);
-    return sendDocument(request, reply.type('application/json; charset=utf-8'), openapi);
-  });
+  app.get('/openapi.json', CLIENT_LIMITED, async (request, reply) => sendDocument(request, reply.type('application/json; charset=utf-8'), openapi));
   // Only the gateway's own script and the page's start, requests to the gateway alone, no framing
   // of the reference (clickjacking), no plugins, no base or form targets elsewhere (DOCS_CSP).
-  app.get('/docs', async (request, reply) => {
-    limits.admitClient(request, reply);
-    return reply.type('text/html; charset=utf-8').header('content-security-policy', DOCS_CSP).send(DOCS_HTML);
-  });
-  app.get(DOCS_SCRIPT_PATH, async (request, reply) => {
-    limits.admitClient(request, reply);
-    return sendDocument(request, reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600'), docsScript);
-  });
+  app.get('/docs', CLIENT_LIMITED, async (_req, reply) => reply.type('text/html; charset=utf-8').header('content-security-policy', DOCS_CSP).send(DOCS_HTML));
+  app.get(DOCS_SCRIPT_PATH, CLIENT_LIMITED, async (request, reply) =>
+    sendDocument(request, reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600'), docsScript),
+  );
   app.get('/health', async () => ({ status: 'ok' }));
   // Ready when its database, NATS and every backend are: an unready backend makes the gateway
   // unready too, so a load balancer sends its traffic elsewhere.

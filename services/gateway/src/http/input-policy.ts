@@ -25,16 +25,20 @@ const tooDeep = (maxDepth: number) => `Must be nested at most ${maxDepth} arrays
  */
 export const MAX_FIELDS_NAMED = 20;
 
-/** Adds `message` for `path` unless MAX_FIELDS_NAMED other fields are named already; false once full. */
-function addError(errors: FieldErrors, path: string, message: string): boolean {
+const isFull = (errors: FieldErrors) => Object.keys(errors).length >= MAX_FIELDS_NAMED;
+
+/** Adds `message` for `path` unless MAX_FIELDS_NAMED other fields are named already. */
+function addError(errors: FieldErrors, path: string, message: string): void {
   const named = errors[path];
   if (named) named.push(message);
-  else if (Object.keys(errors).length >= MAX_FIELDS_NAMED) return false;
-  else errors[path] = [message];
-  return true;
+  else if (!isFull(errors)) errors[path] = [message];
 }
 
-const isFull = (errors: FieldErrors) => Object.keys(errors).length >= MAX_FIELDS_NAMED;
+/**
+ * Strings holding U+FFFD a body that is not UTF-8 has looked for in its raw bytes (a scan of them
+ * each) before the rest of it is left unnamed: thousands of such strings would cost seconds.
+ */
+const MAX_SUSPECT_SCANS = MAX_FIELDS_NAMED * 5;
 
 /**
  * Arrays and objects a JSON text opens before it is parsed at all: a body thousands deep is
@@ -44,7 +48,9 @@ const isFull = (errors: FieldErrors) => Object.keys(errors).length >= MAX_FIELDS
  */
 const PARSE_DEPTH_LIMIT = 1000;
 
-function exceedsDepth(text: string, limit: number): boolean {
+/** Whether `text` opens more than PARSE_DEPTH_LIMIT (or `maxDepth`, if higher) arrays and objects inside one another. */
+function tooDeepToParse(text: string, maxDepth: number): boolean {
+  const limit = Math.max(PARSE_DEPTH_LIMIT, maxDepth);
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -62,7 +68,7 @@ function exceedsDepth(text: string, limit: number): boolean {
 
 /** A 400 for a JSON text nested far deeper than any body may be, before it is parsed. */
 export function assertParseableDepth(text: string, maxDepth = DEFAULT_BODY_MAX_DEPTH): void {
-  if (exceedsDepth(text, Math.max(PARSE_DEPTH_LIMIT, maxDepth))) throw DomainError.validation({ $: [tooDeep(maxDepth)] }, 'The request body is nested too deep.');
+  if (tooDeepToParse(text, maxDepth)) throw DomainError.validation({ $: [tooDeep(maxDepth)] }, 'The request body is nested too deep.');
 }
 
 /**
@@ -113,18 +119,17 @@ function invalidUtf8Fields(raw: Buffer, maxDepth: number): FieldErrors {
   let parsed: unknown;
   try {
     const text = lossyUtf8.decode(raw);
-    if (exceedsDepth(text, Math.max(PARSE_DEPTH_LIMIT, maxDepth))) return { $: [INVALID_UTF8_MESSAGE] };
+    if (tooDeepToParse(text, maxDepth)) return { $: [INVALID_UTF8_MESSAGE] };
     parsed = JSON.parse(text);
   } catch {
     return { $: [INVALID_UTF8_MESSAGE] };
   }
-  // Each string holding U+FFFD is looked for in the raw bytes (a scan of them); after this many
-  // scans the rest of the body is not looked at (a body of thousands of such strings would cost
-  // seconds), and what was not named is `$`.
+  // Each string holding U+FFFD is looked for in the raw bytes; after MAX_SUSPECT_SCANS the rest
+  // of the body is not looked at, and what was not named is `$`.
   let scans = 0;
-  const suspect = (text: string) => text.includes('\ufffd') && ++scans <= MAX_FIELDS_NAMED * 5 && !raw.includes(Buffer.from(JSON.stringify(text).slice(1, -1)));
+  const suspect = (text: string) => text.includes('\ufffd') && ++scans <= MAX_SUSPECT_SCANS && !raw.includes(Buffer.from(JSON.stringify(text).slice(1, -1)));
   const visit = (value: unknown, path: PropertyKey[]): void => {
-    if (path.length > maxDepth || isFull(errors) || scans > MAX_FIELDS_NAMED * 5) return; // named as `$` below, unless a shallower field is named
+    if (path.length > maxDepth || isFull(errors) || scans > MAX_SUSPECT_SCANS) return; // named as `$` below, unless a shallower field is named
     if (typeof value === 'string') {
       if (suspect(value)) addError(errors, fieldPath(path), INVALID_UTF8_MESSAGE);
     } else if (Array.isArray(value)) {

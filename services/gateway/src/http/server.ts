@@ -51,6 +51,17 @@ const isBodyRefusal = (err: unknown) => typeof err === 'object' && err !== null 
  */
 const UNREAD_BODY = Buffer.from('\u0000 body refused unread');
 
+/** What a route carries in fastify's route config: the spec of an API route; `clientLimited` for other routes the per-client-IP limit counts. */
+interface RouteConfig {
+  spec?: RouteSpec;
+  clientLimited?: boolean;
+}
+
+const routeConfigOf = (request: FastifyRequest) => request.routeOptions.config as RouteConfig | undefined;
+
+/** Route options of a route outside the API (the reference, its document) that counts against the per-client-IP limit as API routes do. */
+export const CLIENT_LIMITED = { config: { clientLimited: true } satisfies RouteConfig };
+
 /**
  * Cross-cutting steps around every route, supplied by their own features, in this order:
  * `admitClient` (the limit by client IP, as the request arrives, before anything costs), `admit`
@@ -59,7 +70,7 @@ const UNREAD_BODY = Buffer.from('\u0000 body refused unread');
  * after authentication); idempotency wraps the handler of routes marked `idempotent`.
  */
 export interface RequestPipeline {
-  /** Every request to a route as it arrives, before its body is read (limits by client IP). */
+  /** Every request to a route (and to a CLIENT_LIMITED one) as it arrives, before its body is read (limits by client IP). */
   admitClient?(request: FastifyRequest, reply: FastifyReply): void;
   admit?(spec: RouteSpec, request: FastifyRequest, reply: FastifyReply): void;
   beforeAuthentication?(request: FastifyRequest, reply: FastifyReply): void;
@@ -242,7 +253,8 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     if (repeated) return done(repeated);
     // A routed request counts against its client's limit before anything else costs: its body
     // is not read yet, so one refused as malformed, too deep or too large is counted as well.
-    if ((request.routeOptions.config as { spec?: RouteSpec } | undefined)?.spec) {
+    const config = routeConfigOf(request);
+    if (config?.spec || config?.clientLimited) {
       try {
         pipeline.admitClient?.(request, reply);
       } catch (e) {
@@ -285,8 +297,8 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
   });
 
   app.setErrorHandler(async (err, request, reply) => {
-    const domain = domainErrorOf(err);
-    const spec = (request.routeOptions.config as { spec?: RouteSpec } | undefined)?.spec;
+    let domain = domainErrorOf(err);
+    const spec = routeConfigOf(request)?.spec;
     if (domain && spec && !request.handlerStarted && isBodyRefusal(err)) {
       request.handlerStarted = true;
       request.rawBody ??= UNREAD_BODY;
@@ -294,10 +306,10 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
         return sendResult(request, reply, await refusedBody(spec, request, reply, domain));
       } catch (e) {
         err = e as Error;
+        domain = domainErrorOf(e);
       }
     }
-    const answered = domainErrorOf(err);
-    if (answered) return sendProblem(reply, request, answered);
+    if (domain) return sendProblem(reply, request, domain);
     httpLog.error({ err, method: request.method, route: request.routeOptions.url, traceId: request.traceId }, 'unhandled error');
     return sendProblem(reply, request, new DomainError('internal'));
   });
@@ -354,7 +366,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
     app.route({
       method: spec.method,
       url: spec.url,
-      config: { spec } as object,
+      config: { spec } satisfies RouteConfig as object,
       handler: async (request, reply) => {
         request.handlerStarted = true;
         // Text no service may store is refused first, like malformed JSON: before a credential

@@ -20,15 +20,17 @@ declare module 'fastify' {
 
 /**
  * Routes that make identity hash a password (about 128 MiB and a large share of a core each),
- * and the body field naming the account they act on. They get their own low limits, per client
- * IP and per account, on top of every other limit.
+ * the body field naming the account they act on, and the kind of that account. They get their
+ * own low limits, per client IP and per account, on top of every other limit.
  */
-export const PASSWORD_ROUTES: Readonly<Record<string, string>> = {
-  'POST /api/account/login': 'email',
-  'POST /api/account/signup': 'email',
-  'POST /api/account/reset-password': 'token',
-  'POST /api/auth/login': 'email',
+export const PASSWORD_ROUTES: Readonly<Record<string, { field: 'email' | 'token'; kind: AccountKind }>> = {
+  'POST /api/account/login': { field: 'email', kind: 'customer' },
+  'POST /api/account/signup': { field: 'email', kind: 'customer' },
+  'POST /api/account/reset-password': { field: 'token', kind: 'customer' },
+  'POST /api/auth/login': { field: 'email', kind: 'merchant-user' },
 };
+
+type AccountKind = 'customer' | 'merchant-user';
 
 export interface GatewayLimitsConfig {
   NATS_URL: string;
@@ -96,7 +98,6 @@ export class GatewayLimits {
     await this.store?.close();
   }
 
-  /** Before authentication: the client IP's overall limit, and on password routes the password limits. */
   /** Every request to a route, per client IP, as it arrives: before its body is read, so a body refused unparsed is counted too. */
   admitClient(request: FastifyRequest, reply: FastifyReply): void {
     this.enforce(request, reply, this.limiters.ip?.check(request.ip));
@@ -104,21 +105,21 @@ export class GatewayLimits {
 
   /** The password routes' limits, per client IP and per account (read from the body). */
   admit(spec: RouteSpec, request: FastifyRequest, reply: FastifyReply): void {
-    const field = PASSWORD_ROUTES[`${spec.method} ${spec.url}`];
-    if (!field) return;
+    const route = PASSWORD_ROUTES[`${spec.method} ${spec.url}`];
+    if (!route) return;
     this.enforce(request, reply, this.limiters['password-ip']?.check(request.ip));
-    const account = accountOf(request.body, field, spec.url.toLowerCase().startsWith('/api/auth/') ? 'merchant-user' : 'customer');
+    const account = accountOf(request.body, route.field, route.kind);
     if (!account) return;
-    // Per account, only failed password checks count (`passwordFailed`): a client the account's
+    // Per account, only failed password checks count (`requestFailed`): a client the account's
     // lockout has stopped costs nothing and spends nothing, and signing in does not spend the
     // limit, so keeping the owner out takes a stream of fresh clients, each locked after five.
     request.passwordAccount = account;
     this.enforce(request, reply, this.limiters['password-account']?.peek(account));
   }
 
-  /** A password route answered that the password (or email) was wrong: one failure of its account. */
-  passwordFailed(request: FastifyRequest): void {
-    if (request.passwordAccount) this.limiters['password-account']?.charge(request.passwordAccount);
+  /** A request failed after admission: on a password route, a 401 (wrong password or email) is one failure of its account. */
+  requestFailed(request: FastifyRequest, error: DomainError): void {
+    if (request.passwordAccount && error.code === 'unauthenticated') this.limiters['password-account']?.charge(request.passwordAccount);
   }
 
   /** Before a bearer credential is verified: 429 when the client IP has spent its failed authentications. */
@@ -161,13 +162,13 @@ function policyItem(name: string, policy: RatePolicy): string {
   return `"${name}";q=${policy.burst};w=${Math.max(1, Math.ceil(policy.burst / policy.ratePerSecond))}`;
 }
 
-/** The account a password request acts on: the lower-cased email, or a digest of the reset token. */
 /**
- * The account a password request is about, per kind: customer accounts and merchant users are
- * separate, so attempts on a customer email (login, signup, reset) never spend the limit of the
- * merchant user with that email, nor the other way round.
+ * The account a password request acts on: its kind and lower-cased email, or a digest of the
+ * reset token. Customer accounts and merchant users are separate, so attempts on a customer email
+ * (login, signup, reset) never spend the limit of the merchant user with that email, nor the
+ * other way round.
  */
-function accountOf(body: unknown, field: string, kind: 'customer' | 'merchant-user'): string | undefined {
+function accountOf(body: unknown, field: string, kind: AccountKind): string | undefined {
   const value = (body as Record<string, unknown> | undefined)?.[field];
   if (typeof value !== 'string' || value === '') return undefined;
   return field === 'token' ? `token:${createHash('sha256').update(value).digest('hex')}` : `${kind}:${field}:${value.toLowerCase()}`;
