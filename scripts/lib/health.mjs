@@ -103,7 +103,9 @@ export function listensOn(pid, port) {
         .filter(Boolean),
     );
   } catch {
-    return undefined;
+    // Where /proc exists, a process whose descriptors cannot be read has exited (or is not
+    // ours): it listens on nothing. Elsewhere nothing can be told.
+    return fs.existsSync('/proc/self/fd') ? false : undefined;
   }
   const portHex = port.toString(16).toUpperCase().padStart(4, '0');
   let readAny = false;

@@ -23,6 +23,9 @@ it('tells whether a process itself listens on a port', async () => {
   try {
     expect(listensOn(process.pid, port)).toBe(true);
     expect(listensOn(process.pid, port === 65535 ? port - 1 : port + 1)).toBe(false);
+    // A process that has exited listens on nothing: taking it for "cannot tell" let a service
+    // that died with EADDRINUSE pass for ready while a stranger answered its health check.
+    expect(listensOn(2 ** 22 + 1, port)).toBe(false);
   } finally {
     mine.close();
   }
