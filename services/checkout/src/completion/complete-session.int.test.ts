@@ -5,7 +5,8 @@ import { useMigratedDatabase } from '../../../../tests/support/migrated-database
 import { ENTITIES } from '../app.js';
 import type { CheckoutBackends } from '../backends.js';
 import { MIGRATIONS } from '../migrations/index.js';
-import { SessionCompletion } from './complete-session.js';
+import { FINISH_SESSION_SQL, SessionCompletion, TAKE_SESSION_SQL } from './complete-session.js';
+import { sequentialScansOfGenericPlan } from '../../../../tests/support/generic-plan.js';
 
 // Completions arriving together share their statements (the lease taken, the session completed
 // with its event) against a real Postgres database of its own; identity and billing, which are
@@ -105,4 +106,27 @@ describe('SessionCompletion', () => {
     expect(calls.enrolments).toBe(1);
     expect(await eventsOf(s.id)).toHaveLength(1);
   });
+});
+
+describe('the statements on tables of many sessions', () => {
+  // Some thousands: the size at which a plan joining the recordset alone scanned them (with many
+  // more rows the planner's estimate of an index lookup per row wins again).
+  it('find their sessions and bank tokens by index: the generic plans (named statements keep them) scan no table', async () => {
+    await rows(
+      `insert into checkout.sessions (id, merchant_id, api_key_id, plan_id, nonce, link_hash, return_url, email, first_name, last_name, status, subscription_id, created_at, updated_at)
+       select gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), g::text, repeat('a', 64), 'https://shop.example/thanks', g || '@example.com', 'Bea', 'Buyer', 'Open', gen_random_uuid(), now(), now()
+         from generate_series(1, 3000) g`,
+    );
+    await rows(
+      `insert into checkout.bank_tokens (token, session_id, merchant_id, account_name, bsb, last4, created_at)
+       select 'btok_' || s.id, s.id, s.merchant_id, 'Bea Buyer', '062-000', '5678', now() from checkout.sessions s where s.return_url = 'https://shop.example/thanks' and s.nonce ~ '^[0-9]+$'`,
+    );
+    await rows('analyze checkout.sessions');
+    await rows('analyze checkout.bank_tokens');
+    const [a, b] = [randomUUID(), randomUUID()];
+    const takes = JSON.stringify([a, b].map((id, i) => ({ i, id, merchant_id: randomUUID(), token: `btok_${id}` })));
+    expect(await sequentialScansOfGenericPlan(orm(), 'checkout', TAKE_SESSION_SQL, [takes, 30, `{btok_${a},btok_${b}}`, `{${a},${b}}`])).toEqual([]);
+    const finishes = JSON.stringify([a, b].map((id) => ({ id, customer_account_id: randomUUID(), member_id: randomUUID(), payment_method_id: randomUUID(), completed_at: new Date().toISOString() })));
+    expect(await sequentialScansOfGenericPlan(orm(), 'checkout', FINISH_SESSION_SQL, [finishes, '[]', `{${a},${b}}`])).toEqual([]);
+  }, 30_000);
 });

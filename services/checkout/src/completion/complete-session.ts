@@ -46,6 +46,38 @@ function invalidCustomer(s: { returnUrl: string }, e: DomainError): CompletionRe
   return failed(s, 'invalid_customer', `The customer's details are not valid${fields ? ` (${fields})` : ''}: correct them with PATCH /api/Checkout/sessions/me/customer.`);
 }
 
+
+// The completion's statements. Each also names its rows by array parameters (`= any($n)`):
+// joined to the recordset alone (which the planner takes for 100 rows), their generic plans (they
+// are named, prepared once per connection) were hash joins over scans of every session and bank
+// token, a read of the whole tables per batch once they held some thousands of rows (found with
+// auto_explain on the writes bench; tested in complete-session.int.test.ts).
+/** $1: the takes (i, id, merchant_id, token) as JSON; $2: the lease in seconds; $3: the tokens; $4: the session ids. */
+export const TAKE_SESSION_SQL = `with r as (select * from jsonb_to_recordset($1::jsonb) as r(i int, id uuid, merchant_id uuid, token text)),
+         captured as (select r.i from r join bank_tokens b on b.token = r.token and b.session_id = r.id and b.token = any($3::text[])),
+         leased as (
+           update sessions u set completion_lease_until = now() + make_interval(secs => $2), completion_token = r.token, updated_at = now()
+             from r
+            where u.id = r.id and u.id = any($4::uuid[]) and u.merchant_id = r.merchant_id and u.status = 'Open'
+              and (u.completion_lease_until is null or u.completion_lease_until < now())
+              and coalesce(u.email, '') <> '' and coalesce(u.first_name, '') <> '' and coalesce(u.last_name, '') <> ''
+              and r.i in (select i from captured)
+           returning r.i)
+         select r.i, s.id, s.merchant_id as "merchantId", s.plan_id as "planId", s.subscription_id as "subscriptionId", s.return_url as "returnUrl",
+                s.email, s.first_name as "firstName", s.last_name as "lastName", s.phone, s.status,
+                r.i in (select i from captured) as "tokenCaptured",
+                r.i in (select i from leased) as leased
+           from r join sessions s on s.id = r.id and s.id = any($4::uuid[]) and s.merchant_id = r.merchant_id`;
+/** $1: the finishes as JSON; $2: their `checkout.completed` outbox rows as JSON; $3: the session ids. */
+export const FINISH_SESSION_SQL = `with f as (select * from jsonb_to_recordset($1::jsonb) as f(id uuid, customer_account_id uuid, member_id uuid, payment_method_id uuid, completed_at timestamptz)),
+         done as (
+           update sessions s set status = 'Completed', completion_lease_until = null, customer_account_id = f.customer_account_id, member_id = f.member_id,
+                  payment_method_id = f.payment_method_id, completed_at = f.completed_at, updated_at = f.completed_at
+             from f
+            where s.id = f.id and s.id = any($3::uuid[]) and s.status = 'Open'
+            returning s.id)
+         ${insertOutboxSql('$2', { column: 'session_id', written: 'done' })}`;
+
 /**
  * Completes a checkout session: one business operation across identity and billing. Each step
  * is repeatable and keyed by what the session already fixes (the email, the token, the
@@ -108,22 +140,13 @@ export class SessionCompletion {
       const { rows } = await queryPrepared<TakenSession & { i: number }>(
         this.orm,
         'checkout_completion_take_batch',
-        `with r as (select * from jsonb_to_recordset($1::jsonb) as r(i int, id uuid, merchant_id uuid, token text)),
-         captured as (select r.i from r join bank_tokens b on b.token = r.token and b.session_id = r.id),
-         leased as (
-           update sessions u set completion_lease_until = now() + make_interval(secs => $2), completion_token = r.token, updated_at = now()
-             from r
-            where u.id = r.id and u.merchant_id = r.merchant_id and u.status = 'Open'
-              and (u.completion_lease_until is null or u.completion_lease_until < now())
-              and coalesce(u.email, '') <> '' and coalesce(u.first_name, '') <> '' and coalesce(u.last_name, '') <> ''
-              and r.i in (select i from captured)
-           returning r.i)
-         select r.i, s.id, s.merchant_id as "merchantId", s.plan_id as "planId", s.subscription_id as "subscriptionId", s.return_url as "returnUrl",
-                s.email, s.first_name as "firstName", s.last_name as "lastName", s.phone, s.status,
-                r.i in (select i from captured) as "tokenCaptured",
-                r.i in (select i from leased) as leased
-           from r join sessions s on s.id = r.id and s.merchant_id = r.merchant_id`,
-        [JSON.stringify(batch.map((t, i) => ({ i, id: t.sessionId, merchant_id: t.merchantId, token: t.providerToken }))), this.opts.leaseSeconds],
+        TAKE_SESSION_SQL,
+        [
+          JSON.stringify(batch.map((t, i) => ({ i, id: t.sessionId, merchant_id: t.merchantId, token: t.providerToken }))),
+          this.opts.leaseSeconds,
+          batch.map((t) => t.providerToken),
+          batch.map((t) => t.sessionId),
+        ],
       );
       return rowsByItem(batch.length, rows);
     },
@@ -224,17 +247,11 @@ export class SessionCompletion {
       await queryPrepared(
         this.orm,
         'checkout_completion_finish_batch',
-        `with f as (select * from jsonb_to_recordset($1::jsonb) as f(id uuid, customer_account_id uuid, member_id uuid, payment_method_id uuid, completed_at timestamptz)),
-         done as (
-           update sessions s set status = 'Completed', completion_lease_until = null, customer_account_id = f.customer_account_id, member_id = f.member_id,
-                  payment_method_id = f.payment_method_id, completed_at = f.completed_at, updated_at = f.completed_at
-             from f
-            where s.id = f.id and s.status = 'Open'
-            returning s.id)
-         ${insertOutboxSql('$2', { column: 'session_id', written: 'done' })}`,
+        FINISH_SESSION_SQL,
         [
           JSON.stringify(batch.map((f) => ({ id: f.sessionId, customer_account_id: f.customerAccountId, member_id: f.memberId, payment_method_id: f.paymentMethodId, completed_at: f.event.occurred_at }))),
           JSON.stringify(batch.map((f, seq) => ({ ...f.event, seq, session_id: f.sessionId }))),
+          batch.map((f) => f.sessionId),
         ],
       );
       return batch.map(() => undefined);

@@ -8,7 +8,8 @@ import type { CheckoutBackends } from '../backends.js';
 import { Invitation } from '../invitations/invitation.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { completeOnboarding } from './complete-onboarding.js';
-import { readWizard } from './completion-store.js';
+import { READ_WIZARDS_SQL, RECORD_COMPLETIONS_SQL, readWizard, TAKE_WIZARDS_SQL } from './completion-store.js';
+import { sequentialScansOfGenericPlan } from '../../../../tests/support/generic-plan.js';
 import { Onboarding } from './onboarding.js';
 import { findOwnOnboarding, updateOnboarding } from './wizard.js';
 
@@ -342,4 +343,26 @@ describe('completeOnboarding', () => {
       expect(await rows(`select completion_lease_until as lease from checkout.onboardings where invitation_id = ?`, [w.ref.invitationId])).toEqual([{ lease: null }]);
     }
   });
+});
+
+describe('the statements on tables of many wizards', () => {
+  it('find their wizards and invitations by index: the generic plans (named statements keep them) scan no table', async () => {
+    await rows(
+      `insert into checkout.invitations (id, merchant_id, token_hash, first_name, last_name, email, expires_at, created_at, account_id, accepted_at)
+       select gen_random_uuid(), gen_random_uuid(), md5(g::text) || md5(g::text), 'Ida', 'Invitee', g || '@example.com', now() + interval '7 days', now(), gen_random_uuid(), now()
+         from generate_series(1, 20000) g`,
+    );
+    await rows(`insert into checkout.onboardings (invitation_id, account_id, updated_at)
+       select i.id, i.account_id, now() from checkout.invitations i
+       where i.last_name = 'Invitee' and not exists (select 1 from checkout.onboardings o where o.invitation_id = i.id)`);
+    await rows('analyze checkout.invitations');
+    await rows('analyze checkout.onboardings');
+    const [a, b] = [randomUUID(), randomUUID()];
+    const ids = `{${a},${b}}`;
+    const keys = JSON.stringify([a, b].map((id, i) => ({ i, invitation_id: id, account_id: randomUUID(), lease_seconds: 30 })));
+    expect(await sequentialScansOfGenericPlan(orm(), 'checkout', READ_WIZARDS_SQL, [keys, ids])).toEqual([]);
+    expect(await sequentialScansOfGenericPlan(orm(), 'checkout', TAKE_WIZARDS_SQL, [keys, ids])).toEqual([]);
+    const completions = JSON.stringify([a, b].map((id) => ({ id, member_id: randomUUID(), payment_method_id: randomUUID(), subscription_id: randomUUID(), completed_at: new Date().toISOString() })));
+    expect(await sequentialScansOfGenericPlan(orm(), 'checkout', RECORD_COMPLETIONS_SQL, [completions, '[]', ids])).toEqual([]);
+  }, 30_000);
 });

@@ -36,8 +36,57 @@ interface Completion {
 }
 
 const wizardOfRow = (row: WizardRow): CompletionWizard => ({ invitation: invitationOfRow(row.invitation), onboarding: onboardingOfRow(row.onboarding) });
+/** The invitation ids of a batch (uuids: `ownOnboardingKey`), the array parameter of each statement below. */
+const invitationIdsOf = (keys: readonly Key[]) => keys.map((k) => k.invitationId);
 const keysJson = <K extends Key>(keys: readonly K[], extra: (k: K) => object = () => ({})) =>
   JSON.stringify(keys.map((k, i) => ({ i, invitation_id: k.invitationId, account_id: k.accountId, ...extra(k) })));
+
+// The completion's statements. Each also names its rows by the batch's invitation ids
+// (`= any($n)`): joined to the recordset alone (which the planner takes for 100 rows), their
+// generic plans (they are named, prepared once per connection) were hash joins over scans of every
+// wizard and invitation, a read of the whole tables per batch once they held some thousands of
+// rows (found with auto_explain on the writes bench; tested in complete-onboarding.int.test.ts).
+/** $1: the keys (i, invitation_id, account_id) as JSON; $2: the invitation ids. */
+export const READ_WIZARDS_SQL = `select r.i, to_jsonb(o) as onboarding, to_jsonb(inv) as invitation
+         from jsonb_to_recordset($1::jsonb) as r(i int, invitation_id uuid, account_id uuid)
+         join onboardings o on o.invitation_id = r.invitation_id and o.account_id = r.account_id and o.invitation_id = any($2::uuid[])
+         join invitations inv on inv.id = o.invitation_id and inv.id = any($2::uuid[])`;
+/** $1: the keys with lease_seconds as JSON; $2: the invitation ids. */
+export const TAKE_WIZARDS_SQL = `with r as (select * from jsonb_to_recordset($1::jsonb) as r(i int, invitation_id uuid, account_id uuid, lease_seconds int)),
+         inv as materialized (
+           select v.* from invitations v where v.id = any($2::uuid[]) order by v.id for share of v),
+         leased as (
+           update onboardings o set completion_lease_until = now() + make_interval(secs => r.lease_seconds), completion_started_at = coalesce(o.completion_started_at, now())
+             from r
+            where o.invitation_id = r.invitation_id and o.account_id = r.account_id and o.invitation_id = any($2::uuid[]) and o.completed_at is null
+              and (o.completion_lease_until is null or o.completion_lease_until < now())
+              and exists (select 1 from inv where inv.id = o.invitation_id and inv.revoked_at is null)
+           returning r.i, o.*)
+         select l.i, to_jsonb(l) - 'i' as onboarding, to_jsonb(inv) as invitation, true as leased
+           from leased l join inv on inv.id = l.invitation_id
+         union all
+         select r.i, to_jsonb(o) as onboarding, to_jsonb(inv) as invitation, false as leased
+           from r join onboardings o on o.invitation_id = r.invitation_id and o.account_id = r.account_id and o.invitation_id = any($2::uuid[])
+           join inv on inv.id = o.invitation_id
+          where r.i not in (select i from leased)`;
+/** $1: the completions as JSON; $2: their `onboarding.completed` outbox rows as JSON; $3: the invitation ids. */
+export const RECORD_COMPLETIONS_SQL = `with c as (
+           select * from jsonb_to_recordset($1::jsonb) as c(id uuid, member_id uuid, payment_method_id uuid, subscription_id uuid, completed_at timestamptz)),
+         completed as (
+           update onboardings o set member_id = c.member_id, payment_method_id = c.payment_method_id, subscription_id = c.subscription_id,
+                  completed_at = c.completed_at, updated_at = c.completed_at, completion_lease_until = null
+             from c
+            where o.invitation_id = c.id and o.invitation_id = any($3::uuid[]) and o.completed_at is null
+           returning o.invitation_id as id),
+         invitation as (
+           update invitations v set member_id = c.member_id, subscription_id = c.subscription_id, completed_at = coalesce(v.completed_at, c.completed_at)
+             from c
+            where v.id = c.id and v.id = any($3::uuid[]) and v.id in (select id from completed)
+           returning 1),
+         events as (
+           ${insertOutboxSql('$2', { column: 'invitation_id', written: 'completed' })}
+           returning 1)
+         select coalesce((select json_agg(id) from completed), '[]') as completed, (select count(*) from invitation)::int as invitations, (select count(*) from events)::int as events`;
 
 /**
  * The statements of the completions that arrive together, one per batch each (per ORM): reads,
@@ -48,11 +97,8 @@ function statementsOf(orm: MikroORM) {
     const { rows } = await queryPrepared<WizardRow>(
       orm,
       'onboarding_completion_read_batch',
-      `select r.i, to_jsonb(o) as onboarding, to_jsonb(inv) as invitation
-         from jsonb_to_recordset($1::jsonb) as r(i int, invitation_id uuid, account_id uuid)
-         join onboardings o on o.invitation_id = r.invitation_id and o.account_id = r.account_id
-         join invitations inv on inv.id = o.invitation_id`,
-      [keysJson(keys)],
+      READ_WIZARDS_SQL,
+      [keysJson(keys), invitationIdsOf(keys)],
     );
     return rowsByItem(keys.length, rows);
   });
@@ -61,24 +107,8 @@ function statementsOf(orm: MikroORM) {
       const { rows } = await queryPrepared<WizardRow & { leased: boolean }>(
         orm,
         'onboarding_completion_take_batch',
-        `with r as (select * from jsonb_to_recordset($1::jsonb) as r(i int, invitation_id uuid, account_id uuid, lease_seconds int)),
-         inv as materialized (
-           select v.* from invitations v where v.id in (select invitation_id from r) order by v.id for share of v),
-         leased as (
-           update onboardings o set completion_lease_until = now() + make_interval(secs => r.lease_seconds), completion_started_at = coalesce(o.completion_started_at, now())
-             from r
-            where o.invitation_id = r.invitation_id and o.account_id = r.account_id and o.completed_at is null
-              and (o.completion_lease_until is null or o.completion_lease_until < now())
-              and exists (select 1 from inv where inv.id = o.invitation_id and inv.revoked_at is null)
-           returning r.i, o.*)
-         select l.i, to_jsonb(l) - 'i' as onboarding, to_jsonb(inv) as invitation, true as leased
-           from leased l join inv on inv.id = l.invitation_id
-         union all
-         select r.i, to_jsonb(o) as onboarding, to_jsonb(inv) as invitation, false as leased
-           from r join onboardings o on o.invitation_id = r.invitation_id and o.account_id = r.account_id
-           join inv on inv.id = o.invitation_id
-          where r.i not in (select i from leased)`,
-        [keysJson(keys, (k) => ({ lease_seconds: k.leaseSeconds }))],
+        TAKE_WIZARDS_SQL,
+        [keysJson(keys, (k) => ({ lease_seconds: k.leaseSeconds })), invitationIdsOf(keys)],
       );
       return rowsByItem(keys.length, rows);
     },
@@ -93,26 +123,11 @@ function statementsOf(orm: MikroORM) {
       const { rows } = await queryPrepared<{ completed: string[]; invitations: number; events: number }>(
         orm,
         'onboarding_completion_write_batch',
-        `with c as (
-           select * from jsonb_to_recordset($1::jsonb) as c(id uuid, member_id uuid, payment_method_id uuid, subscription_id uuid, completed_at timestamptz)),
-         completed as (
-           update onboardings o set member_id = c.member_id, payment_method_id = c.payment_method_id, subscription_id = c.subscription_id,
-                  completed_at = c.completed_at, updated_at = c.completed_at, completion_lease_until = null
-             from c
-            where o.invitation_id = c.id and o.completed_at is null
-           returning o.invitation_id as id),
-         invitation as (
-           update invitations v set member_id = c.member_id, subscription_id = c.subscription_id, completed_at = coalesce(v.completed_at, c.completed_at)
-             from c
-            where v.id = c.id and v.id in (select id from completed)
-           returning 1),
-         events as (
-           ${insertOutboxSql('$2', { column: 'invitation_id', written: 'completed' })}
-           returning 1)
-         select coalesce((select json_agg(id) from completed), '[]') as completed, (select count(*) from invitation)::int as invitations, (select count(*) from events)::int as events`,
+        RECORD_COMPLETIONS_SQL,
         [
           JSON.stringify(batch.map(({ invitation, data, now }) => ({ id: invitation.id, member_id: data.memberId, payment_method_id: data.paymentMethodId, subscription_id: data.subscriptionId, completed_at: now.toISOString() }))),
           JSON.stringify(events),
+          batch.map(({ invitation }) => invitation.id),
         ],
       );
       const [row] = rows;

@@ -8,7 +8,8 @@ import { MIGRATIONS } from '../migrations/index.js';
 import { byEmail } from '../email-match.js';
 import { CustomerAccount } from './customer-account.js';
 import { customersGrpc, toCustomerAccountMessage, type CustomersDeps } from './customers-grpc.js';
-import { ensureAccounts } from './ensure-accounts.js';
+import { ENSURE_SQL, ensureAccounts } from './ensure-accounts.js';
+import { sequentialScansOfGenericPlan } from '../../../../tests/support/generic-plan.js';
 
 // EnsureCustomerAccount's one statement against a real Postgres database, batches and
 // concurrent statements on separate connections, as several identity replicas would run them.
@@ -89,6 +90,20 @@ describe('ensureAccounts', () => {
     expect(racing.filter((a) => a.created)).toHaveLength(1);
     expect(await orm().em.fork().count(CustomerAccount, byEmail(next))).toBe(1);
   });
+});
+
+describe('the statement on a table of many accounts', () => {
+  it('finds the accounts already there by index: its generic plan (a named statement keeps it) scans no table', async () => {
+    const em = orm().em.fork();
+    await em.execute(`insert into customer_accounts (id, email, first_name, last_name, created_at, updated_at)
+      select gen_random_uuid(), 'many' || g || '@example.com', 'A', 'B', now(), now() from generate_series(1, 20000) g`);
+    await em.execute('analyze customer_accounts');
+    const batch = [wanted(email()), wanted('many7@example.com')].map((w) => ({ id: w.id, email: w.email, first_name: 'A', last_name: 'B', phone: null, created_at: w.createdAt.toISOString() }));
+    expect(await sequentialScansOfGenericPlan(orm(), 'identity', ENSURE_SQL, [JSON.stringify(batch)])).toEqual([]);
+    // And it still answers the account that was there.
+    const there = await em.findOneOrFail(CustomerAccount, byEmail('MANY7@example.com'));
+    expect((await ensureAccounts(orm(), [wanted('Many7@Example.com')]))[0]).toEqual({ id: there.id, created: false, claimed: false });
+  }, 30_000);
 });
 
 describe('GetCustomerAccount', () => {
