@@ -345,6 +345,20 @@ describe('webhook changes are in force when the gateway answers them', () => {
     }
   });
 
+  // Regression: a replay of a key whose webhook URL had been removed (webhookUrl null) answered
+  // 202 and was sent to the delivery's last URL, one the merchant had taken away.
+  it('URL removed, then a replay: 409, and nothing goes to the old URL', async () => {
+    const { merchantId, observer, rounds } = await liveKeys();
+    for (const { key, delivery } of rounds) {
+      await fx.configure(merchantId, key, null);
+      const replay = await api.post(`/api/WebhookDeliveries/${delivery.id}/replay`, undefined, { token: observer.key });
+      expect(replay.status, `replay after the URL was removed: ${JSON.stringify(replay.body)}`).toBe(409);
+    }
+    await quiesce(merchantId, observer);
+    const sent = rounds.map(({ path, delivery }) => receiver.received(path).filter((r) => r.payload?.id === delivery.eventId).length);
+    expect(sent, 'attempts at the removed URL: only the original delivery').toEqual(rounds.map(() => 1));
+  });
+
   it('disable, then at once a new event: it is not delivered', async () => {
     const { merchantId, observer, rounds } = await liveKeys();
     const answeredAt: number[] = [];

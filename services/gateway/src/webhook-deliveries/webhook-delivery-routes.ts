@@ -75,7 +75,7 @@ export function webhookDeliveryRoutes(backends: Backends, access: MerchantAccess
       tag: 'Webhook deliveries',
       summary: 'Send a delivery again',
       description:
-        'Queues a new Manual attempt on every call and answers 202 with its attemptId; the attempt appears in the delivery once made (normally within a second). It carries the same webhook-id with a new webhook-timestamp and signature, goes to the key\'s current webhook URL (also while its webhook is disabled), and does not change the retry schedule; if it succeeds, a Pending or Failed delivery becomes Succeeded. A delivery whose API key is revoked is 409. Does not take an Idempotency-Key.',
+        'Queues a new Manual attempt on every call and answers 202 with its attemptId; the attempt appears in the delivery once made (normally within a second). It carries the same webhook-id with a new webhook-timestamp and signature, goes to the key\'s current webhook URL (also while its webhook is disabled), and does not change the retry schedule; if it succeeds, a Pending or Failed delivery becomes Succeeded. A delivery whose API key is revoked, or whose key has no webhook URL any more, is 409 (a replay never goes to a URL the key no longer has). Does not take an Idempotency-Key.',
       auth: { merchant: 'Staff' },
       params: IdParams,
       responses: { 202: ReplayAccepted, 404: null, 409: null },

@@ -72,6 +72,9 @@ export function deliveriesGrpc(orm: MikroORM, scheduler: { nudge(): void }): Ser
       const d = await findDelivery(orm, requireScope(req.scope), req.id);
       const endpoint = await orm.em.fork().findOne(Endpoint, { apiKeyId: d.apiKeyId });
       if (endpoint?.revoked) throw new DomainError('conflict', "The delivery's API key is revoked.");
+      // A replay goes to the key's current URL; a key whose URL was removed has nowhere to send
+      // it, and the delivery's last URL is one the merchant took away.
+      if (endpoint && !endpoint.url) throw new DomainError('conflict', "The delivery's API key has no webhook URL.");
       const replay = Object.assign(new Replay(), { deliveryId: d.id });
       await orm.em.fork().persistAndFlush(replay);
       scheduler.nudge();

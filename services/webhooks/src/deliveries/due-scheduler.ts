@@ -152,10 +152,11 @@ export class DueScheduler {
 
   private async claimReplays(limit: number): Promise<DeliveryJob[]> {
     if (limit <= 0) return [];
-    // A replay queued before its key was revoked is dropped, not sent: a replay asked for after
-    // the revoke is refused (409), and the revoke failed the key's pending deliveries.
+    // A replay queued before its key was revoked, or its webhook URL removed, is dropped, not
+    // sent: a replay asked for after either is refused (409), and the revoke failed the key's
+    // pending deliveries.
     const sql = `with due as (
-         select r."id", coalesce(e."revoked", false) as "revoked" from "replays" r
+         select r."id", (coalesce(e."revoked", false) or (e."api_key_id" is not null and e."url" is null)) as "unsendable" from "replays" r
            join "deliveries" d on d."id" = r."delivery_id"
            left join "endpoints" e on e."api_key_id" = d."api_key_id"
           where r."lease_until" is null or r."lease_until" < now()
@@ -163,11 +164,11 @@ export class DueScheduler {
           limit ?
           for update of r skip locked),
        dropped as (
-         delete from "replays" r using due where r."id" = due."id" and due."revoked"
+         delete from "replays" r using due where r."id" = due."id" and due."unsendable"
          returning r."id"),
        claimed as (
          update "replays" r set "lease_until" = now() + ? * interval '1 millisecond'
-           from due where r."id" = due."id" and not due."revoked"
+           from due where r."id" = due."id" and not due."unsendable"
          returning r."id" as "replay_id", r."delivery_id", r."lease_until"),
        -- The delivery shows the URL its latest attempt goes to, as scheduled attempts do.
        moved as (
