@@ -61,6 +61,23 @@ describe('admin merchants', () => {
   });
 });
 
+// Regression: the admin's fee-statement list answered an empty 200 for a merchantId naming no
+// merchant, where generate and every other list answer 404 merchant-not-found.
+describe('GET /api/admin/fee-statements', () => {
+  it('answers 404 for a merchantId that names no merchant, as the merchant lists do', async () => {
+    const unknown = '00000000-0000-4000-8000-000000000001';
+    const res = await api.get(`/api/admin/fee-statements?merchantId=${unknown}`, { token: admin });
+    expect(res.status, JSON.stringify(res.body)).toBe(404);
+    expect(res.body.type).toMatch(/\/merchant-not-found$/);
+    expect((await api.get(`/api/FeeStatements?merchantId=${unknown}`, { token: admin })).status).toBe(404);
+    const m = await createMerchant(api, admin);
+    const own = await api.get(`/api/admin/fee-statements?merchantId=${m.id}`, { token: admin });
+    expect(own.status).toBe(200);
+    expect(own.body.totalCount).toBe(0);
+    expect((await api.get('/api/admin/fee-statements', { token: admin })).status).toBe(200);
+  });
+});
+
 describe('PUT /api/admin/merchants/{id}/provider', () => {
   it('stores credentials write-only and encrypted, reporting only the booleans', async () => {
     const m = await createMerchant(api, admin);

@@ -112,11 +112,12 @@ export function feeStatementRoutes(backends: Backends, access: MerchantAccess): 
       url: '/api/admin/fee-statements',
       tag: 'Admin',
       summary: 'List fee statements',
-      description: 'Oldest first; optional filters merchantId and status (Draft | Finalised | Paid).',
+      description: 'Oldest first; optional filters merchantId and status (Draft | Finalised | Paid). A merchantId that names no merchant is 404 (merchant-not-found), as everywhere a merchant is named.',
       auth: { admin: true },
       query: ListFeeStatementsQuery,
-      responses: { 200: Paged(FeeStatement), 400: null },
+      responses: { 200: Paged(FeeStatement), 400: null, 404: null },
       handler: async ({ query, principal }) => {
+        if (query.merchantId) await access.assert(principal, query.merchantId);
         const res = await statements.ListFeeStatements({ scope: credentialScope(principal), merchantId: query.merchantId, status: query.status, page: query.page, pageSize: query.pageSize });
         return ok(toPage(res.items.map(toFeeStatement), res.totalCount, query));
       },
