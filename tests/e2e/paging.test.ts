@@ -49,6 +49,24 @@ describe('page and pageSize are held to their int32 range on every paged collect
     expect(failures).toEqual([]);
   });
 
+  // Regression: page and pageSize went through Number(), so `0x10`, `1e1`, `0b11`, ` 3` and `1.0`
+  // were taken as integers (page=0x2 answered page 2).
+  it('a page or pageSize that is not decimal digits is 400 naming the parameter', async () => {
+    const failures: string[] = [];
+    for (const path of pagedRoutes) {
+      const concrete = path.replace(/\{\w+\}/g, SOME_UUID);
+      for (const value of ['0x2', '1e1', '0b11', '%202', '1.0', '+2']) {
+        for (const field of ['page', 'pageSize']) {
+          const res = await http('GET', `${concrete}?${scopeOf.get(path)}${field}=${value}`, { token: adminToken() });
+          if (res.status !== 400 || !res.body?.errors?.[field]) failures.push(`${path}?${field}=${value}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+    const plain = await http('GET', `/api/admin/merchants?page=02&pageSize=3`, { token: adminToken() });
+    expect([plain.status, plain.body.page, plain.body.pageSize]).toEqual([200, 2, 3]);
+  });
+
   it('the last int32 page is an empty page of the collection (or 404 for an unknown parent), never a 500', async () => {
     const failures: string[] = [];
     for (const path of pagedRoutes) {

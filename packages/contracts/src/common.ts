@@ -75,10 +75,19 @@ export function distinctUuids(ids: readonly string[]): string[] {
 /** Largest `page`: pages are int32 (interface.md), so a larger one is 400 rather than wrapping. */
 export const MAX_PAGE = 2_147_483_647;
 
+/**
+ * An integer query value: decimal digits with an optional minus sign, nothing else. `Number()`
+ * (z.coerce) also took `0x10`, `1e1`, `0b11`, ` 3` and `1.0` as integers.
+ */
+function queryInt<T extends z.ZodType>(bounds: T) {
+  return z.preprocess((v) => (typeof v === 'string' && /^-?[0-9]+$/.test(v) ? Number(v) : v), bounds);
+}
+const WHOLE_NUMBER = { error: (issue: { code: string }) => (issue.code === 'invalid_type' ? 'Must be a whole number (decimal digits).' : undefined) };
+
 /** Query `page`/`pageSize` of every paged collection (page 1 to MAX_PAGE, pageSize at most 200). */
 export const PageQuery = z.object({
-  page: z.coerce.number().int().min(1).max(MAX_PAGE).default(1),
-  pageSize: z.coerce.number().int().min(1).max(200).default(50),
+  page: queryInt(z.number(WHOLE_NUMBER).int().min(1).max(MAX_PAGE).default(1)),
+  pageSize: queryInt(z.number(WHOLE_NUMBER).int().min(1).max(200).default(50)),
 });
 export type PageQuery = z.infer<typeof PageQuery>;
 
