@@ -67,6 +67,22 @@ describe('page and pageSize are held to their int32 range on every paged collect
     expect([plain.status, plain.body.page, plain.body.pageSize]).toEqual([200, 2, 3]);
   });
 
+  // Regression: query parameter names were case-sensitive (paths are not), so `PageSize=1` and
+  // `Status=Active` were ignored: a full page, an unfiltered list.
+  it('matches query parameter names case-insensitively, as paths', async () => {
+    const merchant = await http('POST', '/api/admin/merchants', { token: adminToken(), body: { name: 'Query Case Merchant', contactEmail: 'query-case@example.com' } });
+    const id = merchant.body.id as string;
+    for (const name of ['one', 'two', 'three']) {
+      expect((await http('POST', '/api/Products', { token: adminToken(), body: { merchantId: id, name } })).status).toBe(201);
+    }
+    const upper = await http('GET', `/api/Products?MerchantId=${id}&PageSize=1&PAGE=2`, { token: adminToken() });
+    expect([upper.status, upper.body.page, upper.body.pageSize, upper.body.items?.map((p: any) => p.name)]).toEqual([200, 2, 1, ['two']]);
+    const filtered = await http('GET', `/api/Subscriptions?merchantId=${id}&Status=Nope`, { token: adminToken() });
+    expect([filtered.status, Object.keys(filtered.body.errors ?? {})]).toEqual([400, ['status']]);
+    const twice = await http('GET', `/api/Products?merchantId=${id}&pageSize=1&PageSize=2`, { token: adminToken() });
+    expect([twice.status, Object.keys(twice.body.errors ?? {})]).toEqual([400, ['pageSize']]);
+  });
+
   it('the last int32 page is an empty page of the collection (or 404 for an unknown parent), never a 500', async () => {
     const failures: string[] = [];
     for (const path of pagedRoutes) {

@@ -382,7 +382,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
 
         const run = async (): Promise<RouteResult> => {
           const params = parse(spec.params, request.params);
-          const query = parse(spec.query, request.query);
+          const query = parse(spec.query, canonicalQuery(spec.query, request.query));
           let body: unknown;
           try {
             // No body is the empty object (the parser answers undefined for it); a JSON `null` is a
@@ -429,6 +429,22 @@ function parse(schema: import('zod').ZodType | undefined, value: unknown): unkno
   const r = schema.safeParse(value);
   if (!r.success) throw DomainError.validation(fieldErrorsOf(r.error));
   return r.data;
+}
+
+/**
+ * Query parameter names match case-insensitively, as paths do (the original binds them so):
+ * `PageSize=10&Status=Active` is `pageSize=10&status=Active`, not two ignored names and an
+ * unfiltered list. Two spellings of one name count as the parameter given twice (400).
+ */
+function canonicalQuery(schema: import('zod').ZodType | undefined, query: unknown): unknown {
+  if (!schema || !isObject(query) || !('shape' in schema) || !isObject(schema.shape)) return query;
+  const names = new Map(Object.keys(schema.shape).map((n) => [n.toLowerCase(), n]));
+  const out: Record<string, unknown> = Object.create(null);
+  for (const [key, value] of Object.entries(query)) {
+    const name = names.get(key.toLowerCase()) ?? key;
+    out[name] = name in out ? ([] as unknown[]).concat(out[name], value) : value;
+  }
+  return out;
 }
 
 /** The trace id of a valid W3C `traceparent` header (version 00), or undefined. */
