@@ -142,6 +142,24 @@ describe('GET, list and DELETE /api/Invitations', () => {
     expect((await api.del(`/api/Invitations/${b.invitationId}`, { token: viewer.token })).status).toBe(403);
   });
 
+  // Regression: the reference tells a client whose create timed out to list the merchant's
+  // invitations by email to tell whether one was made, but the list had no email filter: the
+  // parameter was ignored and every invitation came back.
+  it('filters the list by the whole email, in any letter case', async () => {
+    const email = `${unique('Find')}@Example.com`;
+    const other = `${unique('other')}@example.com`;
+    const made = await api.post('/api/Invitations', body({ email }), { token: m.key });
+    expect(made.status).toBe(200);
+    expect((await api.post('/api/Invitations', body({ email: other }), { token: m.key })).status).toBe(200);
+    const found = await api.get(`/api/Invitations?email=${encodeURIComponent(email.toLowerCase())}`, { token: m.key });
+    expect(found.status).toBe(200);
+    expect([found.body.totalCount, found.body.items.map((i: any) => i.id)]).toEqual([1, [made.body.invitationId]]);
+    const none = await api.get(`/api/Invitations?email=${encodeURIComponent(email.slice(1))}&status=Pending`, { token: m.key });
+    expect(none.body.totalCount).toBe(0);
+    const both = await api.get(`/api/Invitations?email=${encodeURIComponent(email.toUpperCase())}&status=Pending`, { token: m.key });
+    expect(both.body.items.map((i: any) => i.id)).toEqual([made.body.invitationId]);
+  });
+
   it("hides another merchant's invitation (404) and refuses listing it (403)", async () => {
     const { invitationId } = await invite(api, m);
     const other = await setUpMerchant(api, admin);

@@ -84,4 +84,9 @@ export const Invitation = z
   .meta({ id: 'Invitation' });
 export type Invitation = z.infer<typeof Invitation>;
 
-export const ListInvitationsQuery = PageQuery.extend({ merchantId: Uuid.optional(), status: z.enum(INVITATION_STATUSES).optional() });
+export const ListInvitationsQuery = PageQuery.extend({
+  merchantId: Uuid.optional(),
+  status: z.enum(INVITATION_STATUSES).optional(),
+  /** The whole email, compared case-insensitively. */
+  email: z.string().min(1).max(256).optional(),
+});

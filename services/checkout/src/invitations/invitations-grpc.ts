@@ -1,4 +1,4 @@
-import { LockMode, type EntityManager, type FilterQuery } from '@mikro-orm/postgresql';
+import { LockMode, raw, type EntityManager, type FilterQuery } from '@mikro-orm/postgresql';
 import { DomainError, INVITATION_STATUSES, isUuidText, pageWindow, type InvitationStatus } from '@billing/contracts';
 import { queryRows, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { createInvitation, invitationInserts, merchantNameOf, type InvitationDeps } from './create-invitation.js';
@@ -62,7 +62,10 @@ export function invitationsGrpc(deps: InvitationDeps): ServiceImpl<'checkout.v1.
       if (scope.kind === 'merchant' && scope.merchantId !== merchantId) throw new DomainError('forbidden', 'The credential belongs to a different merchant.');
       if (req.status && !(INVITATION_STATUSES as readonly string[]).includes(req.status)) throw DomainError.field('status', `Must be one of ${INVITATION_STATUSES.join(', ')}.`);
       const now = new Date();
-      const where: FilterQuery<Invitation> = req.status ? { $and: [{ merchantId }, statusFilter(req.status as InvitationStatus, now)] } : { merchantId };
+      const filters: FilterQuery<Invitation>[] = [{ merchantId }];
+      if (req.status) filters.push(statusFilter(req.status as InvitationStatus, now));
+      if (req.email) filters.push({ [raw((alias) => `lower(${alias}.email)`)]: req.email.toLowerCase() });
+      const where: FilterQuery<Invitation> = filters.length === 1 ? filters[0]! : { $and: filters };
       const { limit, offset } = pageWindow(req);
       const [items, totalCount] = await orm.em.fork().findAndCount(Invitation, where, { orderBy: { createdAt: 'desc', id: 'asc' }, limit, offset });
       return { items: items.map((i) => i.toMessage(now)), totalCount };

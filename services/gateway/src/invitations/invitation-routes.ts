@@ -65,13 +65,13 @@ export function invitationRoutes(backends: Backends, access: MerchantAccess): Ro
       url: '/api/Invitations',
       tag: 'Invitations',
       summary: "List a merchant's invitations",
-      description: 'Newest first; optional filter status (Pending | Accepted | Completed | Revoked | Expired). merchantId defaults to the credential\'s merchant (required with the platform admin token).',
+      description: 'Newest first; optional filters status (Pending | Accepted | Completed | Revoked | Expired) and email (the whole email, any letter case). merchantId defaults to the credential\'s merchant (required with the platform admin token).',
       auth: { merchant: 'Viewer' },
       query: ListInvitationsQuery,
       responses: { 200: Paged(Invitation), 400: null, 403: null, 404: null },
       handler: async ({ query, principal }) => {
         const merchantId = await access.resolve(principal, query.merchantId);
-        const res = await invitations.ListInvitations({ scope: credentialScope(principal), merchantId, status: query.status, page: query.page, pageSize: query.pageSize });
+        const res = await invitations.ListInvitations({ scope: credentialScope(principal), merchantId, status: query.status, email: query.email, page: query.page, pageSize: query.pageSize });
         return ok(toPage(res.items.map(toInvitation), res.totalCount, query));
       },
     }),
