@@ -196,6 +196,23 @@ describe('TransactionReservations.retry', () => {
     await expect(reservations.retry({ scope: o.scope, id: failed })).rejects.toEqual(new DomainError('invalid_transition', 'This charge has already been retried; retry the latest attempt.'));
   });
 
+  it.each([
+    ['optimistically', undefined],
+    ['under the row locks', 0],
+  ])('retries only the latest attempt of a period: an earlier one a billing run has tried again is refused, not numbered again (%s)', async (_mode, optimisticAttempts) => {
+    const o = await seedMerchant();
+    const sub = await seedSubscription(o);
+    const first = await seedCharge(o, { status: 'Failed', subscriptionId: sub, attempt: 1 });
+    const second = await seedCharge(o, { status: 'Failed', subscriptionId: sub, attempt: 2 });
+    // Another subscription's later attempt of the same period start supersedes nothing here.
+    const other = await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o), attempt: 1 });
+    await seedCharge(o, { status: 'Failed', subscriptionId: await seedSubscription(o), attempt: 2 });
+    const reservations = new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS, { optimisticAttempts });
+    await expect(reservations.retry({ scope: o.scope, id: first })).rejects.toEqual(new DomainError('invalid_transition', 'This charge has already been retried; retry the latest attempt.'));
+    expect((await reservations.retry({ scope: o.scope, id: second })).t).toMatchObject({ attempt: 3, originalTransactionId: second });
+    expect((await reservations.retry({ scope: o.scope, id: other })).t).toMatchObject({ attempt: 2, originalTransactionId: other });
+  });
+
   // Optimistically and under the rows' locks: both read the member's methods as they are now.
   it.each([
     ['optimistically', undefined],
@@ -248,9 +265,15 @@ describe('TransactionReservations.retry', () => {
     await rows(`update billing.subscriptions set claimed_until = now() + interval '1 minute' where id = ?`, [claimedSub]);
     const claimed = await seedCharge(o, { status: 'Failed', subscriptionId: claimedSub });
     const theirs = await seedCharge(other, { status: 'Failed', subscriptionId: await seedSubscription(other) });
-    // Two failed charges of one subscription: the first claims it, which refuses the second.
+    // Two failed charges of one subscription's attempt (its own method, then the fallback): the
+    // first claims the subscription, which refuses the second.
     const shared = await seedSubscription(o);
-    const [first, second] = [await seedCharge(o, { status: 'Failed', subscriptionId: shared }), await seedCharge(o, { status: 'Failed', subscriptionId: shared, attempt: 2 })];
+    const fallback = randomUUID();
+    await rows(
+      `insert into billing.payment_methods (id, merchant_id, member_id, type, brand, last4, expiry_month, expiry_year, rank, created_at, updated_at) values (?, ?, ?, 'Card', 'Visa', '1111', 12, 2099, 2, now(), now())`,
+      [fallback, o.merchantId, o.memberId],
+    );
+    const [first, second] = [await seedCharge(o, { status: 'Failed', subscriptionId: shared }), await seedCharge(o, { status: 'Failed', subscriptionId: shared, paymentMethodId: fallback })];
     const refund = randomUUID();
     await rows(
       `insert into billing.transactions (id, merchant_id, member_id, kind, amount_minor, currency, status, attempt, original_transaction_id, fee_minor, refunded_minor, occurred_at, created_at, updated_at)

@@ -348,8 +348,7 @@ export class TransactionReservations {
       `with subs as materialized (
          select to_jsonb(s) as sub from subscriptions s where s.id = any($2::uuid[]) order by s.id for update of s)
        select coalesce((select json_agg(sub) from subs), '[]') as subs,
-              coalesce((select json_agg(distinct original_transaction_id) from transactions
-                         where kind = 'Charge' and original_transaction_id = any($1::uuid[])), '[]') as retried,
+              coalesce((select json_agg(t.id) from transactions t where t.id = any($1::uuid[]) and ${SUPERSEDED_SQL}), '[]') as retried,
               coalesce((select json_agg(${CHARGEABLE_METHOD_JSON} order by x.member_id, x.rank)
                           from payment_methods x where x.member_id = any($3::uuid[])), '[]') as methods,
               coalesce((select json_agg(json_build_object('id', t.id, 'methods', ${FAILED_PERIOD_METHODS_SQL}))
@@ -388,6 +387,15 @@ const FAILED_PERIOD_METHODS_SQL = `coalesce((select json_agg(distinct p.payment_
    where p.subscription_id = t.subscription_id and p.period_start = t.period_start and p.kind = 'Charge'
      and p.status = 'Failed' and p.payment_method_id is not null), '[]')`;
 
+/**
+ * For a charge `t`: whether it was retried, by a manual retry of it or by a later attempt of its
+ * period (a billing run's), in SQL. Only a period's latest attempt is retried, so that a retry's
+ * `attempt + 1` is a number the period has not used: a retry of attempt 1 after the run's attempt
+ * 2 was numbered 2 again.
+ */
+const SUPERSEDED_SQL = `exists (select 1 from transactions r where r.kind = 'Charge'
+   and (r.original_transaction_id = t.id or (r.subscription_id = t.subscription_id and r.period_start = t.period_start and r.attempt > t.attempt)))`;
+
 /** A `payment_methods x` row as a `ChargeableMethod`, in SQL. */
 const CHARGEABLE_METHOD_JSON = `json_build_object('id', x.id, 'memberId', x.member_id, 'type', x.type, 'last4', x.last4, 'providerToken', x.provider_token, 'rank', x.rank)`;
 
@@ -400,7 +408,7 @@ async function readRetryFacts(query: PreparedQuery, batch: readonly RetryRequest
     `select ${transactionColumns('t')}, m.provider_environment, m.platform_fee_percent::text, m.platform_fee_fixed_minor,
             (select to_jsonb(s) from subscriptions s where s.id = t.subscription_id) as sub,
             coalesce((select json_agg(${CHARGEABLE_METHOD_JSON} order by x.rank) from payment_methods x where x.member_id = t.member_id), '[]') as methods,
-            exists (select 1 from transactions r where r.kind = 'Charge' and r.original_transaction_id = t.id) as retried,
+            ${SUPERSEDED_SQL} as retried,
             ${FAILED_PERIOD_METHODS_SQL} as failed
        from transactions t join merchants m on m.id = t.merchant_id
       where t.id = any($1::uuid[])`,
