@@ -11,7 +11,8 @@ import { openBillingDatabase } from '../app.js';
 import { BillingConfig } from '../config.js';
 import { Merchant } from '../merchants/merchant.js';
 import { MIGRATIONS } from '../migrations/index.js';
-import { memberCreation, toMemberEvent } from './create-member.js';
+import { CREATE_MEMBERS_SQL, memberCreation, toMemberEvent } from './create-member.js';
+import { sequentialScansOfGenericPlan } from '../../../../tests/support/generic-plan.js';
 import { Member } from './member.js';
 import { membersGrpc } from './members-grpc.js';
 
@@ -138,4 +139,23 @@ describe('creating members', () => {
       await holder.end();
     }
   });
+});
+
+describe('the statement on a table of many members', () => {
+  // Some thousands: the size at which a join to the recordset scanned them in the generic plan.
+  it('looks each email up on the unique index: its generic plan (the statement is named) scans no table, and it still finds a member in another case', async () => {
+    const { merchantId } = await newMerchant();
+    await rows(
+      `insert into billing.members (id, merchant_id, email, first_name, last_name, created_at, updated_at)
+       select gen_random_uuid(), ?, 'many' || g || '@example.com', 'A', 'B', now(), now() from generate_series(1, 3000) g`,
+      [merchantId],
+    );
+    await rows('analyze billing.members');
+    const creates = JSON.stringify([{ seq: 0, email_key: 'many7@example.com', id: randomUUID(), merchant_id: merchantId, email: 'Many7@example.com', first_name: 'A', last_name: 'B', phone: null, created_at: new Date().toISOString(), updated_at: new Date().toISOString() }]);
+    expect(await sequentialScansOfGenericPlan(orm(), 'billing', CREATE_MEMBERS_SQL, [creates, '[]'])).toEqual([]);
+    const create = memberCreation(orm());
+    const answer = await create({ merchantId: merchantId, email: 'MANY7@example.com', firstName: 'Other', lastName: 'Name' });
+    expect(answer.created).toBe(false);
+    expect(answer.member.email).toBe('many7@example.com');
+  }, 30_000);
 });
