@@ -84,6 +84,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
     allowGlobalContext: false,
     forceUtcTimezone: true,
     debug: false,
+    ...(opts.logger ? { driverOptions: { log: queryBuilderLog(opts.logger) } } : {}),
   };
   if (opts.startupWaitMs === undefined) return MikroORM.init(config);
   const deadline = Date.now() + opts.startupWaitMs;
@@ -104,6 +105,22 @@ export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
       await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** (attempt - 1), 5_000, Math.max(0, deadline - Date.now()))));
     }
   }
+}
+
+/**
+ * knex (under the ORM) reports a pooled connection that died (the server restarted, a proxy
+ * dropped it: `Connection Error: …`) with `console.log`, a bare line among the service's JSON
+ * ones; these hand its messages to the service's logger instead.
+ */
+function queryBuilderLog(logger: Logger) {
+  const write = (level: 'debug' | 'warn' | 'error') => (message: unknown) =>
+    logger[level]({ component: 'knex' }, typeof message === 'string' ? message : 'query builder message');
+  return {
+    debug: write('debug'),
+    warn: write('warn'),
+    error: write('error'),
+    deprecate: (method: string, alternative: string) => logger.debug({ component: 'knex' }, `${method} is deprecated; use ${alternative}`),
+  };
 }
 
 /** `host:port/database` of a connection string: never its user or password. */
