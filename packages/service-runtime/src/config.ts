@@ -60,6 +60,24 @@ export function natsCredentialsProblem(config: NatsConfig): string | undefined {
 }
 
 /**
+ * `DATABASE_URL` of a service with a database: `postgres://user:password@host:port/database`
+ * (or `postgresql://`). Checked with the rest of the config, so that a wrong value is one line
+ * at start-up rather than the ORM's stack trace; the message never repeats the value, which
+ * holds the password.
+ */
+export const DatabaseUrl = z.string({ error: 'is required' }).superRefine((value, ctx) => {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !['postgres:', 'postgresql:'].includes(url.protocol) || url.pathname.length < 2) {
+    ctx.addIssue({ code: 'custom', message: 'must be a PostgreSQL URL naming its database, e.g. postgres://user:password@host:5432/billing (the value is not shown: it may hold a password)' });
+  }
+});
+
+/**
  * `DB_POOL_MAX` of a service with a database: its pooled connections to Postgres at most (the
  * sum over every process is bounded by the server's `max_connections`).
  */

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { DEFAULT_INVITATION_EXPIRY_DAYS } from '@billing/contracts';
-import { BaseConfig, DatabaseTuning, DbPoolMax, FixedSchema, GrpcGather, MessagingConfig, parseConfig, NatsConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseUrl, DatabaseTuning, DbPoolMax, FixedSchema, GrpcGather, MessagingConfig, parseConfig, NatsConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const CheckoutConfig = BaseConfig.extend({
-  DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
+  DATABASE_URL: DatabaseUrl,
   ...NatsConfig.shape,
   CHECKOUT_GRPC_ADDRESS: z.string().default('127.0.0.1:50053'),
   DB_SCHEMA: FixedSchema('checkout'),

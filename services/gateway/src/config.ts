@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { BaseConfig, DatabaseTuning, DbPoolMax, FixedSchema, GrpcGather, parseConfig, refuseWeakSecretsInProduction, NatsConfig } from '@billing/service-runtime';
+import { BaseConfig, DatabaseUrl, DatabaseTuning, DbPoolMax, FixedSchema, GrpcGather, parseConfig, refuseWeakSecretsInProduction, NatsConfig } from '@billing/service-runtime';
 
 export const GatewayConfig = BaseConfig.extend({
   /** Address of the public HTTP listener: loopback like every service unless told otherwise (`0.0.0.0` in a container). */
@@ -12,7 +12,7 @@ export const GatewayConfig = BaseConfig.extend({
   BILLING_GRPC_URL: z.string().default('127.0.0.1:50052'),
   CHECKOUT_GRPC_URL: z.string().default('127.0.0.1:50053'),
   WEBHOOKS_GRPC_URL: z.string().default('127.0.0.1:50054'),
-  DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
+  DATABASE_URL: DatabaseUrl,
   DB_SCHEMA: FixedSchema('gateway'),
   DB_POOL_MAX: DbPoolMax,
   ...DatabaseTuning.shape,

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { BaseConfig, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, FixedSchema, MessagingConfig, parseConfig, refuseWeakSecretsInProduction, NatsConfig } from '@billing/service-runtime';
+import { BaseConfig, DatabaseUrl, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, FixedSchema, MessagingConfig, parseConfig, refuseWeakSecretsInProduction, NatsConfig } from '@billing/service-runtime';
 
 export const IdentityConfig = BaseConfig.extend({
-  DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
+  DATABASE_URL: DatabaseUrl,
   ...NatsConfig.shape,
   IDENTITY_GRPC_ADDRESS: z.string().default('127.0.0.1:50051'),
   /** Key of the secrets identity keeps encrypted; its own, never another service's. Development default outside production. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, DatabaseTuning, FixedSchema, GrpcGather, parseConfig, NatsConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseUrl, DatabaseTuning, FixedSchema, GrpcGather, parseConfig, NatsConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 /** Comma-separated seconds, e.g. `5,300,1800`: the delay before each retry after the first attempt. */
 const RetrySchedule = z
@@ -9,7 +9,7 @@ const RetrySchedule = z
   .transform((s) => s.split(',').map((v) => Math.round(Number(v) * 1000)));
 
 export const WebhooksConfig = BaseConfig.extend({
-  DATABASE_URL: z.string().min(1, 'DATABASE_URL is required'),
+  DATABASE_URL: DatabaseUrl,
   ...NatsConfig.shape,
   WEBHOOKS_GRPC_ADDRESS: z.string().default('127.0.0.1:50054'),
   /** Identity, which answers the signing secret of a key. */
