@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../tests/support/database.js';
 import { openDatabase } from './database.js';
 
@@ -53,10 +53,31 @@ it('retries a refused connection until the server listens, then opens the databa
   }
 }, 30_000);
 
-it('throws a configuration error (a role that does not exist: 28000 under trust auth, 28P01 under password auth) at once, without waiting', async () => {
+/**
+ * A login Postgres refuses (a role that does not exist: 28000 under trust auth, 28P01 under
+ * password auth) is a configuration error: not waited for, and said in one line naming the
+ * server and what to fix (never the user or the password), with exit status 78 like every other
+ * configuration error; it used to end the start-up in the driver's uncaught stack trace.
+ */
+it('refuses a login Postgres refuses at once, in one line, and exits 78', async () => {
   const url = new URL(db.url);
   url.username = 'bp_no_such_role';
+  url.password = 's3cret-pw';
   const started = Date.now();
-  await expect(openDatabase({ url: url.toString(), schema: 'public', entities: [], poolMax: 1, startupWaitMs: 20_000 })).rejects.toMatchObject({ code: expect.stringMatching(/^28/) });
+  const written: string[] = [];
+  const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (written.push(String(chunk)), true));
+  const exit = vi.spyOn(process, 'exit').mockImplementation((code) => {
+    throw new Error(`exit ${code}`);
+  });
+  try {
+    await expect(openDatabase({ url: url.toString(), schema: 'public', entities: [], poolMax: 1, startupWaitMs: 20_000 })).rejects.toThrow('exit 78');
+  } finally {
+    write.mockRestore();
+    exit.mockRestore();
+  }
   expect(Date.now() - started).toBeLessThan(5_000);
+  expect(written).toHaveLength(1);
+  expect(written[0]).toMatch(/refused the login .*SQLSTATE 28/);
+  expect(written[0]).toContain(`${url.hostname}:${url.port || 5432}${url.pathname}`);
+  expect(written[0]).not.toMatch(/bp_no_such_role|s3cret/);
 });

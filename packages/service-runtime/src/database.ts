@@ -92,10 +92,16 @@ export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
     try {
       return await MikroORM.init(config);
     } catch (e) {
-      // Only a server that cannot serve yet is waited for; a refused password or a missing
-      // database is a configuration error, thrown at once.
-      if (!databaseUnavailableError(e)) throw e;
+      // Only a server that cannot serve yet is waited for; anything else is a configuration
+      // error, not waited for. A refused login (SQLSTATE class 28), the usual one, is said in
+      // one line like the other configuration errors, without the server's message (it names
+      // the user).
       const where = serverOf(opts.url);
+      if (!databaseUnavailableError(e)) {
+        if (!String(codeOf(e)).startsWith('28')) throw e;
+        process.stderr.write(`PostgreSQL at ${where} refused the login (unknown user, wrong password, or no pg_hba.conf entry for it; SQLSTATE ${String(codeOf(e))}); check DATABASE_URL; exiting.\n`);
+        process.exit(78);
+      }
       const reason = String(codeOf(e) ?? (e as Error).name);
       if (Date.now() >= deadline) {
         process.stderr.write(`Cannot reach PostgreSQL at ${where} (${reason}) after ${opts.startupWaitMs} ms (DB_STARTUP_WAIT_MS); exiting.\n`);
