@@ -10,6 +10,17 @@ describe('span redaction', () => {
     expect(redactUrl('/api/Members/1f0e')).toBe('/api/Members/1f0e');
   });
 
+  it('drops payment-provider tokens and other credentials from URL paths', () => {
+    // billing's lookup of a bank token at the provider put the token, which attaches that bank
+    // account to a member, in the client and server spans' http.url and http.target.
+    expect(redactUrl('http://127.0.0.1:8090/v1/tokens/btok_583bcf3804cd12906ba79be2')).toBe('http://127.0.0.1:8090/v1/tokens/[token]');
+    expect(redactUrl('/v1/tokens/ctok_abc?x=1')).toBe('/v1/tokens/[token]?REDACTED');
+    expect(redactUrl('/v1/tokens/tok_abc/details')).toBe('/v1/tokens/[token]/details');
+    expect(redactUrl('/keys/sk_DSD_raJA-ZAIwEB_Yjx')).toBe('/keys/[token]');
+    expect(redactUrl('/v1/charges/ch_123/settle')).toBe('/v1/charges/ch_123/settle');
+    expect(redactUrl('/api/stock_levels')).toBe('/api/stock_levels');
+  });
+
   it('replaces SQL literals, keeping placeholders and identifiers', () => {
     expect(redactSql(`select c0.* from "identity"."customers" as c0 where lower(c0.email) = 'ann@example.com' limit 1`)).toBe(
       `select c0.* from "identity"."customers" as c0 where lower(c0.email) = ? limit ?`,

@@ -9,7 +9,8 @@ import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
  * email), SQL as the ORM sends it (values inlined: emails, names, webhook URLs with their
  * tokens) and exception messages (a mail server's rejection names the recipient). So every span
  * is redacted on its way to an exporter:
- * - URL attributes lose their query string (`?` + `REDACTED`);
+ * - URL attributes lose their query string (`?` + `REDACTED`) and credentials in their path
+ *   (payment-provider tokens, API keys, signing secrets: `[token]`);
  * - SQL statements lose their literals (quoted strings and numbers become `?`);
  * - in every string attribute and event attribute, email addresses become `[email]`.
  */
@@ -23,10 +24,17 @@ const SQL_LITERAL = /\b[eE]'(?:[^'\\]|\\.|'')*'|'(?:[^']|'')*'|(?<![\w$.])\d+(?:
 /** An email in a URL path, its `@` percent-encoded. */
 const ENCODED_EMAIL = /[^\s@<>"'(),;:/?&=#]+%40[^\s@<>"'(),;:/?&=#]+\.[^\s@<>"'(),;:/?&=#]+/gi;
 
+/**
+ * A credential as a whole path segment: a payment provider's card or bank token (`ctok_…`,
+ * `btok_…`, `tok_…`: billing looks one up at `/v1/tokens/<token>`, and whoever holds it can
+ * attach that account to a member), an API key (`sk_…`) or a signing secret (`whsec_…`).
+ */
+const PATH_CREDENTIAL = /(?<=\/)(?:[a-z]{0,4}tok|sk|whsec)_[^/?#]+/gi;
+
 export function redactUrl(value: string): string {
   const q = value.indexOf('?');
   const withoutQuery = q < 0 ? value : `${value.slice(0, q)}?REDACTED`;
-  return withoutQuery.replace(EMAIL, '[email]').replace(ENCODED_EMAIL, '[email]');
+  return withoutQuery.replace(EMAIL, '[email]').replace(ENCODED_EMAIL, '[email]').replace(PATH_CREDENTIAL, '[token]');
 }
 
 export function redactSql(value: string): string {
