@@ -81,3 +81,34 @@ it('refuses a login Postgres refuses at once, in one line, and exits 78', async 
   expect(written[0]).toContain(`${url.hostname}:${url.port || 5432}${url.pathname}`);
   expect(written[0]).not.toMatch(/bp_no_such_role|s3cret/);
 });
+
+/**
+ * A database that does not exist is a configuration error too (a typo in its name): the ORM used
+ * to create it, so the service started on a new, empty database, migrated it and served from it.
+ */
+it('refuses a database that does not exist in one line, exits 78, and creates nothing', async () => {
+  const url = new URL(db.url);
+  url.pathname = `/${url.pathname.slice(1)}_typo`;
+  const written: string[] = [];
+  const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (written.push(String(chunk)), true));
+  const exit = vi.spyOn(process, 'exit').mockImplementation((code) => {
+    throw new Error(`exit ${code}`);
+  });
+  try {
+    await expect(openDatabase({ url: url.toString(), schema: 'public', entities: [], poolMax: 1, startupWaitMs: 20_000 })).rejects.toThrow('exit 78');
+  } finally {
+    write.mockRestore();
+    exit.mockRestore();
+  }
+  expect(written).toHaveLength(1);
+  expect(written[0]).toMatch(/has no such database .*SQLSTATE 3D000/);
+  expect(written[0]).toContain(`${url.hostname}:${url.port || 5432}${url.pathname}`);
+  const server = new URL(db.url);
+  server.pathname = '/postgres';
+  const orm = await openDatabase({ url: server.toString(), schema: 'public', entities: [], poolMax: 1 });
+  try {
+    expect(await orm.em.fork().getConnection().execute('select count(*)::int as n from pg_database where datname = ?', [url.pathname.slice(1)])).toEqual([{ n: 0 }]);
+  } finally {
+    await orm.close();
+  }
+}, 30_000);

@@ -84,13 +84,17 @@ export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
     allowGlobalContext: false,
     forceUtcTimezone: true,
     debug: false,
+    // The database must exist: MikroORM would otherwise create the one DATABASE_URL names, so a
+    // typo in its name started the service on a new, empty database (migrated, listening, the
+    // real data nowhere). The launcher, the tests and docker-compose create theirs.
+    ensureDatabase: false,
     ...(opts.logger ? { driverOptions: { log: queryBuilderLog(opts.logger) } } : {}),
   };
-  if (opts.startupWaitMs === undefined) return MikroORM.init(config);
+  if (opts.startupWaitMs === undefined) return initConnected(config);
   const deadline = Date.now() + opts.startupWaitMs;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await MikroORM.init(config);
+      return await initConnected(config);
     } catch (e) {
       // Only a server that cannot serve yet is waited for; anything else is a configuration
       // error, not waited for. A refused login (SQLSTATE class 28), the usual one, is said in
@@ -98,8 +102,13 @@ export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
       // the user).
       const where = serverOf(opts.url);
       if (!databaseUnavailableError(e)) {
-        if (!String(codeOf(e)).startsWith('28')) throw e;
-        process.stderr.write(`PostgreSQL at ${where} refused the login (unknown user, wrong password, or no pg_hba.conf entry for it; SQLSTATE ${String(codeOf(e))}); check DATABASE_URL; exiting.\n`);
+        const code = String(codeOf(e));
+        if (code === '3D000') {
+          process.stderr.write(`PostgreSQL at ${where} has no such database (SQLSTATE 3D000); create it, or check the name in DATABASE_URL (services do not create databases); exiting.\n`);
+          process.exit(78);
+        }
+        if (!code.startsWith('28')) throw e;
+        process.stderr.write(`PostgreSQL at ${where} refused the login (unknown user, wrong password, or no pg_hba.conf entry for it; SQLSTATE ${code}); check DATABASE_URL; exiting.\n`);
         process.exit(78);
       }
       const reason = String(codeOf(e) ?? (e as Error).name);
@@ -110,6 +119,22 @@ export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
       opts.logger?.warn({ server: where, reason, attempt }, 'PostgreSQL not reachable yet; retrying');
       await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** (attempt - 1), 5_000, Math.max(0, deadline - Date.now()))));
     }
+  }
+}
+
+/**
+ * MikroORM with one statement run: without `ensureDatabase` the ORM connects lazily, and a server
+ * that refuses, a login it refuses or a database it lacks would otherwise surface at the first
+ * request instead of at start-up.
+ */
+async function initConnected(config: Options): Promise<MikroORM> {
+  const orm = await MikroORM.init(config);
+  try {
+    await orm.em.getConnection().execute('select 1');
+    return orm;
+  } catch (e) {
+    await orm.close(true).catch(() => undefined);
+    throw e;
   }
 }
 
