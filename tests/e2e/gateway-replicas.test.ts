@@ -57,6 +57,11 @@ describe('a backing service that is down', () => {
       expect(res.status).toBe(503);
       expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
       expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      // Readiness on the public port names the dependency that is down, not its address or error.
+      const ready = await api.get('/health/ready');
+      expect(ready.status).toBe(503);
+      expect(ready.body).toMatchObject({ status: 'not_ready', checks: { billing: 'unavailable', identity: 'ok' } });
+      expect(JSON.stringify(ready.body)).not.toMatch(/127\.0\.0\.1|ECONNREFUSED|:\d{4,5}/);
     } finally {
       await platform.processes.billing!.start();
     }

@@ -160,9 +160,13 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     ],
   });
   app.get('/health/live', async () => ({ status: 'ok' }));
+  // The public port says which dependency is down, not why: a probe's reason names internal
+  // addresses and errors (`connect ECONNREFUSED 10.0.3.7:50052`), for anyone on the internet to
+  // read. The operations listener (METRICS_HOST, loopback by default) gives the reasons.
   app.get('/health/ready', async (_req, reply) => {
     const report = await ops.readiness.evaluate();
-    return reply.code(report.status === 'ready' ? 200 : 503).send(report);
+    const checks = Object.fromEntries(Object.entries(report.checks).map(([name, result]) => [name, result === 'ok' ? 'ok' : 'unavailable']));
+    return reply.code(report.status === 'ready' ? 200 : 503).send({ status: report.status, checks });
   });
   app.get('/.well-known/jwks.json', async () => identityJwks());
   registerPages(app, backends.checkout.pages, logger);
