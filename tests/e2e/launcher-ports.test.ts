@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import net from 'node:net';
 import { afterAll, expect, it } from 'vitest';
@@ -26,6 +28,16 @@ it('tells whether a process itself listens on a port', async () => {
     // A process that has exited listens on nothing: taking it for "cannot tell" let a service
     // that died with EADDRINUSE pass for ready while a stranger answered its health check.
     expect(listensOn(2 ** 22 + 1, port)).toBe(false);
+    // Nor does one that has exited and is not reaped yet (a zombie: its parent, perl, never waits).
+    const parent = spawn('perl', ['-e', '$| = 1; my $p = fork(); exit 0 if $p == 0; print "$p\\n"; sleep 5'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const zombie = Number((await new Promise<string>((resolve) => parent.stdout.once('data', (d: Buffer) => resolve(d.toString())))).trim());
+      await new Promise((r) => setTimeout(r, 200));
+      expect(fs.readFileSync(`/proc/${zombie}/stat`, 'utf8')).toMatch(/^\d+ \(perl\) Z /);
+      expect(listensOn(zombie, port)).toBe(false);
+    } finally {
+      parent.kill();
+    }
   } finally {
     mine.close();
   }
