@@ -53,17 +53,8 @@ it('retries a refused connection until the server listens, then opens the databa
   }
 }, 30_000);
 
-/**
- * A login Postgres refuses (a role that does not exist: 28000 under trust auth, 28P01 under
- * password auth) is a configuration error: not waited for, and said in one line naming the
- * server and what to fix (never the user or the password), with exit status 78 like every other
- * configuration error; it used to end the start-up in the driver's uncaught stack trace.
- */
-it('refuses a login Postgres refuses at once, in one line, and exits 78', async () => {
-  const url = new URL(db.url);
-  url.username = 'bp_no_such_role';
-  url.password = 's3cret-pw';
-  const started = Date.now();
+/** Opens the database at `url` as a service starts, expecting exit 78; answers what it wrote to stderr. */
+async function startupExiting78(url: URL): Promise<string[]> {
   const written: string[] = [];
   const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (written.push(String(chunk)), true));
   const exit = vi.spyOn(process, 'exit').mockImplementation((code) => {
@@ -75,6 +66,21 @@ it('refuses a login Postgres refuses at once, in one line, and exits 78', async 
     write.mockRestore();
     exit.mockRestore();
   }
+  return written;
+}
+
+/**
+ * A login Postgres refuses (a role that does not exist: 28000 under trust auth, 28P01 under
+ * password auth) is a configuration error: not waited for, and said in one line naming the
+ * server and what to fix (never the user or the password), with exit status 78 like every other
+ * configuration error; it used to end the start-up in the driver's uncaught stack trace.
+ */
+it('refuses a login Postgres refuses at once, in one line, and exits 78', async () => {
+  const url = new URL(db.url);
+  url.username = 'bp_no_such_role';
+  url.password = 's3cret-pw';
+  const started = Date.now();
+  const written = await startupExiting78(url);
   expect(Date.now() - started).toBeLessThan(5_000);
   expect(written).toHaveLength(1);
   expect(written[0]).toMatch(/refused the login .*SQLSTATE 28/);
@@ -89,17 +95,7 @@ it('refuses a login Postgres refuses at once, in one line, and exits 78', async 
 it('refuses a database that does not exist in one line, exits 78, and creates nothing', async () => {
   const url = new URL(db.url);
   url.pathname = `/${url.pathname.slice(1)}_typo`;
-  const written: string[] = [];
-  const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (written.push(String(chunk)), true));
-  const exit = vi.spyOn(process, 'exit').mockImplementation((code) => {
-    throw new Error(`exit ${code}`);
-  });
-  try {
-    await expect(openDatabase({ url: url.toString(), schema: 'public', entities: [], poolMax: 1, startupWaitMs: 20_000 })).rejects.toThrow('exit 78');
-  } finally {
-    write.mockRestore();
-    exit.mockRestore();
-  }
+  const written = await startupExiting78(url);
   expect(written).toHaveLength(1);
   expect(written[0]).toMatch(/has no such database .*SQLSTATE 3D000/);
   expect(written[0]).toContain(`${url.hostname}:${url.port || 5432}${url.pathname}`);
