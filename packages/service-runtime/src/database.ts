@@ -1,4 +1,4 @@
-import { DriverException, MikroORM, type EntityManager, type EntitySchema, type Knex, type MigrationObject, type Options } from '@mikro-orm/postgresql';
+import { DriverException, MikroORM, raw, type EntityManager, type EntitySchema, type Knex, type MigrationObject, type Options } from '@mikro-orm/postgresql';
 import { DomainError } from '@billing/contracts';
 import { setBatchesInFlight } from './batcher.js';
 import type { Logger } from './logger.js';
@@ -103,13 +103,9 @@ export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
       const where = serverOf(opts.url);
       if (!databaseUnavailableError(e)) {
         const code = String(codeOf(e));
-        if (code === '3D000') {
-          process.stderr.write(`PostgreSQL at ${where} has no such database (SQLSTATE 3D000); create it, or check the name in DATABASE_URL (services do not create databases); exiting.\n`);
-          process.exit(78);
-        }
-        if (!code.startsWith('28')) throw e;
-        process.stderr.write(`PostgreSQL at ${where} refused the login (unknown user, wrong password, or no pg_hba.conf entry for it; SQLSTATE ${code}); check DATABASE_URL; exiting.\n`);
-        process.exit(78);
+        if (code === '3D000') exitMisconfigured(`PostgreSQL at ${where} has no such database (SQLSTATE 3D000); create it, or check the name in DATABASE_URL (services do not create databases)`);
+        if (code.startsWith('28')) exitMisconfigured(`PostgreSQL at ${where} refused the login (unknown user, wrong password, or no pg_hba.conf entry for it; SQLSTATE ${code}); check DATABASE_URL`);
+        throw e;
       }
       const reason = String(codeOf(e) ?? (e as Error).name);
       if (Date.now() >= deadline) {
@@ -120,6 +116,12 @@ export async function openDatabase(opts: DatabaseOptions): Promise<MikroORM> {
       await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** (attempt - 1), 5_000, Math.max(0, deadline - Date.now()))));
     }
   }
+}
+
+/** Ends the start-up as every configuration error does: one line on stderr, exit status 78. */
+function exitMisconfigured(message: string): never {
+  process.stderr.write(`${message}; exiting.\n`);
+  process.exit(78);
 }
 
 /**
@@ -152,6 +154,14 @@ function queryBuilderLog(logger: Logger) {
     error: write('error'),
     deprecate: (method: string, alternative: string) => logger.debug({ component: 'knex' }, `${method} is deprecated; use ${alternative}`),
   };
+}
+
+/**
+ * The filter of the rows whose `email` is `email` in any letter case (emails are stored as sent),
+ * served by a table's index on `lower(email)`.
+ */
+export function emailInAnyCase(email: string) {
+  return { [raw((alias) => `lower(${alias}.email)`)]: email.toLowerCase() };
 }
 
 /** `host:port/database` of a connection string: never its user or password. */

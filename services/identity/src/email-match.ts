@@ -1,11 +1,11 @@
-import { raw } from '@mikro-orm/postgresql';
+import { emailInAnyCase } from '@billing/service-runtime';
 
 // Emails are stored and returned exactly as sent, and matched case-insensitively: one address in
 // any letter case is one customer account, one merchant user, one lock.
 
 /** The filter of the row whose `email` is `email` in any letter case, served by the table's unique index on `lower(email)`. */
 export function byEmail(email: string) {
-  return { [raw((alias) => `lower(${alias}.email)`)]: emailKey(email) };
+  return emailInAnyCase(email);
 }
 
 /**

@@ -1,6 +1,6 @@
-import { ForeignKeyConstraintViolationException, raw, UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
+import { ForeignKeyConstraintViolationException, UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, type CreateMemberRequest } from '@billing/contracts';
-import { Batcher, insertOutboxSql, queryPrepared, toOutboxJsonRow, typedDatabaseError } from '@billing/service-runtime';
+import { Batcher, emailInAnyCase, insertOutboxSql, queryPrepared, toOutboxJsonRow, typedDatabaseError } from '@billing/service-runtime';
 import { injectTraceHeaders } from '@billing/telemetry';
 import { Member } from './member.js';
 import { memberOfRow, rowOfMember, type MemberRow } from './member-row.js';
@@ -10,7 +10,7 @@ const emailKey = (merchantId: string, email: string) => `${merchantId}|${email.t
 
 /** Exact email match, case-insensitive (served by the unique index on lower(email)). */
 export function byEmail(merchantId: string, email: string) {
-  return { merchantId, [raw((alias) => `lower(${alias}.email)`)]: email.trim().toLowerCase() };
+  return { merchantId, ...emailInAnyCase(email.trim()) };
 }
 
 /** `member.created` data: the member as the REST API shows it. */

@@ -1,6 +1,6 @@
-import { LockMode, raw, type EntityManager, type FilterQuery } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager, type FilterQuery } from '@mikro-orm/postgresql';
 import { DomainError, INVITATION_STATUSES, isUuidText, pageWindow, type InvitationStatus } from '@billing/contracts';
-import { queryRows, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
+import { emailInAnyCase, queryRows, requireScope, type CallScope, type ServiceImpl } from '@billing/service-runtime';
 import { createInvitation, invitationInserts, merchantNameOf, type InvitationDeps } from './create-invitation.js';
 import { Invitation } from './invitation.js';
 import { MerchantNames } from './merchant-names.js';
@@ -64,7 +64,7 @@ export function invitationsGrpc(deps: InvitationDeps): ServiceImpl<'checkout.v1.
       const now = new Date();
       const filters: FilterQuery<Invitation>[] = [{ merchantId }];
       if (req.status) filters.push(statusFilter(req.status as InvitationStatus, now));
-      if (req.email) filters.push({ [raw((alias) => `lower(${alias}.email)`)]: req.email.toLowerCase() });
+      if (req.email) filters.push(emailInAnyCase(req.email));
       const where: FilterQuery<Invitation> = filters.length === 1 ? filters[0]! : { $and: filters };
       const { limit, offset } = pageWindow(req);
       const [items, totalCount] = await orm.em.fork().findAndCount(Invitation, where, { orderBy: { createdAt: 'desc', id: 'asc' }, limit, offset });

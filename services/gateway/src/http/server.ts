@@ -363,6 +363,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
   };
 
   const register = (spec: RouteSpec) => {
+    const queryNames = queryNamesOf(spec.query);
     app.route({
       method: spec.method,
       url: spec.url,
@@ -382,7 +383,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
 
         const run = async (): Promise<RouteResult> => {
           const params = parse(spec.params, request.params);
-          const query = parse(spec.query, canonicalQuery(spec.query, request.query));
+          const query = parse(spec.query, canonicalQuery(queryNames, request.query));
           let body: unknown;
           try {
             // No body is the empty object (the parser answers undefined for it); a JSON `null` is a
@@ -431,14 +432,19 @@ function parse(schema: import('zod').ZodType | undefined, value: unknown): unkno
   return r.data;
 }
 
+/** A route's query parameter names by their lower-case form (once per route), or undefined when its query is not an object schema. */
+function queryNamesOf(schema: import('zod').ZodType | undefined): Map<string, string> | undefined {
+  if (!schema || !('shape' in schema) || !isObject(schema.shape)) return undefined;
+  return new Map(Object.keys(schema.shape).map((n) => [n.toLowerCase(), n]));
+}
+
 /**
  * Query parameter names match case-insensitively, as paths do (the original binds them so):
  * `PageSize=10&Status=Active` is `pageSize=10&status=Active`, not two ignored names and an
  * unfiltered list. Two spellings of one name count as the parameter given twice (400).
  */
-function canonicalQuery(schema: import('zod').ZodType | undefined, query: unknown): unknown {
-  if (!schema || !isObject(query) || !('shape' in schema) || !isObject(schema.shape)) return query;
-  const names = new Map(Object.keys(schema.shape).map((n) => [n.toLowerCase(), n]));
+function canonicalQuery(names: Map<string, string> | undefined, query: unknown): unknown {
+  if (!names || !isObject(query)) return query;
   const out: Record<string, unknown> = Object.create(null);
   for (const [key, value] of Object.entries(query)) {
     const name = names.get(key.toLowerCase()) ?? key;
