@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform } from '../../scripts/lib/start-platform.mjs';
 import { apiClient, createApiKey, createMerchant, createMerchantUser, eventually, unique, type ApiClient, type ApiResponse } from '../support/fixtures.js';
@@ -273,5 +273,53 @@ describe('security headers', () => {
     });
     expect(head).toMatch(/^HTTP\/1\.1 200/);
     expect(head.toLowerCase()).toContain('cache-control: no-store');
+  });
+});
+
+describe('connections per client address', () => {
+  /** A raw connection to `url`, open (connected) when it resolves. */
+  const openConnection = (url: string) =>
+    new Promise<Socket>((resolve, reject) => {
+      const { hostname, port } = new URL(url);
+      const socket = connect(Number(port), hostname, () => resolve(socket));
+      socket.on('error', reject);
+    });
+  /** Everything the server sends on `socket` after `request` (if any) until it closes its end. */
+  const answerOn = (socket: Socket, request?: string) =>
+    new Promise<string>((resolve, reject) => {
+      let received = '';
+      socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+      socket.on('end', () => resolve(received));
+      socket.on('error', reject);
+      if (request) socket.write(request);
+    });
+  const health = (url: string) => `GET /health/live HTTP/1.1\r\nHost: ${new URL(url).host}\r\nConnection: close\r\n\r\n`;
+
+  it('answers 429 with Retry-After and closes a connection beyond HTTP_MAX_CONNECTIONS_PER_IP, and admits one again once a connection closed', async () => {
+    const capped = await startPlatform({
+      databaseUrl: platform.databaseUrl,
+      natsUrl: platform.natsUrl,
+      mode: 'test',
+      logLevel: 'warn',
+      adminToken: platform.adminToken,
+      services: ['gateway'],
+      serviceEnv: { gateway: { HTTP_MAX_CONNECTIONS_PER_IP: '3', IDENTITY_GRPC_URL: platform.processes.identity!.address, BILLING_GRPC_URL: platform.processes.billing!.address } },
+    });
+    replicas.push(capped);
+    const url = capped.gatewayUrl!;
+    const held = await Promise.all([openConnection(url), openConnection(url), openConnection(url)]);
+
+    const refused = await answerOn(await openConnection(url), health(url));
+    const [head, body] = refused.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 429/);
+    expect(head!.toLowerCase()).toContain('retry-after: 1');
+    expect(head!.toLowerCase()).toContain('content-type: application/problem+json');
+    expect(JSON.parse(body!)).toMatchObject({ status: 429, detail: expect.stringContaining('at most 3'), traceId: expect.stringMatching(/^[0-9a-f]{32}$/) });
+
+    // The connections held are served as any other.
+    expect(await answerOn(held[0]!, health(url))).toMatch(/^HTTP\/1\.1 200/);
+    // held[0] is closed now (Connection: close): a new connection is admitted again.
+    expect(await eventually(async () => /^HTTP\/1\.1 200/.test(await answerOn(await openConnection(url), health(url))))).toBe(true);
+    for (const s of held) s.destroy();
   });
 });

@@ -12,6 +12,7 @@ import { createBackends, type Backends } from './backends/clients.js';
 import { checkoutRoutes } from './checkout/checkout-routes.js';
 import { customerRoutes } from './customers/customer-routes.js';
 import type { GatewayConfig } from './config.js';
+import { capConnectionsPerAddress, DEFAULT_MAX_CONNECTIONS_PER_IP } from './http/connection-cap.js';
 import type { RouteSpec } from './http/route.js';
 import { buildHttpServer, CLIENT_LIMITED, type RequestPipeline } from './http/server.js';
 import { actingFor } from './idempotency/acting-for.js';
@@ -107,6 +108,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
     keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
   });
+  capConnectionsPerAddress(app.server, config.HTTP_MAX_CONNECTIONS_PER_IP ?? (config.TRUST_PROXY === false ? DEFAULT_MAX_CONNECTIONS_PER_IP : 0));
 
   const routes: RouteSpec[] = [
     ...merchantRoutes(backends),

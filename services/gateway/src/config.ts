@@ -41,6 +41,12 @@ export const GatewayConfig = BaseConfig.extend({
   HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /** Milliseconds an idle kept-alive connection stays open (fastify's 72 s by default: above common load balancers' 60 s idle timeout). */
   HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).default(72_000),
+  /**
+   * Connections one client address (an IPv6 /64) may hold open at once; more are answered 429
+   * and closed. 0: no cap. Absent: 256, or no cap with TRUST_PROXY set (every connection then
+   * comes from the proxy).
+   */
+  HTTP_MAX_CONNECTIONS_PER_IP: z.coerce.number().int().min(0).optional(),
   /** Arrays and objects a JSON request body may nest, the body itself the first; deeper is 400. */
   BODY_MAX_DEPTH: z.coerce.number().int().min(2).max(1000).default(32),
   /** Base URL the gateway is reachable at, used in Location headers and links. */

@@ -1,0 +1,86 @@
+import { randomBytes } from 'node:crypto';
+import { isIPv6, type Socket } from 'node:net';
+import type { Server } from 'node:http';
+import { DomainError } from '@billing/contracts';
+import { recordRateLimitRejection } from '@billing/telemetry';
+import { problemOf, PROBLEM_CONTENT_TYPE } from './problem.js';
+import { TRACE_ID_HEADER } from './server.js';
+
+/** HTTP_MAX_CONNECTIONS_PER_IP when absent (and TRUST_PROXY is not set). */
+export const DEFAULT_MAX_CONNECTIONS_PER_IP = 256;
+
+/** How long a refused connection may stay open to read its 429 before it is destroyed. */
+const REFUSED_LINGER_MS = 1000;
+
+/**
+ * The address a connection counts against: its IPv4 address, or the /64 of an IPv6 one (a
+ * single client is commonly given a whole /64, and could otherwise open `max` connections from
+ * each of its addresses). An IPv4-mapped IPv6 address counts as its IPv4 address.
+ */
+export function connectionKeyOf(address: string | undefined): string {
+  if (!address) return '';
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!isIPv6(address)) return address;
+  const [head = '', tail = ''] = address.toLowerCase().split('::');
+  const groups = head ? head.split(':') : [];
+  // With "::", the groups after it end the address; only the first four groups name the /64.
+  if (address.includes('::')) {
+    const after = tail ? tail.split(':') : [];
+    while (groups.length + after.length < 8) groups.push('0');
+    groups.push(...after);
+  }
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
+/**
+ * Caps the connections one client address may hold open at once on `server`
+ * (HTTP_MAX_CONNECTIONS_PER_IP): a further connection is answered 429 (problem details, with
+ * `Retry-After`) and closed before any request on it is parsed, so one client cannot take the
+ * file descriptors and memory every other client needs. Counted per socket address: behind a
+ * proxy that is the proxy's (with TRUST_PROXY set the cap is off unless given). `max` 0
+ * turns it off. Must run before the server listens: it wraps the server's own connection
+ * listener, so a refused socket never reaches the HTTP parser.
+ */
+export function capConnectionsPerAddress(server: Server, max: number): void {
+  if (max <= 0) return;
+  const open = new Map<string, number>();
+  const accept = server.listeners('connection') as ((socket: Socket) => void)[];
+  server.removeAllListeners('connection');
+  server.on('connection', (socket: Socket) => {
+    const key = connectionKeyOf(socket.remoteAddress);
+    const n = open.get(key) ?? 0;
+    if (n >= max) {
+      refuse(socket, max);
+      return;
+    }
+    open.set(key, n + 1);
+    socket.once('close', () => {
+      const left = (open.get(key) ?? 1) - 1;
+      if (left <= 0) open.delete(key);
+      else open.set(key, left);
+    });
+    for (const listener of accept) listener.call(server, socket);
+  });
+}
+
+function refuse(socket: Socket, max: number): void {
+  recordRateLimitRejection('connections');
+  socket.on('error', () => socket.destroy());
+  const traceId = randomBytes(16).toString('hex');
+  const e = new DomainError('rate_limited', `Too many open connections from this address (at most ${max}); reuse or close connections, then retry.`);
+  const body = JSON.stringify({ ...problemOf(e, undefined, 429), traceId });
+  socket.end(
+    'HTTP/1.1 429 Too Many Requests\r\n' +
+      `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      `${TRACE_ID_HEADER}: ${traceId}\r\n` +
+      'Retry-After: 1\r\n' +
+      'X-Content-Type-Options: nosniff\r\n' +
+      'Cache-Control: no-store\r\n' +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
+  // A client that never reads or closes its end does not keep the refused socket.
+  setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
+}
