@@ -455,6 +455,10 @@ describe('PUT /api/ApiKeys/{id}/webhook', () => {
     expect(none.body.webhookEvents).toEqual([]);
     const loopback = await put({ webhookUrl: 'http://127.0.0.1:9999/hook' });
     expect(loopback.status).toBe(200);
+    // All of 127.0.0.0/8 is loopback, not only 127.0.0.1.
+    const otherLoopback = await put({ webhookUrl: 'http://127.0.0.2:9999/hook' });
+    expect(otherLoopback.status).toBe(200);
+    expect(otherLoopback.body.webhookUrl).toBe('http://127.0.0.2:9999/hook');
   });
 
   it('validates every field', async () => {
@@ -462,6 +466,7 @@ describe('PUT /api/ApiKeys/{id}/webhook', () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ webhookUrl: 'not a url' }, 'webhookUrl'],
       [{ webhookUrl: 'http://hooks.example.com/x' }, 'webhookUrl'],
+      [{ webhookUrl: 'http://127.0.0.1.nip.io/x' }, 'webhookUrl'],
       [{ webhookUrl: `https://example.com/${'a'.repeat(2048)}` }, 'webhookUrl'],
       [{ webhookEvents: ['subscription.created', 'no.such.event'] }, 'webhookEvents[1]'],
       [{ webhookEnabled: true, webhookUrl: null }, 'webhookUrl'],

@@ -74,6 +74,22 @@ export function bareHost(hostname: string): string {
   return hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
 }
 
+/**
+ * True for a URL host (as `URL.hostname` gives it) that can only reach this machine: `localhost`,
+ * any IPv4 address in 127.0.0.0/8, `::1`, or the IPv4-mapped form of a 127.0.0.0/8 address
+ * (`::ffff:127.0.0.2`, which a dual-stack socket connects to over IPv4 loopback). A name that
+ * merely begins with a loopback address (`127.0.0.1.example.com`) is a name, not loopback;
+ * NAT64, 6to4 and IPv4-compatible forms leave the machine and are not loopback either.
+ */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = bareHost(hostname);
+  if (host === 'localhost') return true;
+  if (!ipaddr.isValid(host)) return false;
+  const ip = ipaddr.parse(host);
+  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) return (ip as ipaddr.IPv6).toIPv4Address().range() === 'loopback';
+  return ip.range() === 'loopback';
+}
+
 /** Names that resolve to loopback by definition (RFC 6761), refused without asking a resolver. */
 export function isLoopbackName(host: string): boolean {
   const h = bareHost(host);

@@ -6,6 +6,35 @@ describe('assertWebhookUrlAllowed', () => {
     await expect(assertWebhookUrlAllowed('http://127.0.0.1:9000/hook', false)).resolves.toBeUndefined();
     await expect(assertWebhookUrlAllowed('http://127.0.0.1:9000/hook', true)).rejects.toMatchObject({ code: 'validation_failed' });
   });
+  // Regression: only 127.0.0.1 of 127.0.0.0/8 passed, so http://127.0.0.2:9000/hook was refused outside production.
+  it.each([
+    'http://127.0.0.2:9000/hook',
+    'http://127.255.255.254/hook',
+    'http://127.1/hook',
+    'http://0x7f000002/hook',
+    'http://localhost./hook',
+    'http://[::1]:9000/hook',
+    'http://[::ffff:127.0.0.2]:9000/hook',
+  ])('accepts plain http to the loopback host of %s outside production only', async (url) => {
+    await expect(assertWebhookUrlAllowed(url, false)).resolves.toBeUndefined();
+    await expect(assertWebhookUrlAllowed(url, true)).rejects.toMatchObject({ code: 'validation_failed' });
+  });
+  it.each([
+    'http://127.0.0.1.evil.example/hook',
+    'http://127.0.0.1.nip.io/hook',
+    'http://localhost.evil.example/hook',
+    'http://evil.example#@127.0.0.1/hook',
+    'http://128.0.0.1/hook',
+    'http://10.0.0.1/hook',
+    'http://0.0.0.0/hook',
+    'http://[::ffff:10.0.0.1]/hook',
+    'http://[::127.0.0.1]/hook',
+    'http://[64:ff9b::7f00:1]/hook',
+    'http://[2002:7f00:1::]/hook',
+    'http://[::2]/hook',
+  ])('refuses plain http to the non-loopback host of %s', async (url) => {
+    await expect(assertWebhookUrlAllowed(url, false)).rejects.toMatchObject({ code: 'validation_failed', extensions: { errors: { webhookUrl: expect.any(Array) } } });
+  });
   it('refuses plain http to other hosts and other schemes', async () => {
     await expect(assertWebhookUrlAllowed('http://example.com/hook', false)).rejects.toMatchObject({ code: 'validation_failed' });
     await expect(assertWebhookUrlAllowed('ftp://example.com/hook', false)).rejects.toMatchObject({ code: 'validation_failed' });

@@ -1,11 +1,10 @@
 import { DomainError } from '@billing/contracts';
-import { bareHost, judgeHost, type HostResolver } from '@billing/service-runtime';
-
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '::1']);
+import { isLoopbackHost, judgeHost, type HostResolver } from '@billing/service-runtime';
 
 /**
  * Webhook URLs must be absolute https. Plain http is allowed only to loopback hosts outside
- * production. In production the host goes through the egress address policy the webhooks
+ * production (`localhost`, 127.0.0.0/8, `::1`, IPv4-mapped 127.0.0.0/8: service-runtime's
+ * `isLoopbackHost`). In production the host goes through the egress address policy the webhooks
  * service applies again at every connection (service-runtime's `judgeHost`): a literal or any
  * resolver answer that is not global unicast is refused, wrapped IPv4 forms included.
  */
@@ -13,7 +12,7 @@ export async function assertWebhookUrlAllowed(raw: string, production: boolean, 
   const url = new URL(raw);
   if (url.username || url.password) throw DomainError.field('webhookUrl', 'Must not contain credentials.');
   if (url.protocol === 'http:') {
-    if (production || !LOOPBACK_HOSTS.has(bareHost(url.hostname))) throw DomainError.field('webhookUrl', 'Must be an https URL (http is allowed only to loopback outside production).');
+    if (production || !isLoopbackHost(url.hostname)) throw DomainError.field('webhookUrl', 'Must be an https URL (http is allowed only to loopback outside production).');
     return;
   }
   if (url.protocol !== 'https:') throw DomainError.field('webhookUrl', 'Must be an https URL.');
