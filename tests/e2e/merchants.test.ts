@@ -490,6 +490,19 @@ describe('PUT /api/ApiKeys/{id}/webhook', () => {
     expect(onRevoked.body.errors.id[0]).toMatch(/revoked/);
   });
 
+  // Regression: a revoked key, which gets no webhooks, still read webhookEnabled: true.
+  it('a revoked key reads webhookEnabled false in GET and the list, its other webhook settings kept', async () => {
+    const { m, key, put } = await setup();
+    const settings = { webhookUrl: 'https://hooks.example.com/revoked', webhookEvents: ['member.created'] };
+    expect((await put({ ...settings, webhookEnabled: true })).body.webhookEnabled).toBe(true);
+    expect((await api.del(`/api/ApiKeys/${key.id}`, { token: admin })).status).toBe(204);
+    const read = await api.get(`/api/ApiKeys/${key.id}`, { token: admin });
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ ...settings, webhookEnabled: false, revokedAt: expect.any(String) });
+    const listed = await api.get(`/api/ApiKeys?merchantId=${m.id}`, { token: admin });
+    expect(listed.body.items.find((k: { id: string }) => k.id === key.id)).toMatchObject({ ...settings, webhookEnabled: false });
+  });
+
   it("answers 404 for an unknown key or another merchant's key, 403 for another merchant", async () => {
     const a = await setup();
     const b = await setup();

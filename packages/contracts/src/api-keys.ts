@@ -10,7 +10,7 @@ export const ApiKey = z
     signingSecretPrefix: z.string().nullable(),
     webhookUrl: z.string().nullable(),
     webhookEvents: z.array(z.string()).nullable(),
-    webhookEnabled: z.boolean(),
+    webhookEnabled: z.boolean().meta({ description: 'Whether events are delivered to webhookUrl; always false for a revoked key, which gets no webhooks.' }),
     expiresAt: DateTime.nullable(),
     lastUsedAt: DateTime.nullable(),
     revokedAt: DateTime.nullable(),

@@ -96,7 +96,7 @@ export function apiKeyRoutes(backends: Backends, access: MerchantAccess, feed: C
       url: '/api/ApiKeys/:id',
       tag: 'API keys',
       summary: 'Revoke an API key',
-      description: 'Takes effect on the very next request at this gateway and within a second at every other replica. Revoking a revoked key is a no-op (204). When it answers, webhooks have stopped: no event raised after the answer is delivered to the key, its Pending deliveries have failed, and a replay of its deliveries is 409. If the webhooks service cannot be reached at that moment the revocation still stands (204); webhooks stop as soon as that service is back and has read the change (the answer does not wait for it).',
+      description: 'Takes effect on the very next request at this gateway and within a second at every other replica. Revoking a revoked key is a no-op (204). When it answers, webhooks have stopped: no event raised after the answer is delivered to the key, its Pending deliveries have failed, a replay of its deliveries is 409, and the key reads webhookEnabled false (its webhookUrl and webhookEvents are kept as set). If the webhooks service cannot be reached at that moment the revocation still stands (204); webhooks stop as soon as that service is back and has read the change (the answer does not wait for it).',
       auth: { merchant: 'Admin' },
       params: IdParams,
       responses: { 204: null, 404: null },

@@ -52,7 +52,7 @@ Merchants
 
 API keys and webhooks
 - PUT /api/ApiKeys/{id}/webhook: absent fields are unchanged; webhookUrl null clears it; enabling webhooks requires a URL (400 naming webhookUrl); a revoked key's webhook cannot be changed (400 naming id).
-- DELETE /api/ApiKeys/{id} revokes (204), idempotently.
+- DELETE /api/ApiKeys/{id} revokes (204), idempotently. A revoked key gets no webhooks, so from then on it reads webhookEnabled false (its webhookUrl and webhookEvents are shown as they were set).
 - GET /api/ApiKeys/{id} reads one key (never its secret).
 
 Collections

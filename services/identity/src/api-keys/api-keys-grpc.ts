@@ -13,7 +13,9 @@ export function toApiKeyMessage(k: ApiKey) {
     name: k.name,
     keyPrefix: k.keyPrefix,
     signingSecretPrefix: k.signingSecretPrefix,
-    ...webhookFieldsMessage(k),
+    // A revoked key gets no webhooks (the webhooks service delivers only to keys not revoked), so its
+    // webhook reads as off; the URL and event types stay as they were set.
+    ...webhookFieldsMessage({ webhookUrl: k.webhookUrl, webhookEvents: k.webhookEvents, webhookEnabled: k.webhookEnabled && !k.revokedAt }),
     expiresAt: k.expiresAt?.toISOString(),
     lastUsedAt: k.lastUsedAt?.toISOString(),
     revokedAt: k.revokedAt?.toISOString(),
