@@ -90,7 +90,8 @@ describe('the wizard writes and GET /api/onboard/{invitationId}', () => {
     expect(state.body).toMatchObject({
       invitationId,
       status: 'Accepted',
-      step: 'Review',
+      // The saved draft leaves the required single choice unanswered, which completion refuses.
+      step: 'Questions',
       details: { firstName: 'Ada', lastName: 'King', phone: null },
       paymentMethod: { type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2099, accountName: null, bsb: null },
       planId: m.planId,
@@ -101,6 +102,9 @@ describe('the wizard writes and GET /api/onboard/{invitationId}', () => {
     });
     expect(state.body.questions.map((q: any) => q.id)).toEqual([m.questions.text.id, m.questions.single.id, m.questions.multi.id]);
     expect(state.body.questions[1]).toMatchObject({ kind: 'SingleChoice', required: true, options: m.questions.single.options });
+    const complete = [{ questionId: m.questions.text.id, textValue: 'b' }, { questionId: m.questions.single.id, optionIds: [m.questions.single.options[0]!.id] }];
+    expect((await api.patch('/api/onboard/answers', { invitationId, answers: complete }, { token })).status).toBe(204);
+    expect(await step()).toBe('Review');
   });
 
   it('validates each step with 400 naming the field, and refuses full card numbers', async () => {
@@ -161,6 +165,36 @@ describe('POST /api/onboard/complete', () => {
     await api.patch('/api/onboard/answers', { invitationId, answers: [{ questionId: m.questions.text.id, textValue: 'x' }, { questionId: m.questions.single.id, optionIds: [m.questions.multi.options[0]!.id] }] }, { token });
     const foreign = await api.post('/api/onboard/complete', { invitationId }, { token });
     expect(Object.keys(foreign.body.errors)).toEqual([`answers.${m.questions.single.id}`]);
+  });
+
+  // Regression: the step was derived from whether answers had been saved at all, so a wizard past
+  // its answers read Review after the merchant added a required question, which completion refused.
+  it('a required question added after the answers were saved sends the wizard back to Questions, and completion asks for it', async () => {
+    const own = await setUpOnboardingMerchant(api, admin);
+    const { customer, invitationId } = await accepted(own);
+    const token = customer.token;
+    const state = async () => (await api.get(`/api/onboard/${invitationId}`, { token })).body;
+    await fillWizard(api, token, invitationId, own);
+    expect((await state()).step).toBe('Review');
+
+    const ask = (body: Record<string, unknown>) => api.post(`/api/Products/${own.productId}/questions`, { merchantId: own.id, text: 'Emergency contact', kind: 'Text', ...body }, { token: own.key });
+    expect((await ask({ required: false })).status).toBe(201);
+    expect((await state()).step).toBe('Review');
+    const added = await ask({ required: true });
+    expect(added.status).toBe(201);
+    const after = await state();
+    expect(after).toMatchObject({ step: 'Questions', answersSaved: true });
+    expect(after.questions.map((q: { id: string }) => q.id)).toContain(added.body.id);
+
+    const refused = await api.post('/api/onboard/complete', { invitationId }, { token });
+    expect(refused.status).toBe(400);
+    expect(Object.keys(refused.body.errors)).toEqual([`answers.${added.body.id}`]);
+
+    const answers = [...after.answers, { questionId: added.body.id, textValue: 'Grace, 0400 000 000' }];
+    expect((await api.patch('/api/onboard/answers', { invitationId, answers }, { token })).status).toBe(204);
+    expect((await state()).step).toBe('Review');
+    expect((await api.post('/api/onboard/complete', { invitationId }, { token })).status).toBe(200);
+    expect((await state()).step).toBe('Done');
   });
 
   it('answers 400 naming planId when the chosen plan became inactive', async () => {

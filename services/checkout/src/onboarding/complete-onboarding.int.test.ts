@@ -194,7 +194,7 @@ describe('completeOnboarding', () => {
     expect(invitation.status()).toBe('Completed');
     const onboarding = await orm().em.fork().findOneOrFail(Onboarding, { invitationId: ref.invitationId });
     expect(onboarding).toMatchObject({ ...ids, completedAt: invitation.completedAt });
-    expect(onboarding.step()).toBe('Done');
+    expect(onboarding.step([])).toBe('Done');
     expect(await eventsOf(ref.invitationId)).toEqual([
       {
         merchant_id: invitation.merchantId,

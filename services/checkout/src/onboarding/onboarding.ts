@@ -1,5 +1,6 @@
 import { EntitySchema } from '@mikro-orm/postgresql';
 import type { OnboardingStep } from '@billing/contracts';
+import { validateAnswers, type QuestionForValidation } from './answer-validation.js';
 
 export interface OnboardingDetails {
   firstName: string;
@@ -56,12 +57,17 @@ export class Onboarding {
     return Object.assign(new Onboarding(), { invitationId, accountId });
   }
 
-  step(): OnboardingStep {
+  /**
+   * Where the wizard resumes. `questions` are those of the chosen plan's product as they are now:
+   * saved answers that no longer pass completion's validation (a required question added, an
+   * option or a question removed since they were saved) send it back to Questions.
+   */
+  step(questions: QuestionForValidation[]): OnboardingStep {
     if (this.completedAt) return 'Done';
     if (!this.details) return 'Details';
     if (!this.paymentMethod) return 'PaymentMethod';
     if (!this.planId) return 'Plan';
-    if (!this.answers) return 'Questions';
+    if (!this.answers || Object.keys(validateAnswers(questions, this.answers)).length) return 'Questions';
     return 'Review';
   }
 

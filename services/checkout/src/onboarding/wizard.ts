@@ -129,7 +129,7 @@ export async function getOnboardingState(deps: WizardDeps, ref: { accountId: str
   return {
     invitationId: m.id,
     status: m.status,
-    step: onboarding.step(),
+    step: onboarding.step(questions),
     merchantName,
     firstName: m.firstName,
     lastName: m.lastName,
