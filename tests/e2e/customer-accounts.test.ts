@@ -310,6 +310,22 @@ describe('password reset', () => {
   });
 });
 
+describe('the date of birth across password resets', () => {
+  it('keeps the one given at signup through an emailed reset and a support-desk reset', async () => {
+    const { email, id } = await signUp(api, { dateOfBirth: '1984-02-29' });
+    expect((await api.post('/api/account/forgot-password', { email })).status).toBe(202);
+    const mail = await waitForMessage(dataDir, email, (m) => /reset-password\?token=/.test(m.text));
+    expect((await api.post('/api/account/reset-password', { token: tokenFromLink(mail.text, 'reset-password'), newPassword: 'emailed-reset-pw' })).status).toBe(204);
+    const emailed = await api.post('/api/account/login', { email, password: 'emailed-reset-pw' });
+    expect((await api.get('/api/account/me', { token: emailed.body.token })).body).toMatchObject({ id, dateOfBirth: '1984-02-29' });
+
+    const issued = await api.post(`/api/admin/accounts/${id}/password-reset`, undefined, { token: admin });
+    expect((await api.post('/api/account/reset-password', { token: issued.body.token, newPassword: 'support-desk-pw' })).status).toBe(204);
+    const handed = await api.post('/api/account/login', { email, password: 'support-desk-pw' });
+    expect((await api.get('/api/account/me', { token: handed.body.token })).body).toMatchObject({ id, dateOfBirth: '1984-02-29' });
+  });
+});
+
 describe('email verification by password reset', () => {
   it('verifies the email with a reset from the forgot-password email, when the verification link was never used', async () => {
     const { email } = await signUp();
@@ -370,6 +386,24 @@ describe('claiming the unclaimed account of an invitation', () => {
     expect(login.status).toBe(200);
     expect((await api.get('/api/account/me', { token: login.body.token })).body).toMatchObject({ email, firstName: 'Invited', phone: '+61 412 345 678', emailVerified: true });
     expectProblem(await api.post('/api/account/signup', signupBody(email)), 409);
+  });
+
+  it('an account claimed by a reset has no date of birth (an invitation collects none) until the profile sets one, which later resets keep', async () => {
+    const email = await invited();
+    expect((await api.post('/api/account/forgot-password', { email })).status).toBe(202);
+    const mail = await waitForMessage(dataDir, email, (m) => /reset-password\?token=/.test(m.text));
+    expect((await api.post('/api/account/reset-password', { token: tokenFromLink(mail.text, 'reset-password'), newPassword: 'claimed-by-reset' })).status).toBe(204);
+    const login = await api.post('/api/account/login', { email, password: 'claimed-by-reset' });
+    const token = login.body.token;
+    expect((await api.get('/api/account/me', { token })).body.dateOfBirth).toBeNull();
+    const set = await api.put('/api/account/profile', { firstName: 'Invited', lastName: 'Person', dateOfBirth: '1975-10-01' }, { token });
+    expect(set.status).toBe(200);
+    expect(set.body.dateOfBirth).toBe('1975-10-01');
+    const id = set.body.id;
+    const issued = await api.post(`/api/admin/accounts/${id}/password-reset`, undefined, { token: admin });
+    expect((await api.post('/api/account/reset-password', { token: issued.body.token, newPassword: 'support-desk-pw' })).status).toBe(204);
+    const again = await api.post('/api/account/login', { email, password: 'support-desk-pw' });
+    expect((await api.get('/api/account/me', { token: again.body.token })).body).toMatchObject({ id, dateOfBirth: '1975-10-01' });
   });
 });
 
