@@ -1,8 +1,8 @@
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+import { isLoopbackHost } from '@billing/service-runtime';
 
 /**
  * Why `raw` cannot be a checkout return URL, or undefined when it can: absolute https without
- * credentials (plain http only to loopback outside production). The page sends the browser
+ * credentials (plain http only to a loopback host outside production: `localhost`, 127.0.0.0/8, `::1`; see `isLoopbackHost`). The page sends the browser
  * there, so nothing else (javascript:, data:) may pass.
  */
 export function returnUrlProblem(raw: string, production: boolean): string | undefined {
@@ -14,6 +14,6 @@ export function returnUrlProblem(raw: string, production: boolean): string | und
   }
   if (url.username || url.password) return 'Must not contain credentials.';
   if (url.protocol === 'https:') return undefined;
-  if (url.protocol === 'http:' && !production && LOOPBACK_HOSTS.has(url.hostname.toLowerCase())) return undefined;
+  if (url.protocol === 'http:' && !production && isLoopbackHost(url.hostname)) return undefined;
   return 'Must be an https URL (http is allowed only to loopback outside production).';
 }
