@@ -197,15 +197,21 @@ describe('POST /api/onboard/complete', () => {
     expect((await state()).step).toBe('Done');
   });
 
-  it('answers 400 naming planId when the chosen plan became inactive', async () => {
+  // Regression (the step half): a wizard whose plan was withdrawn read Review, though completion refused it.
+  it('answers 400 naming planId when the chosen plan became inactive, and the wizard resumes at Plan', async () => {
     const { customer, invitationId } = await accepted();
     await fillWizard(api, customer.token, invitationId, m);
     const plan = await api.post('/api/Plans', { merchantId: m.id, productId: m.productId, name: 'Soon gone', amount: 9, interval: 'Month' }, { token: m.key });
     expect((await api.patch('/api/onboard/plan', { invitationId, planId: plan.body.id }, { token: customer.token })).status).toBe(204);
+    const step = async () => (await api.get(`/api/onboard/${invitationId}`, { token: customer.token })).body.step;
+    expect(await step()).toBe('Review');
     expect((await api.patch(`/api/Plans/${plan.body.id}`, { isActive: false }, { token: m.key })).status).toBe(200);
+    expect(await step()).toBe('Plan');
     const res = await api.post('/api/onboard/complete', { invitationId }, { token: customer.token });
     expect(res.status).toBe(400);
     expect(Object.keys(res.body.errors)).toEqual(['planId']);
+    expect((await api.patch('/api/onboard/plan', { invitationId, planId: m.planId }, { token: customer.token })).status).toBe(204);
+    expect(await step()).toBe('Review');
   });
 
   it('creates the member, payment method, subscription and answers, emits onboarding.completed once, and answers the same ids again', async () => {

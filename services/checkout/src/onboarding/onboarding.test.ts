@@ -24,7 +24,11 @@ describe('Onboarding.step', () => {
     expect(answered().step([SIZE])).toBe('Questions');
     expect(answered().step([TEXT, { ...SIZE, required: false }])).toBe('Review');
   });
-  it('is Done once completed, whatever the questions', () => {
-    expect(Object.assign(answered(), { completedAt: new Date() }).step([TEXT, SIZE])).toBe('Done');
+  it('is Plan when the chosen plan is no longer offered, whatever the answers', () => {
+    expect(answered().step([TEXT], false)).toBe('Plan');
+    expect(answered().step([TEXT, SIZE], false)).toBe('Plan');
+  });
+  it('is Done once completed, whatever the questions or the plan', () => {
+    expect(Object.assign(answered(), { completedAt: new Date() }).step([TEXT, SIZE], false)).toBe('Done');
   });
 });

@@ -61,12 +61,14 @@ export class Onboarding {
    * Where the wizard resumes. `questions` are those of the chosen plan's product as they are now:
    * saved answers that no longer pass completion's validation (a required question added, an
    * option or a question removed since they were saved) send it back to Questions.
+   * `planOffered`: whether the chosen plan is still an active plan of the merchant; one withdrawn
+   * since it was chosen sends the wizard back to Plan, as completion would refuse it.
    */
-  step(questions: QuestionForValidation[]): OnboardingStep {
+  step(questions: QuestionForValidation[], planOffered = true): OnboardingStep {
     if (this.completedAt) return 'Done';
     if (!this.details) return 'Details';
     if (!this.paymentMethod) return 'PaymentMethod';
-    if (!this.planId) return 'Plan';
+    if (!this.planId || !planOffered) return 'Plan';
     if (!this.answers || Object.keys(validateAnswers(questions, this.answers)).length) return 'Questions';
     return 'Review';
   }

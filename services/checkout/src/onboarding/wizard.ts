@@ -78,6 +78,16 @@ export async function activePlansOf(backends: CheckoutBackends, merchantId: stri
   }));
 }
 
+/** Whether `planId` is an active plan of the merchant (false for one unknown or withdrawn). */
+async function isPlanOffered(backends: CheckoutBackends, merchantId: string, planId: string): Promise<boolean> {
+  try {
+    return (await backends.plans.GetPlan({ scope: scopeOfMerchant(merchantId), id: planId })).isActive;
+  } catch (e) {
+    if (e instanceof DomainError && (e.code === 'not_found' || e.code === 'validation_failed')) return false;
+    throw e;
+  }
+}
+
 /** A plan the merchant offers now, or validation_failed naming `planId`. */
 export async function requireActivePlan(backends: CheckoutBackends, merchantId: string, planId: string) {
   const plan = await backends.plans.GetPlan({ scope: scopeOfMerchant(merchantId), id: planId }).catch((e: unknown) => {
@@ -117,10 +127,12 @@ export async function acceptInvitation(deps: WizardDeps, accountId: string, toke
 
 export async function getOnboardingState(deps: WizardDeps, ref: { accountId: string; invitationId: string }) {
   const { invitation, onboarding } = await findOwnOnboarding(deps.orm.em.fork(), ref);
-  const [merchantName, plans, questions] = await Promise.all([
+  const [merchantName, plans, questions, planOffered] = await Promise.all([
     merchantNameOf(deps.backends, invitation.merchantId),
     activePlansOf(deps.backends, invitation.merchantId),
     onboarding.productId ? deps.backends.questions.ListQuestions({ scope: scopeOfMerchant(invitation.merchantId), productId: onboarding.productId }).then((l) => l.items) : Promise.resolve([]),
+    // The chosen plan by its id, not by `plans` (the first 200 active plans only).
+    onboarding.planId && !onboarding.completedAt ? isPlanOffered(deps.backends, invitation.merchantId, onboarding.planId) : Promise.resolve(true),
   ]);
   const m = invitation.toMessage();
   const opt = <T>(v: T | null) => v ?? undefined;
@@ -129,7 +141,7 @@ export async function getOnboardingState(deps: WizardDeps, ref: { accountId: str
   return {
     invitationId: m.id,
     status: m.status,
-    step: onboarding.step(questions),
+    step: onboarding.step(questions, planOffered),
     merchantName,
     firstName: m.firstName,
     lastName: m.lastName,
