@@ -805,6 +805,82 @@ describe('never twice, never lost', () => {
     expect(sumMinor(l.charges)).toBe(10 * 1995);
     for (const s of subs) expect((await m.transactions(s.id)).map((t) => t.status)).toEqual(['Settled']);
   }, 60_000);
+
+  /** Runs at `asOf` until one has recorded the provider's answer to the subscription's unconfirmed charge (once its claim has lapsed). */
+  async function runUntilAnswered(m: { transactions: (id: string) => Promise<any[]> }, subscriptionId: string, asOf: string): Promise<any[]> {
+    const charges = await eventually(async () => {
+      await run(asOf);
+      const listed = await m.transactions(subscriptionId);
+      return listed.every((t) => t.status !== 'Processing') ? listed : undefined;
+    }, 15_000, 200);
+    expect(charges, 'a run recorded the answer').toBeDefined();
+    return charges!;
+  }
+
+  it('refuses to resume a subscription paused while its charge had no answer (billing killed mid-call) until a run records it, then keeps the period it paid: charged once', async () => {
+    const m = await billingMerchant();
+    // Billed in real time: a resume now is after the charged period's start.
+    const sub = await m.subscriber([CARD], { startDate: new Date().toISOString() });
+    const asOf = new Date(Date.now() + 60_000).toISOString();
+    await fault(m.id, { latencyMs: 1500 });
+    const running = api.post('/api/admin/billing-runs', { asOf }, { token: admin }).catch(() => null);
+    await eventually(async () => (await db.query(`select count(*)::int as n from billing.transactions where subscription_id = $1 and provider_ref is null`, [sub.id])).rows[0].n === 1, 20_000, 20);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(platform.processes.billing!.kill('SIGKILL')).toBe(true);
+    await platform.processes.billing!.stop();
+    await running;
+    restartBilling = platform.processes.billing!.start();
+    // The provider charges the card although nobody hears its answer.
+    expect(await eventually(async () => (await ledger(m.id)).charges.length, 10_000, 100)).toBe(1);
+    await fault(m.id, null);
+    await restartBilling;
+    restartBilling = null;
+
+    expect(await act(m, sub.id, 'pause')).toMatchObject({ status: 200, body: { status: 'Paused' } });
+    // Resumed now it would start a new period due at once, and the next run would charge it
+    // beside the one the unanswered charge paid for.
+    const early = await act(m, sub.id, 'resume');
+    expect(early.status, JSON.stringify(early.body)).toBe(409);
+    expect(early.body.detail).toMatch(/unknown outcome/);
+    expect(Number(early.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await m.sub(sub.id)).toMatchObject({ status: 'Paused' });
+
+    const [charge] = await runUntilAnswered(m, sub.id, asOf);
+    expect(charge).toMatchObject({ status: 'Settled' });
+    const paused = await m.sub(sub.id);
+    expect(paused).toMatchObject({ status: 'Paused', nextBillingAt: paused.currentPeriodEnd });
+    const resumed = await act(m, sub.id, 'resume');
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    expect(resumed.body).toMatchObject({ status: 'Active', currentPeriodStart: paused.currentPeriodStart, nextBillingAt: paused.currentPeriodEnd });
+    expect(await run(asOf)).toMatchObject({ charged: 0 });
+    expect((await ledger(m.id)).charges).toHaveLength(1);
+    expect((await m.transactions(sub.id)).map((t) => t.status)).toEqual(['Settled']);
+  }, 60_000);
+
+  it("resumes at its resumeAt a subscription paused while its charge had no answer (the provider timed out) only once a run has recorded it: the period it paid runs on, charged once", async () => {
+    const m = await billingMerchant();
+    const sub = await m.subscriber([CARD], { startDate: new Date().toISOString() });
+    // The provider acts on the call after 2.5 s; billing gives up after 1 s (PAYMENT_PROVIDER_TIMEOUT_MS).
+    await fault(m.id, { latencyMs: 2500 });
+    expect(await run(new Date(Date.now() + 60_000).toISOString())).toMatchObject({ charged: 1 });
+    expect((await m.transactions(sub.id)).map((t) => t.status)).toEqual(['Processing']);
+    const resumeAt = new Date(Date.now() + 120_000).toISOString();
+    expect(await act(m, sub.id, 'pause', { resumeAt })).toMatchObject({ status: 200, body: { status: 'Paused', resumeAt } });
+    expect(await eventually(async () => (await ledger(m.id)).charges.length, 10_000, 100)).toBe(1);
+    await fault(m.id, null);
+
+    // Every run is past the resumeAt; the first ones come before the charge's claim has lapsed.
+    const asOf = new Date(Date.now() + 300_000).toISOString();
+    expect(await run(asOf)).toMatchObject({ charged: 0 });
+    await runUntilAnswered(m, sub.id, asOf);
+    await run(asOf);
+    const resumed = await m.sub(sub.id);
+    expect(resumed).toMatchObject({ status: 'Active', pausedAt: null, resumeAt: null });
+    expect(resumed.nextBillingAt).toBe(resumed.currentPeriodEnd);
+    expect(new Date(resumed.currentPeriodStart).getTime()).toBeLessThan(new Date(resumeAt).getTime());
+    expect((await ledger(m.id)).charges).toHaveLength(1);
+    expect((await m.transactions(sub.id)).map((t) => t.status)).toEqual(['Settled']);
+  }, 60_000);
 });
 
 describe('retry and refund', () => {

@@ -12,7 +12,7 @@ import { periodEnd, storable, type BillingSchedule } from '../plans/billing-inte
 import { recordSubscriptionEvents } from '../subscriptions/subscriptions-grpc.js';
 import { parseRetryOffsets, Subscription, type DunningPolicy } from '../subscriptions/subscription.js';
 import { subscriptionOfRow, subscriptionsWithPlansSql, type SubscriptionRow } from '../subscriptions/subscription-row.js';
-import type { SubscriptionStore } from '../subscriptions/subscription-store.js';
+import type { SubscriptionStore, TransitionFacts } from '../subscriptions/subscription-store.js';
 import { Transaction, transactionEventData } from '../transactions/transaction.js';
 import {
   chargeOrder,
@@ -227,14 +227,18 @@ export class BillingRun {
    * retries it if its retry is due. A subscription changed meanwhile (resumed, cancelled,
    * paused again with another date) is left as it is. One set to cancel at its period end whose
    * paid period has ended by this run (`Subscription.endsWhilePaused`) is cancelled instead,
-   * counted as terminated (as `endDue` does without a `resumeAt`).
+   * counted as terminated (as `endDue` does without a `resumeAt`). One with a charge whose answer
+   * is not recorded (paused while it was in flight, its outcome unknown since) is left for a later
+   * run, once reconciliation has recorded it: the period that charge paid for decides the resume
+   * (`Subscription.resume`), and resumed before, it would start a new period charged beside it.
    */
   private async resumeDue(): Promise<void> {
     await this.transitionEach(
       `select id from subscriptions where status = 'Paused' and not (id = any(?::uuid[])) and resume_at is not null and resume_at <= ?::timestamptz
         order by resume_at limit ?`,
       [this.asOf.toISOString()],
-      (sub, plan) => {
+      (sub, plan, facts) => {
+        if (facts.chargeUnanswered) return false;
         if (sub.endsWhilePaused(this.asOf)) {
           sub.endAtPeriodEnd(this.asOf);
           return true;
@@ -285,7 +289,7 @@ export class BillingRun {
   private async transitionEach(
     sql: string,
     params: unknown[],
-    change: (sub: Subscription, plan: BillingSchedule | undefined) => boolean,
+    change: (sub: Subscription, plan: BillingSchedule | undefined, facts: TransitionFacts) => boolean,
     failure: string,
   ): Promise<void> {
     const seen = new Set<string>();
@@ -297,7 +301,7 @@ export class BillingRun {
           seen.add(id);
           try {
             let ended = false;
-            await this.subscriptions.transition({ scope: { kind: 'platform' }, id, change: (sub, plan) => void (ended = change(sub, plan)) });
+            await this.subscriptions.transition({ scope: { kind: 'platform' }, id, change: (sub, plan, facts) => void (ended = change(sub, plan, facts)) });
             if (ended) this.result.terminated++;
           } catch (e) {
             this.logger.warn({ err: e, subscriptionId: id }, failure);

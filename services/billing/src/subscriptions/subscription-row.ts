@@ -20,10 +20,13 @@ export const unchangedSubscriptionsSql = (ids: string) => `select s.id from subs
 
 /**
  * The subscriptions whose ids parameter `ids` holds, each as its row (`sub`, `to_jsonb`) with its
- * plan's schedule (`plan_interval`, `plan_interval_count`), in id order; with `lock`, row-locked
- * in that order, as every writer of subscriptions locks them.
+ * plan's schedule (`plan_interval`, `plan_interval_count`) and whether a charge of it has no
+ * provider answer recorded (`charge_unanswered`: in flight, or its outcome unknown until a
+ * billing run reconciles it), in id order; with `lock`, row-locked in that order, as every writer
+ * of subscriptions locks them.
  */
-export const subscriptionsWithPlansSql = (ids: string, opts: { lock: boolean }) => `select to_jsonb(s) as sub, p.billing_interval as plan_interval, p.interval_count as plan_interval_count
+export const subscriptionsWithPlansSql = (ids: string, opts: { lock: boolean }) => `select to_jsonb(s) as sub, p.billing_interval as plan_interval, p.interval_count as plan_interval_count,
+              exists (select 1 from transactions t where t.subscription_id = s.id and t.kind = 'Charge' and t.status = 'Processing' and t.provider_ref is null) as charge_unanswered
          from subscriptions s left join plans p on p.id = s.plan_id
         where s.id = any(${ids}::uuid[])
         order by s.id${opts.lock ? '\n          for update of s' : ''}`;

@@ -62,7 +62,13 @@ export type EnrolmentOutcome = { ok: false; error: DomainError } | { ok: true; o
 export interface TransitionRequest {
   scope: CallScope;
   id: string;
-  change: (sub: Subscription, plan: BillingSchedule | undefined) => void;
+  change: (sub: Subscription, plan: BillingSchedule | undefined, facts: TransitionFacts) => void;
+}
+
+/** What a transition may need to know beyond the subscription's row, read with it. */
+export interface TransitionFacts {
+  /** A charge of the subscription has no provider answer recorded: in flight, or its outcome unknown until a billing run reconciles it. */
+  chargeUnanswered: boolean;
 }
 
 interface SubmittedTransition extends TransitionRequest {
@@ -85,6 +91,7 @@ interface ReadRow {
   /** Null only if the plan were missing (a foreign key forbids it). */
   plan_interval: PlanInterval | null;
   plan_interval_count: number | null;
+  charge_unanswered: boolean;
 }
 
 /** The values of TRANSITION_COLUMNS, as written (instants in ISO 8601). */
@@ -194,7 +201,8 @@ export class SubscriptionStore {
       }
       const sub = subscriptionOfRow(row.sub);
       const before = JSON.stringify(transitionColumnsOf(sub));
-      const decision = decideItem(() => t.change(sub, row.plan_interval ? { interval: row.plan_interval, intervalCount: row.plan_interval_count! } : undefined));
+      const plan = row.plan_interval ? { interval: row.plan_interval, intervalCount: row.plan_interval_count! } : undefined;
+      const decision = decideItem(() => t.change(sub, plan, { chargeUnanswered: row.charge_unanswered }));
       if (!decision.ok) {
         outcomes.push(decision);
         continue;

@@ -79,6 +79,30 @@ describe('Subscription transitions', () => {
     expect(s.nextBillingAt).toEqual(due);
   });
 
+  it('refuses to resume while a charge has no answer recorded: in flight (charging now), or its outcome unknown; then the paid period runs on', () => {
+    const s = start();
+    s.claimedUntil = new Date(T0.getTime() + 60_000); // a run is charging its first period
+    s.pause(null, T0);
+    s.pullEvents();
+    const refusal = (at: Date) => {
+      try {
+        s.resume(MONTHLY, at, { chargeUnanswered: true });
+      } catch (e) {
+        return e instanceof DomainError ? [e.code, e.message.startsWith('A billing run is charging') ? 'charging now' : 'unknown outcome', e.extensions.retryAfterSeconds] : e;
+      }
+      return 'resumed';
+    };
+    expect(refusal(new Date(T0.getTime() + 1000))).toEqual(['invalid_transition', 'charging now', 1]);
+    // Its process died or the provider timed out: unknown until a billing run records it.
+    expect(refusal(later(1))).toEqual(['invalid_transition', 'unknown outcome', 60]);
+    expect(s.status).toBe('Paused');
+    expect(s.pullEvents()).toEqual([]);
+    // Recorded paid (`recordPaidWhilePaused`), a resume within the period keeps it.
+    expect(s.recordPaidWhilePaused(T0, MONTHLY, later(1))).toBe(true);
+    s.resume(MONTHLY, later(2));
+    expect(s).toMatchObject({ status: 'Active', currentPeriodStart: T0, nextBillingAt: s.currentPeriodEnd });
+  });
+
   it('refuses to pause a Paused subscription and to resume an Active one', () => {
     const s = start();
     expect(codeOf(() => s.resume(MONTHLY))).toBe('invalid_transition');

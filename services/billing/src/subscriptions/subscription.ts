@@ -48,6 +48,19 @@ export function chargingNow(): DomainError {
   return new DomainError('invalid_transition', CHARGING_NOW, { retryAfterSeconds: 1 });
 }
 
+/**
+ * The refusal of a resume while a charge of the subscription has no answer recorded and no
+ * request is waiting for one: its provider call timed out, or the process making it died. The
+ * next billing run repeats the call with the same idempotency key and records the answer.
+ */
+export function chargeOutcomeUnknown(): DomainError {
+  return new DomainError(
+    'invalid_transition',
+    'A charge of this subscription has an unknown outcome (its payment provider call got no answer); the next billing run completes it. Resume the subscription after that: resumed now, it could start and be charged for a new period while the one that charge paid for is still running.',
+    { retryAfterSeconds: 60 },
+  );
+}
+
 /** Whether `e` is the refusal of a change while a charge of the subscription is in flight (`refuseWhileCharging`). */
 export function isChargingNow(e: unknown): boolean {
   return e instanceof DomainError && e.code === 'invalid_transition' && e.message === CHARGING_NOW;
@@ -141,10 +154,22 @@ export class Subscription {
    *
    * Set to cancel at its period end, and that period ended while it was paused
    * (`endsWhilePaused`): it is Cancelled instead (`subscription.cancelled`), never charged again.
+   *
+   * Refused while a charge of it has no answer recorded (`facts.chargeUnanswered`): while it is
+   * in flight (`chargingNow`, its claim not expired), or its outcome is unknown because the call
+   * timed out or the process making it died (`chargeOutcomeUnknown`, until the next billing run
+   * records it). The period that charge pays for is decided by its answer.
    */
-  resume(schedule: BillingSchedule, now = new Date()): void {
+  resume(schedule: BillingSchedule, now = new Date(), facts: { chargeUnanswered?: boolean } = {}): void {
     this.refuseWhenCancelled('resumed');
     if (this.status !== 'Paused') throw new DomainError('invalid_transition', `Only a paused subscription can be resumed; this one is ${this.status}.`);
+    // Paused while a charge was in flight, or after its process died or the provider timed out:
+    // until its answer is recorded (`recordPaidWhilePaused`) the period it pays for looks unpaid,
+    // so a resume now would start a new period, charged once more beside the one already paid.
+    if (facts.chargeUnanswered) {
+      this.refuseWhileCharging(now);
+      throw chargeOutcomeUnknown();
+    }
     if (this.endsWhilePaused(now)) {
       this.end(now);
       return;

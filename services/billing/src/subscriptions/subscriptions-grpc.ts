@@ -110,9 +110,10 @@ async function afterChargeInFlight<T>(attempt: () => Promise<T>, waitMs: number)
 
 /**
  * `store`: the subscriptions' writers, shared with the enrolments when the app passes it (one set of batchers for both).
- * `cancelWaitMs` (`BILLING_CANCEL_WAIT_MS`): a cancel of a subscription being charged right now
- * waits this long for the charge's answer and is then decided on what it left (the period it
- * paid), so an answered cancel is never overtaken by a charge already in flight.
+ * `cancelWaitMs` (`BILLING_CANCEL_WAIT_MS`): a cancel or resume of a subscription being charged
+ * right now waits this long for the charge's answer and is then decided on what it left (the
+ * period it paid), so an answered cancel is never overtaken by a charge already in flight, and a
+ * resume never starts a new period beside one that charge paid for.
  */
 export function subscriptionsGrpc(orm: MikroORM, store = new SubscriptionStore(orm), opts: { cancelWaitMs?: number } = {}): ServiceImpl<'billing.v1.Subscriptions'> {
   const cancelWaitMs = opts.cancelWaitMs ?? 3000;
@@ -143,14 +144,17 @@ export function subscriptionsGrpc(orm: MikroORM, store = new SubscriptionStore(o
       return transition(req, (sub, plan) => sub.pause(resumeAt, new Date(), plan ?? undefined));
     },
 
+    // Waits, as a cancel does, for a charge in flight to be answered (the period it pays for
+    // decides the resume); a charge whose outcome is unknown refuses it (`Subscription.resume`).
     ResumeSubscription: async (req) =>
-      transition(
-        req,
-        (sub, plan) => {
-          // Cannot happen (a foreign key); not a DomainError, so the batch is retried item by item.
-          if (!plan) throw new Error(`plan ${sub.planId} of subscription ${sub.id} is missing`);
-          sub.resume(plan);
-        },
+      afterChargeInFlight(
+        () =>
+          transition(req, (sub, plan, facts) => {
+            // Cannot happen (a foreign key); not a DomainError, so the batch is retried item by item.
+            if (!plan) throw new Error(`plan ${sub.planId} of subscription ${sub.id} is missing`);
+            sub.resume(plan, new Date(), facts);
+          }),
+        cancelWaitMs,
       ),
 
     CancelSubscription: async (req) => afterChargeInFlight(() => transition(req, (sub) => sub.cancel(Boolean(req.atPeriodEnd))), cancelWaitMs),
