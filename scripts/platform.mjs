@@ -133,7 +133,8 @@ async function reapOrphans() {
 
 /**
  * Dependencies, build, Postgres; NATS when `withNats`, else only the nats-server binary.
- * @param {{ withNats: boolean, fastPostgres: boolean }} opts
+ * `onNatsExit`: the nats-server started here exited of itself (`nats.restart()` starts it again).
+ * @param {{ withNats: boolean, fastPostgres: boolean, onNatsExit?: (status: import('./lib/processes.mjs').ExitStatus) => void }} opts
  */
 async function bringUp(opts) {
   await reapOrphans();
@@ -176,12 +177,12 @@ async function bringUp(opts) {
   } else {
     cleanups.push(lock.release);
   }
-  const nats = await startNatsServer({ bin: /** @type {string} */ (natsBin), storeDir, preferredPort: 4223, detached: true });
+  const nats = await startNatsServer({ bin: /** @type {string} */ (natsBin), storeDir, preferredPort: 4223, detached: true, onExit: opts.onNatsExit });
   cleanups.push(nats.stop);
   recordChildren([{ pid: pg.pid, signal: 'SIGINT' }, { pid: nats.pid(), signal: 'SIGTERM' }]);
   const natsShown = `${redactNatsUrl(nats.url)} (password in ${path.join(storeDir, 'auth.conf')})`;
   log(`NATS ${natsShown} (nats-server -js, store in ${storeDir})`);
-  return { databaseUrl: pg.url, natsUrl: nats.url, natsShown, natsBin, pids: { postgres: pg.pid, nats: nats.pid() } };
+  return { databaseUrl: pg.url, natsUrl: nats.url, natsShown, natsBin, nats, pids: { postgres: pg.pid, nats: nats.pid() } };
 }
 
 /**
@@ -217,8 +218,16 @@ function adminToken() {
   return token;
 }
 
+/** The name the supervisor knows the launcher's own nats-server by. */
+const NATS_PROCESS = 'nats-server';
+
 async function start() {
-  const infra = await bringUp({ withNats: true, fastPostgres: false });
+  /** @type {((status: import('./lib/processes.mjs').ExitStatus) => void) | undefined} */
+  let natsExited;
+  // The nats-server started here (none with NATS_URL) is supervised as the services are: one
+  // that dies is started again on its port and store, with its password, and the services'
+  // clients reconnect; until the services run, its death stops the platform.
+  const infra = await bringUp({ withNats: true, fastPostgres: false, onNatsExit: (status) => natsExited?.(status) });
   const print = createLogPrinter({ names: SERVICES.map((s) => s.name) });
   const missing = SERVICES.filter((s) => !fs.existsSync(path.join(REPO_ROOT, 'services', s.name, 'dist', 'main.js'))).map((s) => s.name);
   if (missing.length) log(`not built, so not started: ${missing.join(', ')}`);
@@ -235,6 +244,14 @@ async function start() {
   ];
   /** @type {Map<string, number>} */
   const servicePids = new Map();
+  const recordAll = () => recordChildren([...infraChildren, ...[...servicePids.values()].map((p) => ({ pid: p, signal: /** @type {NodeJS.Signals} */ ('SIGTERM') }))]);
+  natsExited = (status) => {
+    if (stopping) return;
+    if (supervisor) return supervisor.exited(NATS_PROCESS, status);
+    log(`${NATS_PROCESS} ${describeExit(status)} while the platform was starting; stopping the platform`);
+    stopping = true;
+    void exit(1);
+  };
   log('migrating and starting the services');
   const platform = await startPlatform({
     databaseUrl: infra.databaseUrl,
@@ -248,7 +265,7 @@ async function start() {
     detached: true,
     onSpawn: (name, pid) => {
       servicePids.set(name, pid);
-      recordChildren([...infraChildren, ...[...servicePids.values()].map((p) => ({ pid: p, signal: /** @type {NodeJS.Signals} */ ('SIGTERM') }))]);
+      recordAll();
     },
     onLog: (name, line) => print(name, line),
     onUnexpectedExit: (name, status) => {
@@ -264,7 +281,12 @@ async function start() {
   // after its start stops the platform.
   supervisor = createSupervisor({
     log,
-    start: (name) => /** @type {NonNullable<typeof platform.processes[string]>} */ (platform.processes[name]).start(),
+    start: async (name) => {
+      if (name !== NATS_PROCESS) return /** @type {NonNullable<typeof platform.processes[string]>} */ (platform.processes[name]).start();
+      await /** @type {NonNullable<typeof infra.nats>} */ (infra.nats).restart();
+      infraChildren[1] = { pid: infra.nats?.pid(), signal: 'SIGTERM' };
+      recordAll();
+    },
     giveUp: (_name, reason) => {
       if (stopping) return;
       log(`${reason}; stopping the platform`);
@@ -272,7 +294,7 @@ async function start() {
       void exit(1);
     },
   });
-  supervisor.started(platform.services);
+  supervisor.started(infra.nats ? [...platform.services, NATS_PROCESS] : platform.services);
   cleanups.push(() => supervisor?.stop());
 
   onSignal = () => {

@@ -48,6 +48,9 @@ export function findNatsServer(opts = {}) {
  * @property {number} [preferredPort]
  * @property {boolean} [detached] Own process group (see processes.mjs).
  * @property {(line: string) => void} [onLine]
+ * @property {(status: import('./processes.mjs').ExitStatus) => void} [onExit] Called when the
+ *   server exits of itself (killed, crashed), not when `stop` or `restart` stops it; `restart`
+ *   starts it again.
  */
 
 /** User name clients of a server started here authenticate as. */
@@ -92,6 +95,14 @@ export async function startNatsServer(opts) {
     }
   };
 
+  /** Reports `proc` exiting of itself: while it is still the current server, nobody stopped it. @param {import('./processes.mjs').ManagedProcess} proc */
+  const watch = (proc) => {
+    void proc.exited.then((status) => {
+      if (current !== proc) return;
+      current = undefined;
+      opts.onExit?.(status);
+    });
+  };
   let port = opts.port ?? (await findFreePort(opts.preferredPort));
   let proc;
   for (let attempt = 0; !proc; attempt++) {
@@ -106,6 +117,7 @@ export async function startNatsServer(opts) {
   }
   /** @type {import('./processes.mjs').ManagedProcess | undefined} */
   let current = proc;
+  watch(proc);
   return {
     url: `nats://${NATS_USER}:${password}@127.0.0.1:${port}`,
     address: `nats://127.0.0.1:${port}`,
@@ -114,16 +126,19 @@ export async function startNatsServer(opts) {
     logs,
     pid: () => (current?.running() ? current.pid : undefined),
     stop: async () => {
-      await current?.stop(10_000);
+      const stopping = current;
       current = undefined;
+      await stopping?.stop(10_000);
     },
     restart: async () => {
-      await current?.stop(10_000);
+      const stopping = current;
       current = undefined;
+      await stopping?.stop(10_000);
       // The OS may hold the port briefly after the old server closed it.
       for (let attempt = 0; ; attempt++) {
         try {
           current = await launch(port);
+          watch(current);
           return;
         } catch (e) {
           if (attempt >= 20) throw e;

@@ -7,8 +7,9 @@ import { REPO_ROOT } from '../../scripts/lib/start-platform.mjs';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 
 /**
- * `npm start` supervises its services: a service killed with SIGKILL is started again and
- * becomes healthy, the launcher keeps running, and Ctrl-C still stops everything.
+ * `npm start` supervises its services and the nats-server it started itself (no NATS_URL given):
+ * one killed with SIGKILL is started again and becomes healthy, the launcher keeps running, and
+ * Ctrl-C still stops everything.
  */
 let db: TestDatabase;
 let launcher: ChildProcess;
@@ -23,19 +24,22 @@ const waitForOutput = async (pattern: RegExp, timeoutMs: number) => {
   }
 };
 
-/** The pid of a service as the launcher recorded it (`.data/launchers/<launcher pid>.json`). */
-function pidOf(service: string): number | undefined {
+/** The pid of a child as the launcher recorded it (`.data/launchers/<launcher pid>.json`), by its command line. */
+function pidRunning(command: string): number | undefined {
   const record = JSON.parse(readFileSync(join(REPO_ROOT, '.data', 'launchers', `${launcher.pid}.json`), 'utf8')) as { children: { pid: number; cmdline?: string }[] };
-  return record.children.find((c) => c.cmdline?.includes(`services/${service}/dist/main.js`))?.pid;
+  return record.children.find((c) => c.cmdline?.includes(command))?.pid;
 }
+const pidOf = (service: string) => pidRunning(`services/${service}/dist/main.js`);
 
 const adminToken = randomBytes(32).toString('base64url');
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  // Without NATS_URL: the launcher starts a nats-server of its own (NATS_SERVER_BIN, from the test run).
+  const { NATS_URL: _given, ...env } = process.env;
   launcher = spawn(process.execPath, ['scripts/platform.mjs', 'start'], {
     cwd: REPO_ROOT,
-    env: { ...process.env, DATABASE_URL: db.url, PLATFORM_SKIP_BUILD: '1', HOST: '127.0.0.1', LOG_LEVEL: 'warn', NO_COLOR: '1', BILLING_ADMIN_TOKEN: adminToken },
+    env: { ...env, DATABASE_URL: db.url, PLATFORM_SKIP_BUILD: '1', HOST: '127.0.0.1', LOG_LEVEL: 'warn', NO_COLOR: '1', BILLING_ADMIN_TOKEN: adminToken },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   launcher.stdout!.on('data', (c: Buffer) => (output += c.toString()));
@@ -56,6 +60,31 @@ describe('npm start', () => {
     expect(output).toMatch(/Admin token {2}BILLING_ADMIN_TOKEN \(as given\)/);
     expect(output).not.toContain(adminToken);
   });
+
+  it('restarts its own nats-server killed with SIGKILL, and the services reconnect to it', async () => {
+    const before = pidRunning('nats-server');
+    expect(before).toBeDefined();
+    process.kill(before!, 'SIGKILL');
+    await waitForOutput(/nats-server was killed by SIGKILL; restarting it in \d+ ms/, 10_000);
+    await waitForOutput(/nats-server restarted and healthy/, 60_000);
+    const after = pidRunning('nats-server');
+    expect(after).toBeDefined();
+    expect(after).not.toBe(before);
+    expect(() => process.kill(after!, 0)).not.toThrow();
+    // The gateway's readiness includes its NATS connection (and the services' health).
+    const gateway = /Gateway {6}(http:\/\/\S+)/.exec(output)![1]!.replace('localhost', '127.0.0.1');
+    const ready = async () => {
+      const res = await fetch(`${gateway}/health/ready`).catch(() => undefined);
+      return res?.status === 200 ? ((await res.json()) as { checks: Record<string, string> }) : undefined;
+    };
+    const end = Date.now() + 30_000;
+    let report = await ready();
+    while (!report && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 250));
+      report = await ready();
+    }
+    expect(report?.checks).toMatchObject({ nats: 'ok' });
+  }, 120_000);
 
   it('restarts a service killed with SIGKILL, and stops everything on Ctrl-C', async () => {
     const before = pidOf('billing');
