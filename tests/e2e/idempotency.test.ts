@@ -260,6 +260,9 @@ describe('5xx outcomes', () => {
     expect(again.status).toBe(503);
     expect(again.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
+    // interface.md, Errors: "503 | Service degraded; Retry-After is sent", a replayed 503 too
+    // (regression: the replay carried none).
+    expect(again.headers.get('retry-after')).toBe('1');
     // Its instance is the path as sent (it was the lower-cased path the fingerprint uses).
     expect(again.body).toMatchObject({ status: 503, type: expect.stringMatching(/idempotency-outcome-unknown$/), detail: expect.stringMatching(/outcome is unknown/), instance: '/api/Subscriptions' });
     expect(await subscriptionsOf(a, memberId)).toHaveLength(0);

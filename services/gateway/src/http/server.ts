@@ -419,6 +419,9 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
 
 function sendResult(request: FastifyRequest, reply: FastifyReply, result: RouteResult): FastifyReply {
   if (result.headers) reply.headers(result.headers);
+  // Every 503 says when to try again, as sendProblem's do: also one returned as a result (the
+  // replay of an idempotent request whose first attempt ended 503).
+  if (result.status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1');
   reply.code(result.status);
   if (result.body === undefined || result.status === 204) return reply.send();
   if (result.status >= 400 && isObject(result.body)) result.body.traceId ??= request.traceId;
