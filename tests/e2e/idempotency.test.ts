@@ -263,6 +263,11 @@ describe('5xx outcomes', () => {
     // interface.md, Errors: "503 | Service degraded; Retry-After is sent", a replayed 503 too
     // (regression: the replay carried none).
     expect(again.headers.get('retry-after')).toBe('1');
+    // contract §2: a problem's traceId is the response's own, the one in X-Trace-Id (regression:
+    // the replay carried the first attempt's); the first attempt's is kept as originalTraceId.
+    expect(again.body.traceId).toBe(again.headers.get('x-trace-id'));
+    expect(again.body.traceId).not.toBe(first.body.traceId);
+    expect(again.body.originalTraceId).toBe(first.body.traceId);
     // Its instance is the path as sent (it was the lower-cased path the fingerprint uses).
     expect(again.body).toMatchObject({ status: 503, type: expect.stringMatching(/idempotency-outcome-unknown$/), detail: expect.stringMatching(/outcome is unknown/), instance: '/api/Subscriptions' });
     expect(await subscriptionsOf(a, memberId)).toHaveLength(0);

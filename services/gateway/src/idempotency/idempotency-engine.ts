@@ -219,9 +219,14 @@ function storedOf(result: RouteResult): StoredResponse {
 /** The stored response as a route result, marked as a replay. Content-Type follows from the status. */
 function replayOf(response: StoredResponse): RouteResult {
   const { 'content-type': _type, ...headers } = response.headers;
-  return {
-    status: response.status,
-    body: response.body === null ? undefined : JSON.parse(response.body),
-    headers: { ...headers, [REPLAYED_HEADER]: 'true' },
-  };
+  const body: unknown = response.body === null ? undefined : JSON.parse(response.body);
+  // A replayed problem carries the replay's trace id (added when sent, the X-Trace-Id value);
+  // the first attempt's, which a record stored before originalTraceId existed holds as traceId,
+  // becomes originalTraceId.
+  if (response.status >= 400 && body !== null && typeof body === 'object' && !Array.isArray(body)) {
+    const problem = body as Record<string, unknown>;
+    if (typeof problem.traceId === 'string') problem.originalTraceId ??= problem.traceId;
+    delete problem.traceId;
+  }
+  return { status: response.status, body, headers: { ...headers, [REPLAYED_HEADER]: 'true' } };
 }

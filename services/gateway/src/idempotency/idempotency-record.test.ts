@@ -68,7 +68,8 @@ describe('unknownOutcome', () => {
     expect(stored.status).toBe(503);
     expect(stored.headers['content-type']).toMatch(/^application\/problem\+json/);
     const body = JSON.parse(stored.body!);
-    expect(body).toMatchObject({ status: 503, instance: '/api/subscriptions', traceId: 'abc' });
+    expect(body).toMatchObject({ status: 503, instance: '/api/subscriptions', originalTraceId: 'abc' });
+    expect(body).not.toHaveProperty('traceId');
     expect(body.detail).toMatch(/outcome is unknown/);
   });
 });

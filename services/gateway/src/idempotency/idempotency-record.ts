@@ -82,7 +82,9 @@ export function unknownOutcome(status: number, instance: string, traceId?: strin
       `The original request with this Idempotency-Key ${ended}, so its outcome is unknown. ` +
       'It is not run again: check the state of the resource, and use a new Idempotency-Key for a fresh attempt.',
     instance,
-    ...(traceId ? { traceId } : {}),
+    // The replay's own trace id is added when it is sent (traceId, as in X-Trace-Id); this one
+    // names the attempt whose outcome is unknown.
+    ...(traceId ? { originalTraceId: traceId } : {}),
   };
   return { status, headers: { 'content-type': 'application/problem+json; charset=utf-8' }, body: JSON.stringify(body) };
 }
