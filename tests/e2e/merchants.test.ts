@@ -20,12 +20,34 @@ describe('admin merchants', () => {
     expect(res.headers.get('location')).toBe(`/api/admin/merchants/${res.body.id}`);
     expect(Object.keys(res.body).sort()).toEqual([...MERCHANT_FIELDS].sort());
     expect(res.body).toMatchObject({
-      name: 'Acme Fitness', contactEmail: 'ops@acme.example', country: 'AU', timeZone: 'Australia/Sydney', description: null, isActive: true,
+      name: 'Acme Fitness', contactEmail: 'ops@acme.example', country: 'AU', timeZone: 'Australia/Sydney', description: '', isActive: true,
       gatewayConfigured: false, merchantGuidConfigured: false, providerEnvironment: 'Staging', billingRetryOffsetsDays: '1,3,7', billingTerminalAction: 'Cancel',
     });
     const read = await api.get(`/api/admin/merchants/${res.body.id}`, { token: admin });
     expect(read.status).toBe(200);
     expect(read.body).toEqual(res.body);
+  });
+
+  // interface.md, Merchant: name through timeZone are strings, "nullable on the current-merchant
+  // read" only, and providerMerchantProfileId is a string. Regression: a merchant created with
+  // only a name and a contact email read description, contactPhone, country, timeZone and
+  // (before its gateway was configured) providerMerchantProfileId as null on the full reads.
+  it('reads every text field as a string, never null, when the merchant was created without it', async () => {
+    const created = await api.post('/api/admin/merchants', { name: 'Plain Fitness', contactEmail: `${unique('plain')}@example.com` }, { token: admin });
+    expect(created.status).toBe(201);
+    const provider = await api.put(`/api/admin/merchants/${created.body.id}/provider`, { providerEnvironment: 'Staging' }, { token: admin });
+    expect(provider.status).toBe(200);
+    const { key } = await createApiKey(api, admin, created.body.id);
+    const me = await api.get('/api/Merchants/me', { token: key });
+    expect(me.status).toBe(200);
+    const reads = { created: created.body, read: (await api.get(`/api/admin/merchants/${created.body.id}`, { token: admin })).body, provider: provider.body, me: me.body };
+    for (const [name, merchant] of Object.entries(reads)) {
+      const text = name === 'me' ? MERCHANT_FIELDS.slice(1, 7) : [...MERCHANT_FIELDS.slice(1, 7), 'providerMerchantProfileId'];
+      expect(Object.fromEntries(text.map((f) => [f, typeof merchant?.[f]])), name).toEqual(Object.fromEntries(text.map((f) => [f, 'string'])));
+    }
+    // Not set is the empty string on every read, the current-merchant read included.
+    expect(reads.created).toMatchObject({ description: '', contactPhone: '', country: '', timeZone: '', providerMerchantProfileId: '' });
+    expect(reads.me).toMatchObject({ description: '', contactPhone: '', country: '', timeZone: '' });
   });
 
   it('names every invalid field in a validation problem', async () => {

@@ -115,15 +115,18 @@ export const UpdateMerchantRequest = z
   .meta({ id: 'UpdateMerchantRequest' });
 export type UpdateMerchantRequest = z.infer<typeof UpdateMerchantRequest>;
 
+/** A text field of the merchant's profile: the empty string when it was never given, never null. */
+const ProfileText = z.string().meta({ description: 'Empty when not set; never null.' });
+
 export const CurrentMerchant = z
   .object({
     id: Uuid,
-    name: z.string().nullable(),
-    description: z.string().nullable(),
-    contactEmail: z.string().nullable(),
-    contactPhone: z.string().nullable(),
-    country: z.string().nullable(),
-    timeZone: z.string().nullable(),
+    name: z.string(),
+    description: ProfileText,
+    contactEmail: z.string(),
+    contactPhone: ProfileText,
+    country: ProfileText,
+    timeZone: ProfileText,
     isActive: z.boolean(),
     gatewayConfigured: z.boolean(),
     createdAt: DateTime,
@@ -135,7 +138,7 @@ export type CurrentMerchant = z.infer<typeof CurrentMerchant>;
 export const Merchant = CurrentMerchant.extend({
   providerEnvironment: z.enum(PROVIDER_ENVIRONMENTS),
   merchantGuidConfigured: z.boolean(),
-  providerMerchantProfileId: z.string().nullable(),
+  providerMerchantProfileId: z.string().meta({ description: 'Empty until gateway credentials are configured; never null.' }),
   billingRetryOffsetsDays: z.string(),
   billingTerminalAction: z.enum(BILLING_TERMINAL_ACTIONS),
   bankSettlementWindowDays: z.number().int(),

@@ -102,7 +102,8 @@ export class Merchant {
     return this.providerCredentialsSealed ? JSON.parse(box.open(this.providerCredentialsSealed)) : {};
   }
 
-  toView(): Omit<MerchantView, 'platformFeePercent' | 'platformFeeFixed'> & { platformFeePercent: string; platformFeeFixedMinor: number } {
+  /** The stored merchant (text never given is null here; the REST view makes it the empty string). */
+  toView(): Omit<MerchantView, ProfileTextField | 'platformFeePercent' | 'platformFeeFixed'> & { [F in ProfileTextField]: string | null } & { platformFeePercent: string; platformFeeFixedMinor: number } {
     return {
       id: this.id,
       name: this.name,
@@ -126,6 +127,8 @@ export class Merchant {
     };
   }
 }
+
+type ProfileTextField = 'description' | 'contactPhone' | 'country' | 'timeZone' | 'providerMerchantProfileId';
 
 export const MerchantSchema = new EntitySchema<Merchant>({
   class: Merchant,

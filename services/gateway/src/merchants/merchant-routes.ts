@@ -5,28 +5,32 @@ import type { Backends } from '../backends/clients.js';
 import { credentialScope } from '../auth/call-scope.js';
 import { merchantOf } from '../auth/principal.js';
 import { created, defineRoute, ok, type RouteSpec } from '../http/route.js';
-import { assertSameId, oneOf, orNull } from '../http/views.js';
+import { assertSameId, oneOf } from '../http/views.js';
 import type { Merchant__Output } from '@billing/proto-types/billing/v1/Merchant';
 import type { UpdateBillingTermsRequest as UpdateMerchantMessage } from '@billing/proto-types/billing/v1/UpdateBillingTermsRequest';
 import type { UpdateProviderRequest as UpdateProviderMessage } from '@billing/proto-types/billing/v1/UpdateProviderRequest';
 
-/** Merchant message → REST: the fee terms become decimals (percent, and the fixed part in AUD major units). */
+/**
+ * Merchant message → REST: the fee terms become decimals (percent, and the fixed part in AUD major
+ * units). Text fields never given are the empty string, not null: the merchant's text fields are
+ * strings on every read (null is allowed only on the current-merchant read, which answers the same).
+ */
 export function toMerchant(m: Merchant__Output): Merchant {
   return {
     id: m.id,
     name: m.name,
-    description: orNull(m.description),
+    description: m.description ?? '',
     contactEmail: m.contactEmail,
-    contactPhone: orNull(m.contactPhone),
-    country: orNull(m.country),
-    timeZone: orNull(m.timeZone),
+    contactPhone: m.contactPhone ?? '',
+    country: m.country ?? '',
+    timeZone: m.timeZone ?? '',
     isActive: m.isActive,
     gatewayConfigured: m.gatewayConfigured,
     createdAt: m.createdAt,
     updatedAt: m.updatedAt,
     providerEnvironment: oneOf(PROVIDER_ENVIRONMENTS, m.providerEnvironment, 'providerEnvironment'),
     merchantGuidConfigured: m.merchantGuidConfigured,
-    providerMerchantProfileId: orNull(m.providerMerchantProfileId),
+    providerMerchantProfileId: m.providerMerchantProfileId ?? '',
     billingRetryOffsetsDays: m.billingRetryOffsetsDays,
     billingTerminalAction: oneOf(BILLING_TERMINAL_ACTIONS, m.billingTerminalAction, 'billingTerminalAction'),
     bankSettlementWindowDays: m.bankSettlementWindowDays,
