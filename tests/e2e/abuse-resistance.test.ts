@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform } from '../../scripts/lib/start-platform.mjs';
 import { apiClient, createApiKey, createMerchant, createMerchantUser, eventually, unique, type ApiClient, type ApiResponse } from '../support/fixtures.js';
 import { messagesTo } from '../support/mailbox.js';
-import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { startGatewayReplica, startTestPlatform, type TestPlatform } from '../support/platform.js';
 
 /**
  * Issue 12 part 1, through the gateway. A platform of its own:
@@ -41,18 +41,7 @@ beforeAll(async () => {
     serviceEnv: { identity: { PASSWORD_HASH_MAX_CONCURRENT: '1', FORGOT_PASSWORD_PER_EMAIL_PER_HOUR: '2' }, gateway: { TRUST_PROXY: 'true' } },
   });
   open = apiClient(platform.gatewayUrl!);
-  const identity = platform.processes.identity!.address;
-  const replica = () =>
-    startPlatform({
-      databaseUrl: platform.databaseUrl,
-      natsUrl: platform.natsUrl,
-      mode: 'test',
-      logLevel: 'warn',
-      adminToken: platform.adminToken,
-      services: ['gateway'],
-      serviceEnv: { gateway: { ...LIMITS, IDENTITY_GRPC_URL: identity, BILLING_GRPC_URL: platform.processes.billing!.address } },
-    });
-  const [second, third] = await Promise.all([replica(), replica()]);
+  const [second, third] = await Promise.all([startGatewayReplica(platform, LIMITS), startGatewayReplica(platform, LIMITS)]);
   replicas = [second, third];
   a = apiClient(second.gatewayUrl!);
   b = apiClient(third.gatewayUrl!);
@@ -296,15 +285,7 @@ describe('connections per client address', () => {
   const health = (url: string) => `GET /health/live HTTP/1.1\r\nHost: ${new URL(url).host}\r\nConnection: close\r\n\r\n`;
 
   it('answers 429 with Retry-After and closes a connection beyond HTTP_MAX_CONNECTIONS_PER_IP, and admits one again once a connection closed', async () => {
-    const capped = await startPlatform({
-      databaseUrl: platform.databaseUrl,
-      natsUrl: platform.natsUrl,
-      mode: 'test',
-      logLevel: 'warn',
-      adminToken: platform.adminToken,
-      services: ['gateway'],
-      serviceEnv: { gateway: { HTTP_MAX_CONNECTIONS_PER_IP: '3', IDENTITY_GRPC_URL: platform.processes.identity!.address, BILLING_GRPC_URL: platform.processes.billing!.address } },
-    });
+    const capped = await startGatewayReplica(platform, { HTTP_MAX_CONNECTIONS_PER_IP: '3' });
     replicas.push(capped);
     const url = capped.gatewayUrl!;
     const held = await Promise.all([openConnection(url), openConnection(url), openConnection(url)]);

@@ -377,12 +377,17 @@ describe('claiming the unclaimed account of an invitation', () => {
     expect((await api.get('/api/account/me', { token: given.body.token })).body).toMatchObject({ phone: '+61 499 999 999', city: 'Perth', country: null });
   });
 
-  it('a reset from the forgot-password email claims it keeping the stored profile, and verifies the email', async () => {
-    const email = await invited();
+  /** Claims the unclaimed account of `email` through the forgot-password email's reset link; the login after it. */
+  const claimByReset = async (email: string) => {
     expect((await api.post('/api/account/forgot-password', { email })).status).toBe(202);
     const mail = await waitForMessage(dataDir, email, (m) => /reset-password\?token=/.test(m.text));
     expect((await api.post('/api/account/reset-password', { token: tokenFromLink(mail.text, 'reset-password'), newPassword: 'claimed-by-reset' })).status).toBe(204);
-    const login = await api.post('/api/account/login', { email, password: 'claimed-by-reset' });
+    return api.post('/api/account/login', { email, password: 'claimed-by-reset' });
+  };
+
+  it('a reset from the forgot-password email claims it keeping the stored profile, and verifies the email', async () => {
+    const email = await invited();
+    const login = await claimByReset(email);
     expect(login.status).toBe(200);
     expect((await api.get('/api/account/me', { token: login.body.token })).body).toMatchObject({ email, firstName: 'Invited', phone: '+61 412 345 678', emailVerified: true });
     expectProblem(await api.post('/api/account/signup', signupBody(email)), 409);
@@ -390,10 +395,7 @@ describe('claiming the unclaimed account of an invitation', () => {
 
   it('an account claimed by a reset has no date of birth (an invitation collects none) until the profile sets one, which later resets keep', async () => {
     const email = await invited();
-    expect((await api.post('/api/account/forgot-password', { email })).status).toBe(202);
-    const mail = await waitForMessage(dataDir, email, (m) => /reset-password\?token=/.test(m.text));
-    expect((await api.post('/api/account/reset-password', { token: tokenFromLink(mail.text, 'reset-password'), newPassword: 'claimed-by-reset' })).status).toBe(204);
-    const login = await api.post('/api/account/login', { email, password: 'claimed-by-reset' });
+    const login = await claimByReset(email);
     const token = login.body.token;
     expect((await api.get('/api/account/me', { token })).body.dateOfBirth).toBeNull();
     const set = await api.put('/api/account/profile', { firstName: 'Invited', lastName: 'Person', dateOfBirth: '1975-10-01' }, { token });

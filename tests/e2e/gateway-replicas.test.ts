@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform } from '../../scripts/lib/start-platform.mjs';
 import { apiClient, createApiKey, createMerchant, createMerchantUser, eventually, type ApiClient } from '../support/fixtures.js';
-import { startTestPlatform, type TestPlatform } from '../support/platform.js';
+import { startGatewayReplica, startTestPlatform, type TestPlatform } from '../support/platform.js';
 
 /**
  * Runs its own platform (identity, billing, gateway) plus a second gateway replica, because it
@@ -13,15 +13,7 @@ let second: Awaited<ReturnType<typeof startPlatform>>;
 
 beforeAll(async () => {
   platform = await startTestPlatform({ services: ['identity', 'billing', 'gateway'] });
-  second = await startPlatform({
-    databaseUrl: platform.databaseUrl,
-    natsUrl: platform.natsUrl,
-    mode: 'test',
-    logLevel: 'warn',
-    adminToken: platform.adminToken,
-    services: ['gateway'],
-    serviceEnv: { gateway: { IDENTITY_GRPC_URL: platform.processes.identity!.address, BILLING_GRPC_URL: platform.processes.billing!.address } },
-  });
+  second = await startGatewayReplica(platform);
 }, 120_000);
 
 afterAll(async () => {
@@ -123,15 +115,7 @@ describe('revocations that commit out of cursor order', () => {
     try {
       await writer.query('begin');
       await writer.query(`insert into identity.credential_changes (kind, subject_id, revoked) values ('api_key', gen_random_uuid(), true)`);
-      third = await startPlatform({
-        databaseUrl: platform.databaseUrl,
-        natsUrl: platform.natsUrl,
-        mode: 'test',
-        logLevel: 'error',
-        adminToken: platform.adminToken,
-        services: ['gateway'],
-        serviceEnv: { gateway: { IDENTITY_GRPC_URL: platform.processes.identity!.address, BILLING_GRPC_URL: platform.processes.billing!.address } },
-      });
+      third = await startGatewayReplica(platform, {}, { logLevel: 'error' });
       const c = apiClient(third.gatewayUrl!);
       for (const token of [key.key, jwt]) {
         const res = await c.get('/api/Merchants/me', { token });

@@ -103,3 +103,19 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
     throw e;
   }
 }
+
+/**
+ * Another gateway replica of `platform`: its database, NATS and admin token, talking to its
+ * identity and billing, with `env` on top (limits, say). The caller stops it.
+ */
+export function startGatewayReplica(platform: TestPlatform, env: Record<string, string> = {}, opts: { logLevel?: string } = {}): Promise<Platform> {
+  return startPlatform({
+    databaseUrl: platform.databaseUrl,
+    natsUrl: platform.natsUrl,
+    mode: 'test',
+    logLevel: opts.logLevel ?? 'warn',
+    adminToken: platform.adminToken,
+    services: ['gateway'],
+    serviceEnv: { gateway: { IDENTITY_GRPC_URL: platform.processes.identity!.address, BILLING_GRPC_URL: platform.processes.billing!.address, ...env } },
+  });
+}

@@ -1,10 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { isIPv6, type Socket } from 'node:net';
 import type { Server } from 'node:http';
 import { DomainError } from '@billing/contracts';
 import { recordRateLimitRejection } from '@billing/telemetry';
-import { problemOf, PROBLEM_CONTENT_TYPE } from './problem.js';
-import { TRACE_ID_HEADER } from './server.js';
+import { rawProblemResponse } from './server.js';
 
 /** HTTP_MAX_CONNECTIONS_PER_IP when absent (and TRUST_PROXY is not set). */
 export const DEFAULT_MAX_CONNECTIONS_PER_IP = 256;
@@ -67,20 +65,8 @@ export function capConnectionsPerAddress(server: Server, max: number): void {
 function refuse(socket: Socket, max: number): void {
   recordRateLimitRejection('connections');
   socket.on('error', () => socket.destroy());
-  const traceId = randomBytes(16).toString('hex');
   const e = new DomainError('rate_limited', `Too many open connections from this address (at most ${max}); reuse or close connections, then retry.`);
-  const body = JSON.stringify({ ...problemOf(e, undefined, 429), traceId });
-  socket.end(
-    'HTTP/1.1 429 Too Many Requests\r\n' +
-      `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      `${TRACE_ID_HEADER}: ${traceId}\r\n` +
-      'Retry-After: 1\r\n' +
-      'X-Content-Type-Options: nosniff\r\n' +
-      'Cache-Control: no-store\r\n' +
-      'Connection: close\r\n\r\n' +
-      body,
-  );
+  socket.end(rawProblemResponse(e, 429, { 'Retry-After': '1' }));
   // A client that never reads or closes its end does not keep the refused socket.
   setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
 }

@@ -466,8 +466,6 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
-
 /**
  * Answers errors of Node's HTTP parser (fastify's `clientErrorHandler`), raised before any
  * route, hook or reply exists: header section over the limit (431), bytes no HTTP header may
@@ -480,7 +478,6 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     socket.destroy();
     return;
   }
-  const traceId = randomBytes(16).toString('hex');
   let e: DomainError;
   let status: number;
   if (err.code === 'HPE_HEADER_OVERFLOW') {
@@ -490,15 +487,28 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
   } else {
     [e, status] = [new DomainError('bad_request', 'The request could not be parsed: malformed request line or header.'), 400];
   }
+  socket.end(rawProblemResponse(e, status));
+}
+
+const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large' };
+
+/**
+ * A whole HTTP/1.1 response of problem details for `e`, with a fresh trace id and the security
+ * headers, that closes the connection: for answers written to a socket before any request
+ * object exists (`answerClientError`, the connection cap). `headers`: more header lines.
+ */
+export function rawProblemResponse(e: DomainError, status: number, headers: Record<string, string> = {}): string {
+  const traceId = randomBytes(16).toString('hex');
   const body = JSON.stringify({ ...problemOf(e, undefined, status), traceId });
-  socket.end(
+  return (
     `HTTP/1.1 ${status} ${REASONS[status]}\r\n` +
-      `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      `${TRACE_ID_HEADER}: ${traceId}\r\n` +
-      'X-Content-Type-Options: nosniff\r\n' +
-      'Cache-Control: no-store\r\n' +
-      'Connection: close\r\n\r\n' +
-      body,
+    `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    `${TRACE_ID_HEADER}: ${traceId}\r\n` +
+    Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('') +
+    'X-Content-Type-Options: nosniff\r\n' +
+    'Cache-Control: no-store\r\n' +
+    'Connection: close\r\n\r\n' +
+    body
   );
 }
