@@ -228,6 +228,21 @@ describe('session endpoints', () => {
     }
   });
 
+  it('capture-bank: sessionId is optional (the session token names the session); absent or null tokenises for the token\'s session', async () => {
+    const s = await openSession(api, m);
+    const absent = await api.post('/api/Checkout/sessions/me/capture-bank', { ...GOOD_BANK }, { token: s.token });
+    expect(absent.status, JSON.stringify(absent.body)).toBe(200);
+    expect(absent.body.providerToken).toMatch(/^btok_/);
+    const nulled = await api.post('/api/Checkout/sessions/me/capture-bank', { sessionId: null, ...GOOD_BANK }, { token: s.token });
+    expect(nulled.status, JSON.stringify(nulled.body)).toBe(200);
+    const { rows } = await db.query('select session_id from checkout.bank_tokens where token = $1', [absent.body.providerToken]);
+    expect(rows).toEqual([{ session_id: s.sessionId }]);
+    // The token completes the session it was captured for.
+    const done = await complete(api, s, absent.body.providerToken);
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    expect(done.body.status).toBe('Completed');
+  });
+
   it('capture-bank: 404 for another sessionId; 502 while the provider is down', async () => {
     const s = await openSession(api, m);
     const other = await openSession(api, m);

@@ -75,7 +75,8 @@ export const UpdateCheckoutCustomerRequest = z
 /** Bank details: accountNumber is never stored, logged or echoed, not even in error messages. */
 export const CaptureBankRequest = z
   .object({
-    sessionId: Uuid,
+    // Optional (the checkout-session token names the session); when sent it must be the token's session.
+    sessionId: Uuid.nullish(),
     accountName: nonBlank(200),
     bsb: z.string(required()).min(1, 'Required.').max(10, 'Must be at most 10 characters.').regex(/^\d{3}-?\d{3}$/, 'Must be 6 digits, e.g. 062-000.'),
     accountNumber: z.string(required()).min(1, 'Required.').max(20, 'Must be at most 20 characters.').regex(/^\d{5,9}$/, 'Must be 5 to 9 digits.'),

@@ -145,12 +145,12 @@ export function checkoutRoutes(backends: Backends, access: MerchantAccess): Rout
       tag: 'Hosted checkout',
       summary: 'Tokenise a bank account for the session',
       description:
-        'Checkout-session token only. bsb: 6 digits with an optional hyphen after the third; accountNumber: 5 to 9 digits; else 400. The payment provider tokenises the details; only the token, the BSB, the account name and the last 4 digits are stored (the account number is never stored, logged or echoed). sessionId other than the token\'s: 404; a completed session: 409; provider unreachable: 502. The token (btok_...) is usable with complete, and with payment-methods/from-token by the same merchant.',
+        'Checkout-session token only. bsb: 6 digits with an optional hyphen after the third; accountNumber: 5 to 9 digits; else 400. The payment provider tokenises the details; only the token, the BSB, the account name and the last 4 digits are stored (the account number is never stored, logged or echoed). sessionId is optional (the token names the session); absent or null uses the token\'s session; another session\'s id: 404; a completed session: 409; provider unreachable: 502. The token (btok_...) is usable with complete, and with payment-methods/from-token by the same merchant.',
       auth: { checkout: true },
       body: CaptureBankRequest,
       responses: { 200: BankCaptureResult, 400: null, 404: null, 409: null, 502: null },
       handler: async ({ body, principal }) => {
-        const r = await checkout.CaptureBank({ ...sessionOf(principal, body.sessionId), accountName: body.accountName, bsb: body.bsb, accountNumber: body.accountNumber });
+        const r = await checkout.CaptureBank({ ...sessionOf(principal, body.sessionId ?? undefined), accountName: body.accountName, bsb: body.bsb, accountNumber: body.accountNumber });
         return ok({ providerToken: r.providerToken || null });
       },
     }),
