@@ -107,6 +107,30 @@ describe('the wizard writes and GET /api/onboard/{invitationId}', () => {
     expect(await step()).toBe('Review');
   });
 
+  it('payment-method: only type is required (the step saves a draft); completion names what the method still lacks', async () => {
+    const { customer, invitationId } = await accepted();
+    const token = customer.token;
+    const step = async () => (await api.get(`/api/onboard/${invitationId}`, { token })).body;
+    await fillWizard(api, token, invitationId, m);
+    for (const body of [{ type: 'Card' }, { type: 'Card', brand: 'Visa', last4: '4242' }, { type: 'BankAccount', last4: '1234' }]) {
+      const r = await api.post('/api/onboard/payment-method', { invitationId, ...body }, { token });
+      expect(r.status, JSON.stringify(r.body)).toBe(204);
+    }
+    const draft = await step();
+    expect(draft.step).toBe('PaymentMethod');
+    expect(draft.paymentMethod).toMatchObject({ type: 'BankAccount', last4: '1234', accountName: null, bsb: null });
+    const incomplete = await api.post('/api/onboard/complete', { invitationId }, { token });
+    expect(incomplete.status, JSON.stringify(incomplete.body)).toBe(400);
+    expect(Object.keys(incomplete.body.errors).sort()).toEqual(['paymentMethod.accountName', 'paymentMethod.bsb']);
+    expect((await api.post('/api/onboard/payment-method', { invitationId, type: 'Card' }, { token })).status).toBe(204);
+    const noLast4 = await api.post('/api/onboard/complete', { invitationId }, { token });
+    expect(Object.keys(noLast4.body.errors).sort()).toEqual(['paymentMethod.expiryMonth', 'paymentMethod.expiryYear', 'paymentMethod.last4']);
+    expect((await api.post('/api/onboard/payment-method', { invitationId, ...CARD }, { token })).status).toBe(204);
+    expect((await step()).step).toBe('Review');
+    const done = await api.post('/api/onboard/complete', { invitationId }, { token });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+  });
+
   it('validates each step with 400 naming the field, and refuses full card numbers', async () => {
     const { customer, invitationId } = await accepted();
     const token = customer.token;
@@ -116,9 +140,13 @@ describe('the wizard writes and GET /api/onboard/{invitationId}', () => {
     const pan = await api.post('/api/onboard/payment-method', { invitationId, ...CARD, cardNumber: '4242424242424242' }, { token });
     expect(pan.status).toBe(400);
     expect(pan.body.errors.cardNumber).toBeDefined();
-    const bank = await api.post('/api/onboard/payment-method', { invitationId, type: 'BankAccount', last4: '1234' }, { token });
+    // What is sent is checked (only type is required at this step: see the draft test below).
+    const bank = await api.post('/api/onboard/payment-method', { invitationId, type: 'BankAccount', last4: '12345', expiryMonth: 1 }, { token });
     expect(bank.status).toBe(400);
-    expect(Object.keys(bank.body.errors).sort()).toEqual(['accountName', 'bsb']);
+    expect(Object.keys(bank.body.errors).sort()).toEqual(['expiryMonth', 'last4']);
+    const noType = await api.post('/api/onboard/payment-method', { invitationId, last4: '1234' }, { token });
+    expect(noType.status).toBe(400);
+    expect(Object.keys(noType.body.errors)).toEqual(['type']);
     const unknown = await api.patch('/api/onboard/plan', { invitationId, planId: '00000000-0000-4000-8000-000000000002' }, { token });
     expect(unknown.status).toBe(400);
     expect(unknown.body.errors.planId).toBeDefined();

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DateTime, required, Uuid } from './common.js';
 import { INVITATION_STATUSES } from './invitations.js';
-import { checkPaymentMethodDetails, paymentMethodDetailsShape } from './payment-methods.js';
+import { checkPaymentMethodDetails, Last4, paymentMethodDetailsShape } from './payment-methods.js';
 import { PLAN_INTERVALS } from './plans.js';
 import { QUESTION_KINDS } from './questions.js';
 
@@ -87,14 +87,15 @@ export const OnboardingDetails = z.object({
 export const SaveOnboardingDetailsRequest = z.object({ invitationId: Uuid, ...OnboardingDetailsFields }).meta({ id: 'SaveOnboardingDetailsRequest' });
 
 export const SaveOnboardingPaymentMethodRequest = z
-  .looseObject({ invitationId: Uuid, ...paymentMethodDetailsShape })
-  .superRefine((pm, ctx) => checkPaymentMethodDetails(pm, ctx))
+  // Only type is required at this step (the wizard saves a draft); completion asks for the rest.
+  .looseObject({ invitationId: Uuid, ...paymentMethodDetailsShape, last4: Last4.nullish() })
+  .superRefine((pm, ctx) => checkPaymentMethodDetails(pm, ctx, new Date(), { draft: true }))
   .meta({ id: 'SaveOnboardingPaymentMethodRequest' });
 
 export const OnboardingPaymentMethod = z.object({
   type: z.string(),
   brand: z.string().nullable(),
-  last4: z.string(),
+  last4: z.string().nullable(),
   expiryMonth: z.number().int().nullable(),
   expiryYear: z.number().int().nullable(),
   accountName: z.string().nullable(),

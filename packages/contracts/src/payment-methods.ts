@@ -51,15 +51,21 @@ export const paymentMethodDetailsShape = {
 /**
  * Cards need `expiryMonth` and `expiryYear` (not in the past) and carry no bank fields; bank
  * accounts need `accountName` and `bsb` and carry no expiry. Fields holding full numbers
- * (`cardNumber`, `accountNumber`, ...) are refused.
+ * (`cardNumber`, `accountNumber`, ...) are refused. `draft` (the onboarding wizard's saved step,
+ * where only `type` is required): what is sent is checked, what is missing is not; completion
+ * asks for it (`paymentMethodGaps`).
  */
 export function checkPaymentMethodDetails(
   pm: { type: PaymentMethodType; expiryMonth?: number | null; expiryYear?: number | null; accountName?: string | null; bsb?: string | null } & Record<string, unknown>,
   ctx: z.RefinementCtx,
   now = new Date(),
+  opts: { draft?: boolean } = {},
 ): void {
   for (const field of FORBIDDEN_INSTRUMENT_FIELDS) if (field in pm) ctx.addIssue({ code: 'custom', path: [field], message: FULL_NUMBER_MESSAGE });
-  const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  const issue = (path: string, message: string) => {
+    if (opts.draft && message.startsWith('Required for')) return;
+    ctx.addIssue({ code: 'custom', path: [path], message });
+  };
   if (pm.type === 'Card') {
     if (pm.expiryMonth == null) issue('expiryMonth', 'Required for a Card.');
     if (pm.expiryYear == null) issue('expiryYear', 'Required for a Card.');
@@ -75,6 +81,23 @@ export function checkPaymentMethodDetails(
     if (pm.expiryMonth != null) issue('expiryMonth', 'Only for a Card.');
     if (pm.expiryYear != null) issue('expiryYear', 'Only for a Card.');
   }
+}
+
+/**
+ * What a saved (draft) payment method still lacks before a member's payment method can be made
+ * of it: field name to message, empty when it is complete.
+ */
+export function paymentMethodGaps(pm: { type: PaymentMethodType; last4?: string | null; expiryMonth?: number | null; expiryYear?: number | null; accountName?: string | null; bsb?: string | null }): Record<string, string> {
+  const gaps: Record<string, string> = {};
+  if (pm.last4 == null || pm.last4 === '') gaps.last4 = 'Required.';
+  if (pm.type === 'Card') {
+    if (pm.expiryMonth == null) gaps.expiryMonth = 'Required for a Card.';
+    if (pm.expiryYear == null) gaps.expiryYear = 'Required for a Card.';
+  } else {
+    if (pm.accountName == null) gaps.accountName = 'Required for a BankAccount.';
+    if (pm.bsb == null) gaps.bsb = 'Required for a BankAccount.';
+  }
+  return gaps;
 }
 
 export const AddPaymentMethodRequest = z

@@ -1,4 +1,4 @@
-import { DomainError, type FieldErrors, type OnboardingCompletedEvent } from '@billing/contracts';
+import { DomainError, paymentMethodGaps, type FieldErrors, type OnboardingCompletedEvent } from '@billing/contracts';
 import { scopeOfMerchant, settledValue } from '@billing/service-runtime';
 import type { CheckoutBackends } from '../backends.js';
 import type { Invitation } from '../invitations/invitation.js';
@@ -132,6 +132,7 @@ function assertCompletable(invitation: Invitation, onboarding: Onboarding, check
   const errors: FieldErrors = {};
   if (!onboarding.details) errors.details = ['Personal details are missing.'];
   if (!onboarding.paymentMethod) errors.paymentMethod = ['A payment method is missing.'];
+  else for (const [field, message] of Object.entries(paymentMethodGaps(onboarding.paymentMethod))) errors[`paymentMethod.${field}`] = [message];
   const plan = check?.plan;
   if (!check) errors.planId = ['Choose a plan.'];
   else if (!plan) errors.planId = ['The chosen plan no longer exists.'];
@@ -176,7 +177,7 @@ async function provisionInBilling(backends: CheckoutBackends, invitation: Invita
       instrument: {
         type: pm.type,
         brand: pm.brand ?? undefined,
-        last4: pm.last4,
+        last4: pm.last4!,
         expiryMonth: pm.expiryMonth ?? undefined,
         expiryYear: pm.expiryYear ?? undefined,
         accountName: pm.accountName ?? undefined,

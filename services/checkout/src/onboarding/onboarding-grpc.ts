@@ -61,7 +61,8 @@ export function onboardingGrpc(deps: WizardDeps): ServiceImpl<'checkout.v1.Onboa
         invitationId: ref.invitationId,
         type: pm?.type,
         brand: pm?.brand,
-        last4: pm?.last4,
+        // proto3: an absent last4 arrives as ''.
+        last4: pm?.last4 || undefined,
         expiryMonth: pm?.expiryMonth,
         expiryYear: pm?.expiryYear,
         accountName: pm?.accountName,
@@ -71,7 +72,7 @@ export function onboardingGrpc(deps: WizardDeps): ServiceImpl<'checkout.v1.Onboa
         o.paymentMethod = {
           type: input.type,
           brand: input.brand ?? null,
-          last4: input.last4,
+          last4: input.last4 ?? null,
           expiryMonth: input.expiryMonth ?? null,
           expiryYear: input.expiryYear ?? null,
           accountName: input.accountName ?? null,

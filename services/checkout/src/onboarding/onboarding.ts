@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/postgresql';
-import type { OnboardingStep } from '@billing/contracts';
+import { paymentMethodGaps, type OnboardingStep } from '@billing/contracts';
 import { validateAnswers, type QuestionForValidation } from './answer-validation.js';
 
 export interface OnboardingDetails {
@@ -17,7 +17,8 @@ export interface OnboardingDetails {
 export interface OnboardingPaymentMethod {
   type: 'Card' | 'BankAccount';
   brand: string | null;
-  last4: string;
+  /** Null in a draft saved without it (only type is required at the step); completion asks for it. */
+  last4: string | null;
   expiryMonth: number | null;
   expiryYear: number | null;
   accountName: string | null;
@@ -67,7 +68,7 @@ export class Onboarding {
   step(questions: QuestionForValidation[], planOffered = true): OnboardingStep {
     if (this.completedAt) return 'Done';
     if (!this.details) return 'Details';
-    if (!this.paymentMethod) return 'PaymentMethod';
+    if (!this.paymentMethod || Object.keys(paymentMethodGaps(this.paymentMethod)).length) return 'PaymentMethod';
     if (!this.planId || !planOffered) return 'Plan';
     if (!this.answers || Object.keys(validateAnswers(questions, this.answers)).length) return 'Questions';
     return 'Review';

@@ -152,7 +152,7 @@ export async function getOnboardingState(deps: WizardDeps, ref: { accountId: str
       ? { firstName: details.firstName, lastName: details.lastName, phone: opt(details.phone), addressLine1: opt(details.addressLine1), city: opt(details.city), state: opt(details.state), postCode: opt(details.postCode), country: opt(details.country) }
       : undefined,
     paymentMethod: pm
-      ? { type: pm.type, brand: opt(pm.brand), last4: pm.last4, expiryMonth: opt(pm.expiryMonth), expiryYear: opt(pm.expiryYear), accountName: opt(pm.accountName), bsb: opt(pm.bsb) }
+      ? { type: pm.type, brand: opt(pm.brand), last4: pm.last4 ?? '', expiryMonth: opt(pm.expiryMonth), expiryYear: opt(pm.expiryYear), accountName: opt(pm.accountName), bsb: opt(pm.bsb) }
       : undefined,
     planId: opt(onboarding.planId),
     answersSaved: onboarding.answers !== null,

@@ -102,7 +102,7 @@ function toOnboardingState(s: OnboardingState__Output): OnboardingState {
       ? {
           type: pm.type,
           brand: orNull(pm.brand),
-          last4: pm.last4,
+          last4: pm.last4 || null,
           expiryMonth: orNull(pm.expiryMonth),
           expiryYear: orNull(pm.expiryYear),
           accountName: orNull(pm.accountName),
@@ -199,7 +199,7 @@ export function onboardingRoutes(backends: Backends): RouteSpec[] {
       url: '/api/onboard/payment-method',
       tag: 'Self-serve onboarding',
       summary: 'Save the payment method (a tokenisation result)',
-      description: `type Card (brand, last4, expiryMonth, expiryYear) or BankAccount (accountName, bsb, last4). Full card or account numbers are refused (400) and never stored. ${WRITE_NOTE}`,
+      description: `type Card (brand, last4, expiryMonth, expiryYear) or BankAccount (accountName, bsb, last4). Only type is required here: the step saves a draft, and what is sent is checked (400 naming the field: last4 not 4 digits, a Card's expiry in the past, bank fields on a Card or expiry on a BankAccount); completion asks for what the method still lacks (last4; a Card's expiryMonth and expiryYear; a BankAccount's accountName and bsb) as \`paymentMethod.<field>\`, and the wizard resumes at PaymentMethod until it is complete. Full card or account numbers are refused (400) and never stored. ${WRITE_NOTE}`,
       auth: { customer: true },
       body: SaveOnboardingPaymentMethodRequest,
       responses: { 204: null, 400: null, 401: null, 404: null, 409: null, 410: null },
@@ -209,7 +209,7 @@ export function onboardingRoutes(backends: Backends): RouteSpec[] {
           paymentMethod: {
             type: body.type,
             brand: absentIfNull(body.brand),
-            last4: body.last4,
+            last4: absentIfNull(body.last4),
             expiryMonth: absentIfNull(body.expiryMonth),
             expiryYear: absentIfNull(body.expiryYear),
             accountName: absentIfNull(body.accountName),
@@ -256,7 +256,7 @@ export function onboardingRoutes(backends: Backends): RouteSpec[] {
       tag: 'Self-serve onboarding',
       summary: 'Complete the onboarding',
       description:
-        'Final validation, 400 with `errors` naming each gap: `details`, `paymentMethod`, `planId` (missing, unknown or no longer active), and `answers.<questionId>` (a required question unanswered, a SingleChoice without exactly one option, an option not of its question). Then creates the member, payment method and subscription in billing, stores the answers beside the member and emits `onboarding.completed` once. Repeating it answers the same ids; a run interrupted half way converges on what it made. A call made while another completion of the same onboarding runs waits for it and answers its ids (409 if it is still running after 3 seconds); the wizard\'s steps answer 409 while a completion runs. Another customer\'s invitation 404; revoked or expired 410; the member already subscribed to the plan 409.',
+        'Final validation, 400 with `errors` naming each gap: `details`, `paymentMethod` (or `paymentMethod.<field>` for what a saved method still lacks), `planId` (missing, unknown or no longer active), and `answers.<questionId>` (a required question unanswered, a SingleChoice without exactly one option, an option not of its question). Then creates the member, payment method and subscription in billing, stores the answers beside the member and emits `onboarding.completed` once. Repeating it answers the same ids; a run interrupted half way converges on what it made. A call made while another completion of the same onboarding runs waits for it and answers its ids (409 if it is still running after 3 seconds); the wizard\'s steps answer 409 while a completion runs. Another customer\'s invitation 404; revoked or expired 410; the member already subscribed to the plan 409.',
       auth: { customer: true },
       body: CompleteOnboardingRequest,
       responses: { 200: OnboardingCompletion, 400: null, 401: null, 404: null, 409: null, 410: null },

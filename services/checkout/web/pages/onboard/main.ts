@@ -318,8 +318,8 @@ function preparePayment(): void {
   if (pm) {
     saved.textContent =
       pm.type === 'Card'
-        ? `Saved: ${pm.brand ?? 'Card'} ending ${pm.last4}, expires ${String(pm.expiryMonth).padStart(2, '0')}/${pm.expiryYear}. Leave the fields empty to keep it.`
-        : `Saved: bank account ${pm.accountName}, BSB ${pm.bsb}, ending ${pm.last4}. Leave the fields empty to keep it.`;
+        ? `Saved: ${pm.brand ?? 'Card'} ending ${pm.last4 ?? '····'}, expires ${String(pm.expiryMonth).padStart(2, '0')}/${pm.expiryYear}. Leave the fields empty to keep it.`
+        : `Saved: bank account ${pm.accountName}, BSB ${pm.bsb}, ending ${pm.last4 ?? '····'}. Leave the fields empty to keep it.`;
     byId<HTMLInputElement>(pm.type === 'Card' ? 'pay-card' : 'pay-bank').checked = true;
   }
   renderPayType();
@@ -470,7 +470,7 @@ function prepareReview(): void {
   if (s.details) add('Name', `${s.details.firstName} ${s.details.lastName}`);
   if (s.details?.phone) add('Phone', s.details.phone);
   const pm = s.paymentMethod;
-  if (pm) add('Payment method', pm.type === 'Card' ? `${pm.brand ?? 'Card'} ending ${pm.last4}` : `Bank account ${pm.accountName}, BSB ${pm.bsb}, ending ${pm.last4}`);
+  if (pm) add('Payment method', pm.type === 'Card' ? `${pm.brand ?? 'Card'} ending ${pm.last4 ?? '····'}` : `Bank account ${pm.accountName}, BSB ${pm.bsb}, ending ${pm.last4 ?? '····'}`);
   const plan = s.plans.find((p) => p.id === s.planId);
   if (plan) add('Plan', `${plan.name} – ${formatPrice(plan)}`);
   const answers = new Map(s.answers.map((a) => [a.questionId, a]));
