@@ -156,6 +156,26 @@ describe('password endpoints have their own low limits, per client IP and per ac
     expect(results[4]!.headers.get('ratelimit')).toContain('"password-account";r=3;');
   });
 
+  it('per account: a successful sign-in resets the count of failures, as it resets the lockout count', async () => {
+    // Contract §4: the lock comes after 5 *consecutive* failures and a successful login resets
+    // the count. An owner who mistypes twice and then signs in, again and again, is never
+    // refused with the right password (the per-account allowance here is 3 a minute).
+    const { email } = await signUp();
+    const m = await createMerchant(open, platform.adminToken);
+    const user = await createMerchantUser(open, platform.adminToken, m.id);
+    for (const [path, who, password] of [
+      ['/api/account/login', email, PASSWORD],
+      ['/api/auth/login', user.email, user.password],
+    ] as const) {
+      const statuses: number[] = [];
+      for (let round = 0; round < 2; round++) {
+        for (let i = 0; i < 2; i++) statuses.push((await a.post(path, { email: who, password: 'wrong-password' }, { headers: newClient() })).status);
+        statuses.push((await a.post(path, { email: who, password }, { headers: newClient() })).status);
+      }
+      expect(statuses, path).toEqual([401, 401, 200, 401, 401, 200]);
+    }
+  });
+
   it('per client IP: the 6th password request from one client within a minute is 429, across endpoints and replicas', async () => {
     const client = newClient();
     const sends = [

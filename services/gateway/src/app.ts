@@ -81,6 +81,7 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     admitClient: (request, reply) => limits.admitClient(request, reply),
     admit: (spec, request, reply) => limits.admit(spec, request, reply),
     failed: (request, error) => limits.requestFailed(request, error),
+    succeeded: (request) => limits.requestSucceeded(request),
     beforeAuthentication: (request, reply) => limits.beforeAuthentication(request, reply),
     authenticationFailed: (request) => limits.authenticationFailed(request),
     limitRate: (request, principal, reply) => limits.limitCredential(request, principal, reply),

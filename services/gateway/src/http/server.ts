@@ -78,6 +78,8 @@ export interface RequestPipeline {
   limitRate?(request: FastifyRequest, principal: Principal | undefined, reply: FastifyReply): Promise<void> | void;
   /** A route's request failed with `error` after admission (a password route's 401: its account's failure). */
   failed?(request: FastifyRequest, error: DomainError): void;
+  /** A route's request succeeded (a 2xx result) after admission (a password route's sign-in: its account's failures are reset). */
+  succeeded?(request: FastifyRequest): void;
   /** `run` parses the inputs and calls the handler, so validation failures are outcomes of the run. */
   runIdempotent?(spec: RouteSpec, request: FastifyRequest, principal: Principal | undefined, run: () => Promise<RouteResult>): Promise<RouteResult>;
 }
@@ -410,6 +412,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
           if (e instanceof DomainError) pipeline.failed?.(request, e);
           throw e;
         }
+        if (result.status >= 200 && result.status < 300) pipeline.succeeded?.(request);
         return sendResult(request, reply, result);
       },
     });

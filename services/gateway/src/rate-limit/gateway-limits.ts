@@ -15,6 +15,8 @@ declare module 'fastify' {
     rateLimits?: RateDecision[];
     /** The account a password request is about (its `password-account` key), charged if the password check fails. */
     passwordAccount?: string;
+    /** Whether the request is a sign-in: one that succeeds resets its account's count of failures. */
+    passwordSignIn?: boolean;
   }
 }
 
@@ -23,11 +25,11 @@ declare module 'fastify' {
  * the body field naming the account they act on, and the kind of that account. They get their
  * own low limits, per client IP and per account, on top of every other limit.
  */
-export const PASSWORD_ROUTES: Readonly<Record<string, { field: 'email' | 'token'; kind: AccountKind }>> = {
-  'POST /api/account/login': { field: 'email', kind: 'customer' },
+export const PASSWORD_ROUTES: Readonly<Record<string, { field: 'email' | 'token'; kind: AccountKind; signIn?: true }>> = {
+  'POST /api/account/login': { field: 'email', kind: 'customer', signIn: true },
   'POST /api/account/signup': { field: 'email', kind: 'customer' },
   'POST /api/account/reset-password': { field: 'token', kind: 'customer' },
-  'POST /api/auth/login': { field: 'email', kind: 'merchant-user' },
+  'POST /api/auth/login': { field: 'email', kind: 'merchant-user', signIn: true },
 };
 
 type AccountKind = 'customer' | 'merchant-user';
@@ -60,7 +62,7 @@ const perMinute = (n: number): RatePolicy => ({ ratePerSecond: n / 60, burst: n 
  *   forged JWTs stop costing identity lookups and signature checks);
  * - `password-ip` and `password-account`: the routes in PASSWORD_ROUTES, per client IP counting
  *   every attempt, and per account (email by kind, or the reset token) counting failed password
- *   checks (401) and refusing while they are spent;
+ *   checks (401) and refusing while they are spent; a successful sign-in resets the account's;
  * - `credential`: per credential after authentication (per client IP on anonymous routes), the
  *   contract's 100/s with a burst of 200.
  * Every limited response carries RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers)
@@ -114,12 +116,22 @@ export class GatewayLimits {
     // lockout has stopped costs nothing and spends nothing, and signing in does not spend the
     // limit, so keeping the owner out takes a stream of fresh clients, each locked after five.
     request.passwordAccount = account;
+    request.passwordSignIn = route.signIn === true;
     this.enforce(request, reply, this.limiters['password-account']?.peek(account));
   }
 
   /** A request failed after admission: on a password route, a 401 (wrong password or email) is one failure of its account. */
   requestFailed(request: FastifyRequest, error: DomainError): void {
     if (request.passwordAccount && error.code === 'unauthenticated') this.limiters['password-account']?.charge(request.passwordAccount);
+  }
+
+  /**
+   * A request succeeded: a successful sign-in resets its account's count of failed password
+   * checks, as it resets the login lockout's count ("a successful login resets the count"), so
+   * an owner who mistypes now and then is never refused with the right password.
+   */
+  requestSucceeded(request: FastifyRequest): void {
+    if (request.passwordAccount && request.passwordSignIn) this.limiters['password-account']?.restore(request.passwordAccount);
   }
 
   /** Before a bearer credential is verified: 429 when the client IP has spent its failed authentications. */

@@ -114,6 +114,15 @@ export class RateLimiter {
     this.sync(key, bucket);
   }
 
+  /** Gives `key` its whole allowance back (an event reset the count), here and in the shared bucket. */
+  restore(key: string, now = Date.now()): void {
+    const bucket = this.buckets.get(key);
+    if (!bucket && !this.opts.store) return;
+    const b = bucket ?? this.bucketOf(key, now);
+    b.restore(now);
+    this.sync(key, b);
+  }
+
   /** Admits one request for `key` or says how many whole seconds (at least 1) to wait. */
   check(key: string, now = Date.now()): RateDecision {
     const bucket = this.bucketOf(key, now);
@@ -129,7 +138,7 @@ export class RateLimiter {
     const now = Date.now();
     for (const [key, bucket] of this.buckets) {
       if (bucket.isIdle(now, this.idleMs)) this.buckets.delete(key);
-      else if (!bucket.syncing && (bucket.unpushed > 0 || bucket.lastRequestAt > bucket.syncedAt)) this.sync(key, bucket);
+      else if (!bucket.syncing && (bucket.unpushed !== 0 || bucket.lastRequestAt > bucket.syncedAt)) this.sync(key, bucket);
       else if (this.opts.followShared && !bucket.syncing && now - bucket.lastRequestAt < FOLLOW_WINDOW_MS) this.sync(key, bucket);
     }
   }

@@ -116,6 +116,23 @@ describe('LocalBucket', () => {
     expect(b.isIdle(T0 + 120_000, 60_000)).toBe(true);
   });
 
+  it('restore fills the bucket at once and pushes the tokens given back as negative consumption', () => {
+    const b = new LocalBucket(policy, T0);
+    for (let i = 0; i < 8; i++) b.charge(T0);
+    b.adopt({ level: 2, at: T0 }, 8, T0);
+    expect(b.unpushed).toBe(0);
+    b.restore(T0);
+    expect(b.peek(T0).allowed).toBe(true);
+    expect(b.unpushed).toBe(-8);
+    const shared = addConsumption({ level: 2, at: T0 }, b.unpushed, policy, T0);
+    expect(shared.level).toBe(policy.burst);
+    b.adopt(shared, -8, T0);
+    expect(b.unpushed).toBe(0);
+    expect(b.remaining(T0).remaining).toBe(policy.burst);
+    // Never above a full bucket, whatever is given back.
+    expect(addConsumption({ level: 9, at: T0 }, -50, policy, T0).level).toBe(policy.burst);
+  });
+
   it('peek decides without taking; charge counts an event even past empty (failed authentications)', () => {
     const b = new LocalBucket(policy, T0);
     for (let i = 0; i < 10; i++) {

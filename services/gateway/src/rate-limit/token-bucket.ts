@@ -37,7 +37,8 @@ export function secondsUntilToken(level: number, policy: RatePolicy): number {
  */
 export function addConsumption(shared: BucketState | undefined, consumed: number, policy: RatePolicy, now: number): BucketState {
   const current = refill(shared ?? fullBucket(policy, now), policy, now);
-  return { level: Math.max(-policy.burst, current.level - consumed), at: current.at };
+  // `consumed` is negative for tokens given back (a restore): never above a full bucket.
+  return { level: Math.min(policy.burst, Math.max(-policy.burst, current.level - consumed)), at: current.at };
 }
 
 /**
@@ -88,6 +89,18 @@ export class LocalBucket {
     this.unpushed += 1;
   }
 
+  /**
+   * Fills the bucket at once (a count that an event resets, such as a successful sign-in for the
+   * failed ones): the tokens given back are pushed as negative consumption, so the shared bucket
+   * is refilled too (its level is capped at `burst` on the next read).
+   */
+  restore(now: number): void {
+    this.lastRequestAt = now;
+    const current = refill(this.state, this.policy, now);
+    this.unpushed -= this.policy.burst - current.level;
+    this.state = { level: this.policy.burst, at: current.at };
+  }
+
   /** Whole tokens left now (never negative) and whole seconds until the bucket is full again. */
   remaining(now: number): { remaining: number; resetSeconds: number } {
     const { level } = refill(this.state, this.policy, now);
@@ -99,15 +112,17 @@ export class LocalBucket {
    * admitted while the sync was in flight stay unpushed and are subtracted from the new view.
    */
   adopt(shared: BucketState, pushed: number, now: number): void {
-    this.unpushed = Math.max(0, this.unpushed - pushed);
+    // What changed here while the sync was in flight: tokens taken (positive) or given back by a
+    // restore (negative), still to push.
+    this.unpushed -= pushed;
     const current = refill(shared, this.policy, now);
-    this.state = { level: Math.max(-this.policy.burst, current.level - this.unpushed), at: current.at };
+    this.state = { level: Math.min(this.policy.burst, Math.max(-this.policy.burst, current.level - this.unpushed)), at: current.at };
     this.syncedAt = now;
   }
 
   /** After a failed sync: keep limiting locally; do not let the debt to push grow past one burst. */
   keepLocal(): void {
-    this.unpushed = Math.min(this.unpushed, this.policy.burst);
+    this.unpushed = Math.max(-this.policy.burst, Math.min(this.unpushed, this.policy.burst));
   }
 
   /** Nothing to push and idle long enough that the bucket is full again: safe to forget. */
