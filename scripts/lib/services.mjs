@@ -28,11 +28,17 @@
  */
 
 /**
- * Abuse limits that test and benchmark runs (mode `test`) turn off, because they send everything
- * from one address, sign in and hash passwords far faster than a person would. Tests of the
- * limits themselves set them again through `serviceEnv`, which is applied after these.
+ * The abuse limits beyond the interface contract's (which are per credential, per client IP on
+ * anonymous endpoints, and the per-email sign-in lockouts): off outside production mode. Test and
+ * benchmark runs (mode `test`) send everything from one address, and sign in and hash passwords
+ * far faster than a person would; so do an integrator's test suite and a developer's scripts
+ * against `npm start` (mode `development`), which the contract's defaults allow (100 requests a
+ * second per client IP on anonymous endpoints, 401 for every refused credential, a reset link for
+ * every forgot-password). A production-mode service (the default of a service started on its
+ * own, the Docker image, docker-compose) keeps its secure defaults. Tests of the limits
+ * themselves set them again through `serviceEnv`, which is applied after these.
  */
-const TEST_MODE_LIMITS = {
+const ABUSE_LIMITS_OFF = {
   identity: { PASSWORD_HASH_MAX_CONCURRENT: '0', FORGOT_PASSWORD_PER_EMAIL_PER_HOUR: '0' },
   gateway: { RATE_LIMIT_IP_PER_SECOND: '0', AUTH_FAILURE_LIMIT_PER_MINUTE: '0', PASSWORD_LIMIT_IP_PER_MINUTE: '0', PASSWORD_LIMIT_ACCOUNT_PER_MINUTE: '0' },
 };
@@ -52,7 +58,7 @@ export const SERVICES = [
     protocol: 'grpc',
     defaultPort: 50051,
     listen: { IDENTITY_GRPC_ADDRESS: '{host}:{port}' },
-    env: (ctx) => ({ PUBLIC_BASE_URL: ctx.addressOf('gateway'), ...(ctx.mode === 'test' ? TEST_MODE_LIMITS.identity : {}) }),
+    env: (ctx) => ({ PUBLIC_BASE_URL: ctx.addressOf('gateway'), ...(ctx.mode !== 'production' ? ABUSE_LIMITS_OFF.identity : {}) }),
   },
   {
     name: 'billing',
@@ -88,7 +94,7 @@ export const SERVICES = [
       CHECKOUT_GRPC_URL: 'checkout',
       WEBHOOKS_GRPC_URL: 'webhooks',
     },
-    env: (ctx) => ({ BILLING_ADMIN_TOKEN: ctx.adminToken, PUBLIC_BASE_URL: ctx.addressOf('gateway'), ...(ctx.mode === 'test' ? TEST_MODE_LIMITS.gateway : {}) }),
+    env: (ctx) => ({ BILLING_ADMIN_TOKEN: ctx.adminToken, PUBLIC_BASE_URL: ctx.addressOf('gateway'), ...(ctx.mode !== 'production' ? ABUSE_LIMITS_OFF.gateway : {}) }),
   },
 ];
 
