@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../scripts/lib/start-platform.mjs';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { eventually } from '../support/fixtures.js';
 
 /**
  * `npm start` supervises its services and the nats-server it started itself (no NATS_URL given):
@@ -77,12 +78,7 @@ describe('npm start', () => {
       const res = await fetch(`${gateway}/health/ready`).catch(() => undefined);
       return res?.status === 200 ? ((await res.json()) as { checks: Record<string, string> }) : undefined;
     };
-    const end = Date.now() + 30_000;
-    let report = await ready();
-    while (!report && Date.now() < end) {
-      await new Promise((r) => setTimeout(r, 250));
-      report = await ready();
-    }
+    const report = await eventually(ready, 30_000, 250);
     expect(report?.checks).toMatchObject({ nats: 'ok' });
   }, 120_000);
 

@@ -62,13 +62,9 @@ export function checkPaymentMethodDetails(
   opts: { draft?: boolean } = {},
 ): void {
   for (const field of FORBIDDEN_INSTRUMENT_FIELDS) if (field in pm) ctx.addIssue({ code: 'custom', path: [field], message: FULL_NUMBER_MESSAGE });
-  const issue = (path: string, message: string) => {
-    if (opts.draft && message.startsWith('Required for')) return;
-    ctx.addIssue({ code: 'custom', path: [path], message });
-  };
+  const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  if (!opts.draft) for (const [field, message] of Object.entries(missingTypeFields(pm))) issue(field, message);
   if (pm.type === 'Card') {
-    if (pm.expiryMonth == null) issue('expiryMonth', 'Required for a Card.');
-    if (pm.expiryYear == null) issue('expiryYear', 'Required for a Card.');
     if (pm.accountName != null) issue('accountName', 'Only for a BankAccount.');
     if (pm.bsb != null) issue('bsb', 'Only for a BankAccount.');
     if (pm.expiryMonth != null && pm.expiryYear != null) {
@@ -76,11 +72,22 @@ export function checkPaymentMethodDetails(
       if (expiry < now.getUTCFullYear() * 12 + now.getUTCMonth() + 1) issue('expiryYear', 'The card has expired.');
     }
   } else {
-    if (pm.accountName == null) issue('accountName', 'Required for a BankAccount.');
-    if (pm.bsb == null) issue('bsb', 'Required for a BankAccount.');
     if (pm.expiryMonth != null) issue('expiryMonth', 'Only for a Card.');
     if (pm.expiryYear != null) issue('expiryYear', 'Only for a Card.');
   }
+}
+
+/** The fields its type requires that `pm` lacks (a Card's expiry, a BankAccount's name and BSB): field name to message. */
+function missingTypeFields(pm: { type: PaymentMethodType; expiryMonth?: number | null; expiryYear?: number | null; accountName?: string | null; bsb?: string | null }): Record<string, string> {
+  const missing: Record<string, string> = {};
+  if (pm.type === 'Card') {
+    if (pm.expiryMonth == null) missing.expiryMonth = 'Required for a Card.';
+    if (pm.expiryYear == null) missing.expiryYear = 'Required for a Card.';
+  } else {
+    if (pm.accountName == null) missing.accountName = 'Required for a BankAccount.';
+    if (pm.bsb == null) missing.bsb = 'Required for a BankAccount.';
+  }
+  return missing;
 }
 
 /**
@@ -88,16 +95,7 @@ export function checkPaymentMethodDetails(
  * of it: field name to message, empty when it is complete.
  */
 export function paymentMethodGaps(pm: { type: PaymentMethodType; last4?: string | null; expiryMonth?: number | null; expiryYear?: number | null; accountName?: string | null; bsb?: string | null }): Record<string, string> {
-  const gaps: Record<string, string> = {};
-  if (pm.last4 == null || pm.last4 === '') gaps.last4 = 'Required.';
-  if (pm.type === 'Card') {
-    if (pm.expiryMonth == null) gaps.expiryMonth = 'Required for a Card.';
-    if (pm.expiryYear == null) gaps.expiryYear = 'Required for a Card.';
-  } else {
-    if (pm.accountName == null) gaps.accountName = 'Required for a BankAccount.';
-    if (pm.bsb == null) gaps.bsb = 'Required for a BankAccount.';
-  }
-  return gaps;
+  return { ...(pm.last4 == null || pm.last4 === '' ? { last4: 'Required.' } : {}), ...missingTypeFields(pm) };
 }
 
 export const AddPaymentMethodRequest = z

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { judgeAddress, judgeHost, publicOnlyLookup, type HostResolver } from './network-address.js';
+import { addressBlockOf, judgeAddress, judgeHost, publicOnlyLookup, type HostResolver } from './network-address.js';
 
 /** A resolver with fixed answers, so host names are judged without a network. */
 const fakeDns: HostResolver = async (host) => {
@@ -111,5 +111,27 @@ describe('publicOnlyLookup (the HTTP sender’s resolver hook)', () => {
   it('refuses a private address handed to it', async () => {
     const err = await new Promise<NodeJS.ErrnoException | null>((done) => publicOnlyLookup('10.0.0.1', { all: true }, (e) => done(e)));
     expect(err?.code).toBe('ENONPUBLIC');
+  });
+});
+
+describe('addressBlockOf', () => {
+  it('counts an IPv4 address as itself, and an IPv4-mapped IPv6 address as its IPv4 address', () => {
+    expect(addressBlockOf('203.0.113.7')).toBe('203.0.113.7');
+    expect(addressBlockOf('::ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(addressBlockOf('::FFFF:203.0.113.7')).toBe('203.0.113.7');
+  });
+
+  it('counts every address of one IPv6 /64 as one client, however it is written', () => {
+    const key = addressBlockOf('2001:db8:1:2::1');
+    expect(key).toBe('2001:db8:1:2::/64');
+    expect(addressBlockOf('2001:0db8:0001:0002:ffff:ffff:ffff:ffff')).toBe(key);
+    expect(addressBlockOf('2001:DB8:1:2:0:0:0:99')).toBe(key);
+    expect(addressBlockOf('2001:db8:1:3::1')).not.toBe(key);
+  });
+
+  it('expands "::" inside the /64', () => {
+    expect(addressBlockOf('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(addressBlockOf('::1')).toBe('0:0:0:0::/64');
+    expect(addressBlockOf('fe80::')).toBe('fe80:0:0:0::/64');
   });
 });

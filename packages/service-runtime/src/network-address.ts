@@ -90,6 +90,20 @@ export function isLoopbackHost(hostname: string): boolean {
   return ip.range() === 'loopback';
 }
 
+/**
+ * The block of addresses one client is taken to hold, as a key: an IPv4 address itself, an
+ * IPv4-mapped IPv6 address as its IPv4 address, any other IPv6 address as its /64 (a single
+ * client is commonly given a whole /64), however it is written; '' for anything else.
+ */
+export function addressBlockOf(address: string | undefined): string {
+  if (!address || !ipaddr.isValid(address)) return '';
+  const ip = ipaddr.parse(address);
+  if (ip.kind() === 'ipv4') return ip.toString();
+  const v6 = ip as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().toString();
+  return `${v6.parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
+}
+
 /** Names that resolve to loopback by definition (RFC 6761), refused without asking a resolver. */
 export function isLoopbackName(host: string): boolean {
   const h = bareHost(host);

@@ -63,9 +63,12 @@ export async function updateOnboarding(deps: WizardDeps, ref: { accountId: strin
   });
 }
 
+/** How many of the merchant's active plans the wizard offers (one page). */
+const OFFERED_PLANS = 200;
+
 /** The merchant's active plans, as the wizard offers them. */
 export async function activePlansOf(backends: CheckoutBackends, merchantId: string) {
-  const page = await backends.plans.ListPlans({ scope: scopeOfMerchant(merchantId), isActive: true, page: 1, pageSize: 200 });
+  const page = await backends.plans.ListPlans({ scope: scopeOfMerchant(merchantId), isActive: true, page: 1, pageSize: OFFERED_PLANS });
   return page.items.map((p) => ({
     id: p.id,
     productId: p.productId,
@@ -78,22 +81,27 @@ export async function activePlansOf(backends: CheckoutBackends, merchantId: stri
   }));
 }
 
-/** Whether `planId` is an active plan of the merchant (false for one unknown or withdrawn). */
-async function isPlanOffered(backends: CheckoutBackends, merchantId: string, planId: string): Promise<boolean> {
-  try {
-    return (await backends.plans.GetPlan({ scope: scopeOfMerchant(merchantId), id: planId })).isActive;
-  } catch (e) {
-    if (e instanceof DomainError && (e.code === 'not_found' || e.code === 'validation_failed')) return false;
+/** The merchant's plan `planId`, or null when it has none of that id. */
+async function findPlan(backends: CheckoutBackends, merchantId: string, planId: string) {
+  return backends.plans.GetPlan({ scope: scopeOfMerchant(merchantId), id: planId }).catch((e: unknown) => {
+    if (e instanceof DomainError && e.code === 'not_found') return null;
     throw e;
-  }
+  });
+}
+
+/**
+ * Whether `planId` is still an active plan of the merchant, given its `offered` active plans: a
+ * full page of them may not hold it, so only then is the plan read by its id.
+ */
+async function isPlanOffered(backends: CheckoutBackends, merchantId: string, planId: string, offered: readonly { id: string }[]): Promise<boolean> {
+  if (offered.some((p) => p.id === planId)) return true;
+  if (offered.length < OFFERED_PLANS) return false;
+  return (await findPlan(backends, merchantId, planId))?.isActive ?? false;
 }
 
 /** A plan the merchant offers now, or validation_failed naming `planId`. */
 export async function requireActivePlan(backends: CheckoutBackends, merchantId: string, planId: string) {
-  const plan = await backends.plans.GetPlan({ scope: scopeOfMerchant(merchantId), id: planId }).catch((e: unknown) => {
-    if (e instanceof DomainError && e.code === 'not_found') return null;
-    throw e;
-  });
+  const plan = await findPlan(backends, merchantId, planId);
   if (!plan) throw DomainError.field('planId', 'Unknown plan.');
   if (!plan.isActive) throw DomainError.field('planId', 'This plan is no longer offered.');
   return plan;
@@ -127,13 +135,12 @@ export async function acceptInvitation(deps: WizardDeps, accountId: string, toke
 
 export async function getOnboardingState(deps: WizardDeps, ref: { accountId: string; invitationId: string }) {
   const { invitation, onboarding } = await findOwnOnboarding(deps.orm.em.fork(), ref);
-  const [merchantName, plans, questions, planOffered] = await Promise.all([
+  const [merchantName, plans, questions] = await Promise.all([
     merchantNameOf(deps.backends, invitation.merchantId),
     activePlansOf(deps.backends, invitation.merchantId),
     onboarding.productId ? deps.backends.questions.ListQuestions({ scope: scopeOfMerchant(invitation.merchantId), productId: onboarding.productId }).then((l) => l.items) : Promise.resolve([]),
-    // The chosen plan by its id, not by `plans` (the first 200 active plans only).
-    onboarding.planId && !onboarding.completedAt ? isPlanOffered(deps.backends, invitation.merchantId, onboarding.planId) : Promise.resolve(true),
   ]);
+  const planOffered = !onboarding.planId || Boolean(onboarding.completedAt) || (await isPlanOffered(deps.backends, invitation.merchantId, onboarding.planId, plans));
   const m = invitation.toMessage();
   const opt = <T>(v: T | null) => v ?? undefined;
   const details = onboarding.details;

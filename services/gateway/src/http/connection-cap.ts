@@ -1,6 +1,7 @@
-import { isIPv6, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { Server } from 'node:http';
 import { DomainError } from '@billing/contracts';
+import { addressBlockOf } from '@billing/service-runtime';
 import { recordRateLimitRejection } from '@billing/telemetry';
 import { rawProblemResponse } from './server.js';
 
@@ -9,27 +10,6 @@ export const DEFAULT_MAX_CONNECTIONS_PER_IP = 256;
 
 /** How long a refused connection may stay open to read its 429 before it is destroyed. */
 const REFUSED_LINGER_MS = 1000;
-
-/**
- * The address a connection counts against: its IPv4 address, or the /64 of an IPv6 one (a
- * single client is commonly given a whole /64, and could otherwise open `max` connections from
- * each of its addresses). An IPv4-mapped IPv6 address counts as its IPv4 address.
- */
-export function connectionKeyOf(address: string | undefined): string {
-  if (!address) return '';
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!isIPv6(address)) return address;
-  const [head = '', tail = ''] = address.toLowerCase().split('::');
-  const groups = head ? head.split(':') : [];
-  // With "::", the groups after it end the address; only the first four groups name the /64.
-  if (address.includes('::')) {
-    const after = tail ? tail.split(':') : [];
-    while (groups.length + after.length < 8) groups.push('0');
-    groups.push(...after);
-  }
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
-}
 
 /**
  * Caps the connections one client address may hold open at once on `server`
@@ -46,7 +26,8 @@ export function capConnectionsPerAddress(server: Server, max: number): void {
   const accept = server.listeners('connection') as ((socket: Socket) => void)[];
   server.removeAllListeners('connection');
   server.on('connection', (socket: Socket) => {
-    const key = connectionKeyOf(socket.remoteAddress);
+    // An IPv6 client counts as its /64, an IPv4-mapped address as its IPv4 address.
+    const key = addressBlockOf(socket.remoteAddress);
     const n = open.get(key) ?? 0;
     if (n >= max) {
       refuse(socket, max);

@@ -13,10 +13,11 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The limits this request was counted against, in the order checked (for the RateLimit headers). */
     rateLimits?: RateDecision[];
-    /** The account a password request is about (its `password-account` key), charged if the password check fails. */
-    passwordAccount?: string;
-    /** Whether the request is a sign-in: one that succeeds resets its account's count of failures. */
-    passwordSignIn?: boolean;
+    /**
+     * The account a password request is about (its `password-account` key), charged if the
+     * password check fails, and whether the request is a sign-in (one that succeeds resets it).
+     */
+    passwordAccount?: { key: string; signIn: boolean };
   }
 }
 
@@ -115,14 +116,13 @@ export class GatewayLimits {
     // Per account, only failed password checks count (`requestFailed`): a client the account's
     // lockout has stopped costs nothing and spends nothing, and signing in does not spend the
     // limit, so keeping the owner out takes a stream of fresh clients, each locked after five.
-    request.passwordAccount = account;
-    request.passwordSignIn = route.signIn === true;
+    request.passwordAccount = { key: account, signIn: route.signIn === true };
     this.enforce(request, reply, this.limiters['password-account']?.peek(account));
   }
 
   /** A request failed after admission: on a password route, a 401 (wrong password or email) is one failure of its account. */
   requestFailed(request: FastifyRequest, error: DomainError): void {
-    if (request.passwordAccount && error.code === 'unauthenticated') this.limiters['password-account']?.charge(request.passwordAccount);
+    if (request.passwordAccount && error.code === 'unauthenticated') this.limiters['password-account']?.charge(request.passwordAccount.key);
   }
 
   /**
@@ -131,7 +131,7 @@ export class GatewayLimits {
    * an owner who mistypes now and then is never refused with the right password.
    */
   requestSucceeded(request: FastifyRequest): void {
-    if (request.passwordAccount && request.passwordSignIn) this.limiters['password-account']?.restore(request.passwordAccount);
+    if (request.passwordAccount?.signIn) this.limiters['password-account']?.restore(request.passwordAccount.key);
   }
 
   /** Before a bearer credential is verified: 429 when the client IP has spent its failed authentications. */
