@@ -33,9 +33,10 @@ COPY --from=build /app/scripts/healthcheck.mjs ./scripts/healthcheck.mjs
 COPY --from=build /app/scripts/lib ./scripts/lib
 # docker-compose's grpc-certs job: the installation's gRPC authority and service certificates.
 COPY --from=build /app/scripts/grpc-certs.mjs ./scripts/grpc-certs.mjs
-# File-based email/SMS channels write under DATA_DIR (default .data). The grpc-* directories
-# exist owned by node so the named volumes mounted on them start writable by node.
-RUN mkdir -p .data/grpc-ca .data/grpc-tls/identity .data/grpc-tls/billing .data/grpc-tls/checkout .data/grpc-tls/webhooks .data/grpc-tls/gateway \
+# File-based email/SMS channels and the sandbox provider's ledger write under DATA_DIR (default
+# .data). The grpc-* and sandbox directories exist owned by node so the named volumes mounted on
+# them start writable by node.
+RUN mkdir -p .data/sandbox .data/grpc-ca .data/grpc-tls/identity .data/grpc-tls/billing .data/grpc-tls/checkout .data/grpc-tls/webhooks .data/grpc-tls/gateway \
  && chown -R node:node .data
 USER node
 # exec: node is PID 1 and receives SIGTERM from `docker stop` directly.

@@ -96,6 +96,8 @@ async function main() {
     console.log(`bench: ${label}: starting a fresh platform`);
     const database = await createDatabase(serverUrl);
     const nats = await startNats();
+    // The services' files (emails, the sandbox provider's ledger) in a directory of this run's own.
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-data-'));
     let platform;
     try {
       platform = await startPlatform({
@@ -104,7 +106,7 @@ async function main() {
         mode: 'test',
         logLevel: 'warn',
         services: bench.services,
-        env: { ...BENCH_ENV, ...bench.env },
+        env: { ...BENCH_ENV, DATA_DIR: dataDir, ...bench.env },
         serviceEnv: bench.serviceEnv,
         ports: 'free',
         host: '127.0.0.1',
@@ -122,6 +124,7 @@ async function main() {
       await platform?.stop();
       await nats.stop();
       await database.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }
   console.log('bench: all results');

@@ -806,6 +806,26 @@ describe('never twice, never lost', () => {
     for (const s of subs) expect((await m.transactions(s.id)).map((t) => t.status)).toEqual(['Settled']);
   }, 60_000);
 
+  it('loses nothing when the provider restarts: a bank debit in its settlement window still settles, a card on file still charges, each period once', async () => {
+    const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3 } });
+    const bank = await m.subscriber([BANK]);
+    const card = await m.subscriber([CARD]);
+    expect(await run(T0)).toMatchObject({ charged: 2, succeeded: 2 });
+    const provider = platform.processes['sandbox-provider']!;
+    expect(provider.kill('SIGKILL')).toBe(true);
+    await provider.stop(); // waits for the exit
+    await provider.start();
+    await run(day(3));
+    expect((await m.transactions(bank.id)).map((t) => t.status)).toEqual(['Settled']);
+    await run('2030-02-15T00:00:00.000Z');
+    expect((await m.transactions(card.id)).map((t) => [t.status, t.failureReason])).toEqual([
+      ['Settled', null],
+      ['Settled', null],
+    ]);
+    // The provider's own ledger: both first periods settled, the card's second, the bank's second in its window.
+    expect((await ledger(m.id)).charges.map((c) => c.status).sort()).toEqual(['Processing', 'Settled', 'Settled', 'Settled']);
+  }, 60_000);
+
   /** Runs at `asOf` until one has recorded the provider's answer to the subscription's unconfirmed charge (once its claim has lapsed). */
   async function runUntilAnswered(m: { transactions: (id: string) => Promise<any[]> }, subscriptionId: string, asOf: string): Promise<any[]> {
     const charges = await eventually(async () => {

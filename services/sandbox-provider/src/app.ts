@@ -79,9 +79,7 @@ export interface SandboxApp {
  * The sandbox payment provider: a stand-in for an external card and bank-debit gateway with
  * its own HTTP API, run as its own process, so callers meet the failure modes of a real one.
  */
-export function buildSandbox(config: SandboxConfig): SandboxApp {
-  const logger = createLogger('sandbox-provider', config.LOG_LEVEL);
-  const ledger = new Ledger();
+export function buildSandbox(config: SandboxConfig, ledger = new Ledger(), logger: Logger = createLogger('sandbox-provider', config.LOG_LEVEL)): SandboxApp {
   const faults = new Faults({ down: config.SANDBOX_FAULT_DOWN, latencyMs: config.SANDBOX_LATENCY_MS });
   const app = Fastify({ loggerInstance: logger.child({ component: 'http' }) as unknown as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), bodyLimit: config.SANDBOX_BODY_LIMIT_BYTES });
 
@@ -117,12 +115,16 @@ export function buildSandbox(config: SandboxConfig): SandboxApp {
 
   app.post('/v1/card-tokens', async (req, reply) => {
     const input = parse(CardTokenRequest, req.body);
-    return reply.code(201).send(publicToken(ledger.tokeniseCard(accountOf(req), input)));
+    const token = ledger.tokeniseCard(accountOf(req), input);
+    await ledger.written();
+    return reply.code(201).send(publicToken(token));
   });
 
   app.post('/v1/bank-tokens', async (req, reply) => {
     const input = parse(BankTokenRequest, req.body);
-    return reply.code(201).send(publicToken(ledger.tokeniseBankAccount(accountOf(req), input)));
+    const token = ledger.tokeniseBankAccount(accountOf(req), input);
+    await ledger.written();
+    return reply.code(201).send(publicToken(token));
   });
 
   app.get<{ Params: { token: string } }>('/v1/tokens/:token', async (req, reply) => {
@@ -136,19 +138,26 @@ export function buildSandbox(config: SandboxConfig): SandboxApp {
     const key = idempotencyKeyOf(req);
     const input = parse(ChargeRequest, req.body);
     const res = ledger.once(account, `charge:${key}`, input, () => ({ status: 201, body: ledger.charge(account, input, key) }));
+    // A replay waits too: the first request's write may still be in flight.
+    await ledger.written();
     if (res.replayed) reply.header('idempotent-replayed', 'true');
     return reply.code(res.status).type('application/json; charset=utf-8').send(res.body);
   });
 
   app.get<{ Params: { id: string } }>('/v1/charges/:id', async (req) => ledger.findCharge(accountOf(req), req.params.id));
 
-  app.post<{ Params: { id: string } }>('/v1/charges/:id/settle', async (req) => ledger.settle(accountOf(req), req.params.id));
+  app.post<{ Params: { id: string } }>('/v1/charges/:id/settle', async (req) => {
+    const charge = ledger.settle(accountOf(req), req.params.id);
+    await ledger.written();
+    return charge;
+  });
 
   app.post('/v1/refunds', async (req, reply) => {
     const account = accountOf(req);
     const key = idempotencyKeyOf(req);
     const input = parse(RefundRequest, req.body);
     const res = ledger.once(account, `refund:${key}`, input, () => ({ status: 201, body: ledger.refund(account, { ...input, currency: input.currency ?? undefined }, key) }));
+    await ledger.written();
     if (res.replayed) reply.header('idempotent-replayed', 'true');
     return reply.code(res.status).type('application/json; charset=utf-8').send(res.body);
   });

@@ -18,6 +18,14 @@ export const SandboxConfig = BaseConfig.extend({
    * anyone who reaches the provider could otherwise take it down.
    */
   SANDBOX_FAULTS_ENABLED: Flag.optional(),
+  /** Where `file` keeps the ledger: `<DATA_DIR>/sandbox/ledger.jsonl`. */
+  DATA_DIR: z.string().min(1).default('.data'),
+  /**
+   * `file`: tokens, charges, refunds and idempotent answers are kept in a journal under
+   * DATA_DIR and read back at start, so a restart forgets nothing a caller relies on. `memory`:
+   * forgotten at every restart.
+   */
+  SANDBOX_LEDGER: z.enum(['file', 'memory']).default('file'),
 }).refine((c) => !(c.PLATFORM_MODE === 'production' && c.SANDBOX_FAULTS_ENABLED), {
   path: ['SANDBOX_FAULTS_ENABLED'],
   message: 'the unauthenticated /__sandbox endpoints are refused in production mode; unset SANDBOX_FAULTS_ENABLED or run the sandbox in development or test mode',

@@ -1,9 +1,13 @@
 import { createHash } from 'node:crypto';
 import { randomHex } from '@billing/telemetry';
+import { Journal } from './journal.js';
 
 /**
- * The sandbox provider's state: tokens, charges and refunds, in memory (a sandbox restart
- * forgets them, as a real provider's test mode may be reset). Outcomes follow fixed test values,
+ * The sandbox provider's state: tokens, charges, refunds and the answers kept for
+ * Idempotency-Keys, in memory and, when opened on a file (`Ledger.open`), in a journal there, so
+ * a restarted sandbox still knows them as a real provider would: the tokens billing stores keep
+ * charging, a Processing bank charge still settles, and a repeated request is answered as before,
+ * not carried out again. Outcomes follow fixed test values,
  * like a real provider's test cards:
  * - Card with last4 `0002`: declined (`card_declined`); any other card: Settled at once.
  * - BankAccount: Processing; when settled, last4 ending `002` fails (`insufficient_funds`),
@@ -85,11 +89,57 @@ interface StoredResponse {
   body: string;
 }
 
+/** One line of the journal: an item as it now is (a later line of the same item replaces it). */
+type JournalEntry =
+  | { token: Token }
+  | { charge: Charge }
+  | { refund: Refund }
+  | { answer: StoredResponse & { slot: string } };
+
 export class Ledger {
   private readonly tokens = new Map<string, Token>();
   private readonly charges = new Map<string, Charge>();
   private readonly refunds = new Map<string, Refund>();
   private readonly idempotent = new Map<string, StoredResponse>();
+  private journal?: Journal;
+
+  /**
+   * The ledger kept in `file` (made if missing): what it holds is read back first. A failed write
+   * to it calls `onWriteFailure` (the entries waiting on it were not kept; the caller should stop
+   * the process, whose callers then get no answer and repeat their requests).
+   */
+  static async open(file: string, onWriteFailure: (e: unknown) => void): Promise<{ ledger: Ledger; entries: number; skipped: number }> {
+    const ledger = new Ledger();
+    const { journal, entries, skipped } = await Journal.open<JournalEntry>(file, (e) => ledger.replay(e), () => ledger.snapshot(), onWriteFailure);
+    ledger.journal = journal;
+    return { ledger, entries, skipped };
+  }
+
+  /** Resolves once every change made so far is in the journal (at once without one): the provider answers after it. */
+  written(): Promise<void> {
+    return this.journal?.written() ?? Promise.resolve();
+  }
+
+  async close(): Promise<void> {
+    await this.journal?.close();
+  }
+
+  private replay(e: JournalEntry): void {
+    if ('token' in e) this.tokens.set(e.token.token, e.token);
+    else if ('charge' in e) this.charges.set(e.charge.id, e.charge);
+    else if ('refund' in e) this.refunds.set(e.refund.id, e.refund);
+    else if ('answer' in e) {
+      const { slot, ...answer } = e.answer;
+      this.idempotent.set(slot, answer);
+    }
+  }
+
+  private *snapshot(): Iterable<JournalEntry> {
+    for (const token of this.tokens.values()) yield { token };
+    for (const charge of this.charges.values()) yield { charge };
+    for (const refund of this.refunds.values()) yield { refund };
+    for (const [slot, answer] of this.idempotent) yield { answer: { slot, ...answer } };
+  }
 
   tokeniseCard(account: string | null, input: { number: string; expiryMonth: number; expiryYear: number; brand?: string | null }): Token {
     return this.store({
@@ -161,6 +211,7 @@ export class Ledger {
       else Object.assign(charge, { status: 'Settled', settledAt: now });
     }
     this.charges.set(charge.id, charge);
+    this.journal?.append({ charge });
     return charge;
   }
 
@@ -176,6 +227,7 @@ export class Ledger {
     if (c.status !== 'Processing') return c;
     if (c.paymentMethod.last4.endsWith('002')) Object.assign(c, { status: 'Failed', failureReason: 'insufficient_funds' });
     else Object.assign(c, { status: 'Settled', settledAt: new Date().toISOString() });
+    this.journal?.append({ charge: c });
     return c;
   }
 
@@ -187,6 +239,8 @@ export class Ledger {
     c.refundedMinor += input.amountMinor;
     const refund: Refund = { id: newId('re'), account, idempotencyKey, chargeId: c.id, amountMinor: input.amountMinor, currency: c.currency, status: 'Settled', failureReason: null, createdAt: new Date().toISOString() };
     this.refunds.set(refund.id, refund);
+    this.journal?.append({ charge: c });
+    this.journal?.append({ refund });
     return refund;
   }
 
@@ -206,6 +260,7 @@ export class Ledger {
     const result = fn();
     const body = JSON.stringify(result.body);
     this.idempotent.set(slot, { fingerprint, status: result.status, body });
+    this.journal?.append({ answer: { slot, fingerprint, status: result.status, body } });
     return { status: result.status, body, replayed: false };
   }
 
@@ -217,6 +272,7 @@ export class Ledger {
 
   private store(t: Token): Token {
     this.tokens.set(t.token, t);
+    this.journal?.append({ token: t });
     return t;
   }
 }
