@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { addPaymentMethod, CARD, createMember, idempotent } from '../support/billing-fixtures.js';
@@ -282,6 +283,42 @@ describe('POST /api/onboard/complete', () => {
     expect(event[0]!.payload).toMatchObject({ merchantId: merchant.id, data: { invitationId, ...done.body, planId: merchant.planId, customerAccountId: customer.accountId, email } });
     const outbox = await db.query(`select count(*)::int as n from checkout.outbox where type = 'onboarding.completed' and data->>'invitationId' = $1`, [invitationId]);
     expect(outbox.rows[0].n).toBe(1);
+  });
+
+  it("lets the merchant read the member's answers, in the questions' order, paged, and by product; another merchant gets 404", async () => {
+    const merchant = await setUpOnboardingMerchant(api, admin);
+    const { customer, invitationId } = await accepted(merchant);
+    await fillWizard(api, customer.token, invitationId, merchant);
+    const done = await api.post('/api/onboard/complete', { invitationId }, { token: customer.token });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    const { memberId } = done.body;
+    const { text, single, multi } = merchant.questions;
+
+    const read = await api.get(`/api/members/${memberId}/answers`, { token: merchant.key });
+    expect(read.status, JSON.stringify(read.body)).toBe(200);
+    expect(read.body).toEqual({
+      items: [
+        { questionId: text.id, textValue: 'Fitness', optionIds: [] },
+        { questionId: single.id, textValue: null, optionIds: [single.options[1]!.id] },
+        { questionId: multi.id, textValue: null, optionIds: multi.options.map((o) => o.id) },
+      ],
+      page: 1,
+      pageSize: 50,
+      totalCount: 3,
+      totalPages: 1,
+      hasNextPage: false,
+      hasPreviousPage: false,
+    });
+    const second = await api.get(`/api/members/${memberId}/answers?page=2&pageSize=2`, { token: merchant.key });
+    expect(second.body).toMatchObject({ items: [{ questionId: multi.id }], totalCount: 3, totalPages: 2, hasPreviousPage: true });
+    expect((await api.get(`/api/members/${memberId}/answers?productId=${merchant.productId}`, { token: merchant.key })).body.totalCount).toBe(3);
+    expect((await api.get(`/api/members/${memberId}/answers?productId=${randomUUID()}`, { token: merchant.key })).body).toMatchObject({ items: [], totalCount: 0 });
+    expect((await api.get(`/api/members/${memberId}/answers?productId=nope`, { token: merchant.key })).status).toBe(400);
+
+    const other = await setUpOnboardingMerchant(api, admin);
+    expect((await api.get(`/api/members/${memberId}/answers`, { token: other.key })).status).toBe(404);
+    expect((await api.get(`/api/members/${randomUUID()}/answers`, { token: merchant.key })).status).toBe(404);
+    expect((await api.get(`/api/members/${memberId}/answers`)).status).toBe(401);
   });
 
   it('answers concurrent completions with one set of ids and emits onboarding.completed once', async () => {

@@ -15,6 +15,7 @@ export interface BillingClients {
   questions: ServiceClient<'billing.v1.Questions'>;
   plans: ServiceClient<'billing.v1.Plans'>;
   members: ServiceClient<'billing.v1.Members'>;
+  answers: ServiceClient<'billing.v1.Answers'>;
   paymentMethods: ServiceClient<'billing.v1.PaymentMethods'>;
   subscriptions: ServiceClient<'billing.v1.Subscriptions'>;
   transactions: ServiceClient<'billing.v1.Transactions'>;
@@ -67,6 +68,7 @@ export function createBackends(config: GatewayConfig): Backends {
     questions: billingClient('billing.v1.Questions'),
     plans: billingClient('billing.v1.Plans'),
     members: billingClient('billing.v1.Members'),
+    answers: billingClient('billing.v1.Answers'),
     paymentMethods: billingClient('billing.v1.PaymentMethods'),
     subscriptions: billingClient('billing.v1.Subscriptions'),
     transactions: billingClient('billing.v1.Transactions'),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreateMemberRequest, ListMembersQuery, Member, Paged, PathId, toPage, Uuid } from '@billing/contracts';
+import { CreateMemberRequest, ListMemberAnswersQuery, ListMembersQuery, Member, MemberAnswer, Paged, PathId, toPage, Uuid } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
@@ -66,6 +66,24 @@ export function memberRoutes(backends: Backends, access: MerchantAccess): RouteS
       params: IdParams,
       responses: { 200: Member, 404: null },
       handler: async ({ params, principal }) => ok(toMember(await members.GetMember({ scope: await callScope(access, principal), id: params.id }))),
+    }),
+    defineRoute({
+      method: 'GET',
+      url: '/api/members/:memberId/answers',
+      tag: 'Members',
+      summary: "Read a member's answers to onboarding questions",
+      description:
+        "What the member answered to the questions of a plan's product when completing an onboarding invitation or a hosted checkout that asked them, as last saved there: one item per answered question, in the questions' display order; a question left unanswered has no item. `productId` limits them to that product's questions (none: an empty page). A member of another merchant, or none, is 404.",
+      auth: { merchant: 'Viewer' },
+      params: z.object({ memberId: PathId }),
+      query: ListMemberAnswersQuery,
+      responses: { 200: Paged(MemberAnswer), 404: null },
+      handler: async ({ params, query, principal }) => {
+        const res = await backends.billing.answers.ListMemberAnswers({ scope: await callScope(access, principal), memberId: params.memberId, productId: query.productId });
+        const all: MemberAnswer[] = res.items.map((a) => ({ questionId: a.questionId, textValue: a.textValue ?? null, optionIds: a.optionIds }));
+        const from = (query.page - 1) * query.pageSize;
+        return ok(toPage(all.slice(from, from + query.pageSize), all.length, query));
+      },
     }),
   ];
 }
