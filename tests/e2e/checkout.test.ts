@@ -243,6 +243,22 @@ describe('session endpoints', () => {
     expect(done.body.status).toBe('Completed');
   });
 
+  it('capture-bank: accountName is 1 to 200 characters, counted as characters (not UTF-16 units), and kept exactly as sent on the member\'s payment method', async () => {
+    const s = await openSession(api, m);
+    const at = await api.post('/api/Checkout/sessions/me/capture-bank', { sessionId: s.sessionId, ...GOOD_BANK, accountName: '😀'.repeat(200) }, { token: s.token });
+    expect(at.status, JSON.stringify(at.body)).toBe(200);
+    const past = await api.post('/api/Checkout/sessions/me/capture-bank', { sessionId: s.sessionId, ...GOOD_BANK, accountName: '😀'.repeat(201) }, { token: s.token });
+    expect(past.status).toBe(400);
+    expect(past.body.errors.accountName).toBeDefined();
+    const name = '  Grace  Hopper 😀 ';
+    const done = await complete(api, s, await captureBank(api, s, { ...GOOD_BANK, accountName: name }));
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    const email = (s.payload.customer as { email: string }).email;
+    const members = await api.get(`/api/Members?merchantId=${m.id}&email=${encodeURIComponent(email)}`, { token: m.key });
+    const methods = await api.get(`/api/members/${members.body.items[0].id}/payment-methods`, { token: m.key });
+    expect(methods.body[0].accountName).toBe(name);
+  });
+
   it('capture-bank: 404 for another sessionId; 502 while the provider is down', async () => {
     const s = await openSession(api, m);
     const other = await openSession(api, m);

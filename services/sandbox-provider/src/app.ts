@@ -19,7 +19,8 @@ const CardTokenRequest = z.object({
 });
 
 const BankTokenRequest = z.object({
-  accountName: z.string().trim().min(1).max(200),
+  // Kept exactly as sent (never trimmed): the account name the platform stores and shows is the customer's.
+  accountName: z.string().min(1).max(200).refine((v) => v.trim().length > 0, 'Required.'),
   bsb: z.string().trim().regex(/^\d{3}-?\d{3}$/, 'Must be a 6-digit BSB, e.g. 062-000.'),
   accountNumber: Digits(5, 9),
 });

@@ -22,7 +22,8 @@ export async function findSession(em: EntityManager, merchantId: string, session
 export function bankDetailsErrors(d: { accountName: string; bsb: string; accountNumber: string }): FieldErrors {
   const errors: FieldErrors = {};
   if (!d.accountName || !d.accountName.trim()) errors.accountName = ['Required.'];
-  else if (d.accountName.length > 200) errors.accountName = ['Must be at most 200 characters.'];
+  // Counted in characters (code points), as every other length limit: a name of 200 emoji is 200 characters.
+  else if ([...d.accountName].length > 200) errors.accountName = ['Must be at most 200 characters.'];
   if (!BSB_PATTERN.test(d.bsb ?? '')) errors.bsb = ['Must be 6 digits, e.g. 062-000.'];
   if (!ACCOUNT_NUMBER_PATTERN.test(d.accountNumber ?? '')) errors.accountNumber = ['Must be 5 to 9 digits.'];
   return errors;
