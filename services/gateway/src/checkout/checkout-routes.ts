@@ -145,7 +145,7 @@ export function checkoutRoutes(backends: Backends, access: MerchantAccess): Rout
       tag: 'Hosted checkout',
       summary: 'Tokenise a bank account for the session',
       description:
-        'Checkout-session token only. bsb: 6 digits with an optional hyphen after the third; accountNumber: 5 to 9 digits; else 400. The payment provider tokenises the details; only the token, the BSB, the account name and the last 4 digits are stored (the account number is never stored, logged or echoed). sessionId is optional (the token names the session); absent or null uses the token\'s session; another session\'s id: 404; a completed session: 409; provider unreachable: 502. The token (btok_...) is usable with complete, and with payment-methods/from-token by the same merchant.',
+        'Checkout-session token only. accountName: 1 to 200 characters (counted as characters, not UTF-16 units), at least one not whitespace, kept exactly as sent; bsb: 6 digits with an optional hyphen after the third; accountNumber: 5 to 9 digits; else 400. The payment provider tokenises the details; only the token, the BSB, the account name and the last 4 digits are stored (the account number is never stored, logged or echoed). sessionId is optional (the token names the session); absent or null uses the token\'s session; another session\'s id: 404; a completed session: 409; provider unreachable: 502. The token (btok_...) is usable with complete, and with payment-methods/from-token by the same merchant.',
       auth: { checkout: true },
       body: CaptureBankRequest,
       responses: { 200: BankCaptureResult, 400: null, 404: null, 409: null, 502: null },
