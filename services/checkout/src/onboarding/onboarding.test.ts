@@ -24,6 +24,12 @@ describe('Onboarding.step', () => {
     expect(answered().step([SIZE])).toBe('Questions');
     expect(answered().step([TEXT, { ...SIZE, required: false }])).toBe('Review');
   });
+  it("is Questions until answers are saved when the product has questions, optional ones too, and Review at once when it has none", () => {
+    const unanswered = Object.assign(answered(), { answers: null });
+    expect(unanswered.step([TEXT])).toBe('Questions');
+    expect(unanswered.step([{ ...TEXT, required: false }])).toBe('Questions');
+    expect(unanswered.step([])).toBe('Review');
+  });
   it('is Plan when the chosen plan is no longer offered, whatever the answers', () => {
     expect(answered().step([TEXT], false)).toBe('Plan');
     expect(answered().step([TEXT, SIZE], false)).toBe('Plan');

@@ -59,7 +59,8 @@ export class Onboarding {
   }
 
   /**
-   * Where the wizard resumes. `questions` are those of the chosen plan's product as they are now:
+   * Where the wizard resumes. `questions` are those of the chosen plan's product as they are now
+   * (none: no Questions step):
    * saved answers that no longer pass completion's validation (a required question added, an
    * option or a question removed since they were saved) send it back to Questions.
    * `planOffered`: whether the chosen plan is still an active plan of the merchant; one withdrawn
@@ -70,7 +71,9 @@ export class Onboarding {
     if (!this.details) return 'Details';
     if (!this.paymentMethod || Object.keys(paymentMethodGaps(this.paymentMethod)).length) return 'PaymentMethod';
     if (!this.planId || !planOffered) return 'Plan';
-    if (!this.answers || Object.keys(validateAnswers(questions, this.answers)).length) return 'Questions';
+    // A product without questions has nothing to answer: the wizard goes on to Review without an answers save.
+    const answers = this.answers ?? (questions.length === 0 ? [] : null);
+    if (!answers || Object.keys(validateAnswers(questions, answers)).length) return 'Questions';
     return 'Review';
   }
 

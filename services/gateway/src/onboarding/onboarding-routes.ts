@@ -170,7 +170,7 @@ export function onboardingRoutes(backends: Backends): RouteSpec[] {
       tag: 'Self-serve onboarding',
       summary: 'Read the saved wizard state',
       description:
-        '`step` is where the wizard resumes (Details | PaymentMethod | Plan | Questions | Review | Done), derived from what has been saved; saved answers that completion would refuse against the questions as they are now (a required question added since, an answered question or option removed) make it Questions, and a chosen plan the merchant has withdrawn since (made inactive) makes it Plan. `questions` are those of the chosen plan\'s product, in display order. Another customer\'s invitation is 404.',
+        '`step` is where the wizard resumes (Details | PaymentMethod | Plan | Questions | Review | Done), derived from what has been saved (Questions is passed over when the chosen plan\'s product has none); saved answers that completion would refuse against the questions as they are now (a required question added since, an answered question or option removed) make it Questions, and a chosen plan the merchant has withdrawn since (made inactive) makes it Plan. `questions` are those of the chosen plan\'s product, in display order. Another customer\'s invitation is 404.',
       auth: { customer: true },
       params: z.object({ invitationId: PathId }),
       responses: { 200: OnboardingState, 401: null, 404: null },
