@@ -98,7 +98,7 @@ const HEADERS: Record<string, Json> = {
     schema: { type: 'string', enum: ['true'] },
   },
   RateLimitPolicy: {
-    description: 'The limits this request was counted against (draft-ietf-httpapi-ratelimit-headers): one item per limit, e.g. `"ip";q=600;w=2, "credential";q=200;w=2` (q: bucket size in requests, w: seconds to refill from empty). Names: ip, password-ip, password-account, auth-failures, credential.',
+    description: 'The limits this request was counted against (draft-ietf-httpapi-ratelimit-headers), on every answer given once the request has been counted against its credential\'s limit (or, on an anonymous route, its client\'s); absent, like the other RateLimit headers, from answers given before that: a 401 for a missing or invalid credential, a body refused unread (400 malformed JSON, 413, 415). One item per limit, e.g. `"ip";q=600;w=2, "credential";q=200;w=2` (q: bucket size in requests, w: seconds to refill from empty). Names: ip, password-ip, password-account, auth-failures, credential.',
     schema: { type: 'string' },
   },
   RateLimit: {
@@ -107,6 +107,10 @@ const HEADERS: Record<string, Json> = {
   },
   RateLimitLimit: { description: 'Earlier drafts\' field, still sent: the burst size of the limit closest to running out.', schema: { type: 'integer' } },
   RateLimitRemaining: { description: 'Requests the caller may still make at once before being limited (as this gateway replica sees the bucket).', schema: { type: 'integer', minimum: 0 } },
+  WWWAuthenticate: {
+    description: 'The scheme the endpoint wants (RFC 6750): `Bearer realm="api"`, with `error="invalid_token"` when an Authorization header was sent.',
+    schema: { type: 'string' },
+  },
 };
 const header = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
 
@@ -124,12 +128,16 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Json {
     const responses: Record<string, unknown> = {};
     // A merchant route answers 403 to a role below its own and to another merchant named in the request.
     // An idempotent route answers 409 to its key reused with another request, or still in progress.
-    const statuses = new Set([...Object.keys(r.responses).map(Number), ...('anonymous' in r.auth ? [] : [401]), ...('merchant' in r.auth ? [403] : []), 400, ...(r.idempotent ? [409] : []), ...(limited ? [429] : []), 500, 503]);
+    // A request that may carry a body (any method but GET) is refused 413 over the size limit and
+    // 415 with a Content-Type that is not JSON, before its route runs, whether or not it takes one.
+    const bodyRefusals = r.method === 'GET' ? [] : [413, 415];
+    const statuses = new Set([...Object.keys(r.responses).map(Number), ...('anonymous' in r.auth ? [] : [401]), ...('merchant' in r.auth ? [403] : []), 400, ...bodyRefusals, ...(r.idempotent ? [409] : []), ...(limited ? [429] : []), 500, 503]);
     for (const status of [...statuses].sort()) {
       const schema = r.responses[status];
       const description = status === 429 ? decisionsFor('Rate limits') : (STATUS_TEXT[status] ?? String(status));
       const headers: Record<string, unknown> = {};
       if (status === 201) headers.Location = header('Location');
+      if (status === 401) headers['WWW-Authenticate'] = header('WWWAuthenticate');
       if (status === 429 || status === 503 || (status === 409 && r.idempotent)) headers['Retry-After'] = header('RetryAfter');
       if (r.idempotent && status !== 429) headers['Idempotent-Replayed'] = header('IdempotentReplayed');
       if (limited) Object.assign(headers, { 'RateLimit-Policy': header('RateLimitPolicy'), RateLimit: header('RateLimit'), 'RateLimit-Limit': header('RateLimitLimit'), 'RateLimit-Remaining': header('RateLimitRemaining') });
