@@ -429,3 +429,19 @@ describe('the gateway answers what its OpenAPI document declares', () => {
     expect(seen.size).toBeGreaterThan(70);
   });
 });
+
+describe('the document states the types and limits of the interface', () => {
+  /** Every schema object in the document, with where it is. */
+  function* schemas(node: unknown, where = '#'): Generator<[string, Record<string, unknown>]> {
+    if (!node || typeof node !== 'object') return;
+    if (!Array.isArray(node) && typeof (node as any).type === 'string') yield [where, node as Record<string, unknown>];
+    for (const [k, v] of Object.entries(node)) yield* schemas(v, `${where}/${k}`);
+  }
+
+  it('every integer is an int32 and every other number a double (a generated client must not read them as int64)', () => {
+    const wrong = [...schemas({ components: doc.components, paths: doc.paths })]
+      .filter(([, s]) => (s.type === 'integer' && s.format !== 'int32') || (s.type === 'number' && s.format !== 'double'))
+      .map(([where]) => where);
+    expect(wrong).toEqual([]);
+  });
+});

@@ -10,13 +10,31 @@ const INPUT_MARK = '~input';
 
 type Json = Record<string, unknown>;
 
-/** Drops zod's `$id`/`$schema` (they leak as bogus identifiers into OpenAPI components). */
+const INT32_MIN = -2_147_483_648;
+const INT32_MAX = 2_147_483_647;
+
+/**
+ * The wire formats of numbers, for clients generated from the document: every integer the API
+ * takes or answers is an int32 (zod bounds an unbounded `.int()` by ±2^53, which generators
+ * read as a 64-bit integer), every other number a double (amounts in major units).
+ */
+function numberFormat(v: Record<string, unknown>): Record<string, unknown> {
+  if (v.format !== undefined) return v;
+  if (v.type === 'number') return { ...v, format: 'double' };
+  if (v.type !== 'integer') return v;
+  const min = v.minimum === Number.MIN_SAFE_INTEGER || v.minimum === undefined ? INT32_MIN : (v.minimum as number);
+  const max = v.maximum === Number.MAX_SAFE_INTEGER || v.maximum === undefined ? INT32_MAX : (v.maximum as number);
+  return min >= INT32_MIN && max <= INT32_MAX ? { ...v, format: 'int32', minimum: min, maximum: max } : v;
+}
+
+/** Drops zod's `$id`/`$schema` (they leak as bogus identifiers into OpenAPI components); names number formats. */
 function clean<T>(value: T): T {
   return JSON.parse(
     JSON.stringify(value, (k, v) => {
       if (k === '$id' || k === '$schema') return undefined;
       // zod writes "any value" as {}; say it plainly.
       if (k === 'additionalProperties' && v && typeof v === 'object' && Object.keys(v).length === 0) return true;
+      if (v && typeof v === 'object' && !Array.isArray(v) && (v.type === 'integer' || v.type === 'number')) return numberFormat(v);
       return v;
     }),
   );
@@ -92,7 +110,7 @@ const STATUS_TEXT: Record<number, string> = {
 
 const HEADERS: Record<string, Json> = {
   Location: { description: 'The URL of the created resource (also reproduced on an idempotent replay).', schema: { type: 'string' } },
-  RetryAfter: { description: 'Whole seconds (at least 1) to wait before trying again.', schema: { type: 'integer', minimum: 1 } },
+  RetryAfter: { description: 'Whole seconds (at least 1) to wait before trying again.', schema: { type: 'integer', format: 'int32', minimum: 1 } },
   IdempotentReplayed: {
     description: '`true` when this response is the stored outcome of an earlier request with the same Idempotency-Key (status, body and Location reproduced).',
     schema: { type: 'string', enum: ['true'] },
@@ -105,8 +123,8 @@ const HEADERS: Record<string, Json> = {
     description: 'The state of each limit after this request, in the order of RateLimit-Policy, e.g. `"ip";r=599;t=1` (r: whole requests left now, t: seconds until the bucket is full again).',
     schema: { type: 'string' },
   },
-  RateLimitLimit: { description: 'Earlier drafts\' field, still sent: the burst size of the limit closest to running out.', schema: { type: 'integer' } },
-  RateLimitRemaining: { description: 'Requests the caller may still make at once before being limited (as this gateway replica sees the bucket).', schema: { type: 'integer', minimum: 0 } },
+  RateLimitLimit: { description: 'Earlier drafts\' field, still sent: the burst size of the limit closest to running out.', schema: { type: 'integer', format: 'int32' } },
+  RateLimitRemaining: { description: 'Requests the caller may still make at once before being limited (as this gateway replica sees the bucket).', schema: { type: 'integer', format: 'int32', minimum: 0 } },
   WWWAuthenticate: {
     description: 'The scheme the endpoint wants (RFC 6750): `Bearer realm="api"`, with `error="invalid_token"` when an Authorization header was sent.',
     schema: { type: 'string' },
