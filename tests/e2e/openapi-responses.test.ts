@@ -444,4 +444,32 @@ describe('the document states the types and limits of the interface', () => {
       .map(([where]) => where);
     expect(wrong).toEqual([]);
   });
+
+  it('names the limits of the Limits table on the request bodies', () => {
+    const body = (path: string, method: string) => {
+      const s = doc.paths[path][method].requestBody.content['application/json'].schema;
+      return s.$ref ? doc.components.schemas[s.$ref.split('/').at(-1)] : s;
+    };
+    const plain = (s: any) => s.anyOf?.find((x: any) => x.type !== 'null') ?? s;
+    const limits = (path: string, method: string, field: string) => {
+      const s = plain(body(path, method).properties[field]);
+      return [s.minLength ?? s.minimum ?? s.minItems, s.maxLength ?? s.maximum ?? s.maxItems];
+    };
+    expect(limits('/api/Invitations', 'post', 'expiresInDays')).toEqual([1, 90]);
+    expect(limits('/api/Invitations', 'post', 'firstName')).toEqual([1, 100]);
+    expect(limits('/api/Invitations', 'post', 'lastName')).toEqual([1, 100]);
+    expect(limits('/api/Invitations', 'post', 'email')[1]).toBe(256);
+    expect(limits('/api/Invitations', 'post', 'phone')[1]).toBe(50);
+    expect(limits('/api/ApiKeys/{id}/webhook', 'put', 'webhookUrl')[1]).toBe(2048);
+    // accountName was "at most 200" only: its "at least 1" was a refinement the document could not show.
+    expect(limits('/api/Checkout/sessions/me/capture-bank', 'post', 'accountName')).toEqual([1, 200]);
+    expect(limits('/api/Checkout/sessions/me/capture-bank', 'post', 'bsb')).toEqual([1, 10]);
+    expect(limits('/api/Checkout/sessions/me/capture-bank', 'post', 'accountNumber')).toEqual([1, 20]);
+    expect(limits('/api/Checkout/sessions/resolve', 'post', 'd')[0]).toBe(1);
+    expect(limits('/api/Checkout/sessions/resolve', 'post', 's')[0]).toBe(1);
+    expect(limits('/api/auth/login', 'post', 'email')).toEqual([1, 256]);
+    expect(limits('/api/auth/login', 'post', 'password')).toEqual([1, 128]);
+    expect(limits('/api/Products/{productId}/questions/reorder', 'post', 'orders')[0]).toBe(1);
+    expect(doc.components.parameters.IdempotencyKey.schema.maxLength).toBe(255);
+  });
 });

@@ -5,12 +5,16 @@ import { DateTime, Email, required, Uuid } from './common.js';
 export const CHECKOUT_LINK_OUTCOMES = ['Ok', 'InvalidSignature', 'ApiKeyNotFound', 'MerchantMismatch', 'LinkExpired', 'NonceAlreadyUsed', 'PlanNotFound'] as const;
 export type CheckoutLinkOutcome = (typeof CHECKOUT_LINK_OUTCOMES)[number];
 
-/** A required string with a non-whitespace character, kept exactly as sent; one message per problem. */
+/**
+ * A required string with a non-whitespace character, kept exactly as sent; one message per
+ * problem. Said as minLength 1 and a pattern (not a refinement) so the API reference shows it.
+ */
 const nonBlank = (max: number) =>
   z
     .string('Required.')
+    .min(1, { message: 'Required.', abort: true })
     .max(max, `Must be at most ${max} characters.`)
-    .refine((s) => s.trim().length > 0, 'Required.');
+    .regex(/\S/, 'Required.');
 
 export const CheckoutCustomer = z
   .object({
