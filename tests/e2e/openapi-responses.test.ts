@@ -14,7 +14,8 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
  * Content-Type one of that status's media types, the body valid against its schema (JSON Schema
  * 2020-12, as OpenAPI 3.1 says; no field the schema does not list), a 201 carries Location, a 429
  * Retry-After, and a Location, Retry-After or Idempotent-Replayed header sent is declared there;
- * a request the gateway accepted (2xx) is valid against the documented request body. The calls
+ * a request the gateway accepted (2xx) is valid against the documented request body, and one it
+accepted without a body is to an operation whose body the document says may be left out. The calls
  * cover every resource kind (every tag) and the error answers 400, 401, 403, 404, 409, 410,
  * 413, 415, 422 and 429. Regression for: 413 and 415 (a body over 1 MiB, a non-JSON
  * Content-Type) answered by every operation that may take a body, and declared by none.
@@ -49,7 +50,7 @@ function templateOf(path: string): string | undefined {
 }
 
 /** Checks one answer against the operation's declared responses; every mismatch is a failure. */
-function checkAnswer(method: string, path: string, requestBody: unknown, res: { status: number; headers: Headers; text: string }): void {
+function checkAnswer(method: string, path: string, requestBody: unknown, res: { status: number; headers: Headers; text: string }, sentBody: boolean): void {
   const template = templateOf(path.split('?')[0]!);
   const where = `${method} ${template ?? path} → ${res.status}`;
   const op = template && doc.paths[template][method.toLowerCase()];
@@ -80,6 +81,7 @@ function checkAnswer(method: string, path: string, requestBody: unknown, res: { 
   const validate = validatorOf(`/paths/${esc(template)}/${method.toLowerCase()}/responses/${res.status}/content/${esc(type)}/schema`);
   if (!validate(body)) failures.push(`${where}: body fails its schema: ${errorsOf(validate)} in ${res.text.slice(0, 300)}`);
   // A request the gateway accepted is one the document allows.
+  if (res.status < 300 && !sentBody && op.requestBody?.required) failures.push(`${where}: accepted without a body, but the document requires one`);
   const requestSchema = op.requestBody?.content['application/json'];
   if (res.status < 300 && requestSchema && requestBody !== undefined) {
     const validateRequest = validatorOf(`/paths/${esc(template)}/${method.toLowerCase()}/requestBody/content/application~1json/schema`);
@@ -104,7 +106,7 @@ async function call(method: string, path: string, opts: CallOptions = {}): Promi
   if (payload !== undefined) headers['content-type'] = opts.contentType ?? 'application/json';
   const res = await fetch(gatewayUrl + path, { method, headers, body: payload, redirect: 'manual' });
   const text = await res.text();
-  checkAnswer(method, path, opts.body, { status: res.status, headers: res.headers, text });
+  checkAnswer(method, path, opts.body, { status: res.status, headers: res.headers, text }, payload !== undefined);
   let body: unknown;
   try {
     body = text ? JSON.parse(text) : undefined;

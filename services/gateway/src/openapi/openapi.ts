@@ -180,8 +180,9 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Json {
       security: 'anonymous' in r.auth ? [] : [{ bearer: [] }],
       'x-auth': r.auth,
       parameters: parameters.length ? parameters : undefined,
+      // No body is read as the empty object: a body whose fields are all optional may be left out.
       requestBody: r.body
-        ? { required: true, content: { 'application/json': { schema: schemaOf(r.body, 'input', inputRef), ...(bodyExample !== undefined ? { example: bodyExample } : {}) } } }
+        ? { required: !r.body.safeParse({}).success, content: { 'application/json': { schema: schemaOf(r.body, 'input', inputRef), ...(bodyExample !== undefined ? { example: bodyExample } : {}) } } }
         : undefined,
       responses,
     };
