@@ -78,6 +78,7 @@ function checkAnswer(method: string, path: string, requestBody: unknown, res: { 
   } catch {
     return void failures.push(`${where}: body is not JSON: ${res.text.slice(0, 200)}`);
   }
+  if (type === 'application/problem+json' && (body as { traceId?: string }).traceId !== res.headers.get('x-trace-id')) failures.push(`${where}: the problem's traceId is not the X-Trace-Id`);
   const validate = validatorOf(`/paths/${esc(template)}/${method.toLowerCase()}/responses/${res.status}/content/${esc(type)}/schema`);
   if (!validate(body)) failures.push(`${where}: body fails its schema: ${errorsOf(validate)} in ${res.text.slice(0, 300)}`);
   // A request the gateway accepted is one the document allows.
@@ -445,6 +446,10 @@ describe('the document states the types and limits of the interface', () => {
       .filter(([, s]) => (s.type === 'integer' && s.format !== 'int32') || (s.type === 'number' && s.format !== 'double'))
       .map(([where]) => where);
     expect(wrong).toEqual([]);
+  });
+
+  it('says every problem has a detail and a traceId (the answers above all did; the schema left both optional)', () => {
+    expect(doc.components.schemas.ProblemDetails.required).toEqual(expect.arrayContaining(['type', 'title', 'status', 'detail', 'traceId']));
   });
 
   it('names the limits of the Limits table on the request bodies', () => {

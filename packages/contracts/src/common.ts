@@ -133,14 +133,15 @@ export function pageWindow(req: { page: number; pageSize: number }): { limit: nu
   return { limit: pageSize, offset: (page - 1) * pageSize };
 }
 
+/** Every error body (contract §2: type, title, status, detail and traceId always; instance on every answer of a route). */
 export const ProblemDetails = z
   .object({
     type: z.string(),
     title: z.string(),
     status: z.number().int(),
-    detail: z.string().optional(),
+    detail: z.string(),
     instance: z.string().optional(),
-    traceId: z.string().optional(),
+    traceId: z.string().meta({ description: 'The trace id of the request, as in the X-Trace-Id header.' }),
     errors: z.record(z.string(), z.array(z.string())).optional(),
   })
   .catchall(z.unknown())
