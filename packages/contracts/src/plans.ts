@@ -19,7 +19,7 @@ export const Currency = z
  * A decimal amount in major units as sent over REST: a JSON number (`19.95`) or a decimal
  * string (`"19.95"`). It is converted once, exactly, to integer minor units of its currency.
  */
-export const DecimalAmount = z.union([z.number(), z.string()]).meta({ description: 'Decimal amount in major units, e.g. 19.95; at most as many decimals as the currency has (2 for AUD).' });
+export const DecimalAmount = z.union([z.number(), z.string()]).meta({ description: 'Decimal amount in major units, greater than zero, e.g. 19.95 or "19.95"; at most as many decimals as the currency has (2 for AUD).' });
 
 /** Adds an issue at `path` unless `amount` is a positive amount exactly representable in `currency`. */
 export function checkPositiveAmount(amount: number | string, currency: string, ctx: z.RefinementCtx, path: PropertyKey[] = ['amount']): void {

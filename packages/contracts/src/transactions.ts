@@ -39,7 +39,10 @@ export const RefundTransactionRequest = z
   .object({
     id: Uuid.nullish(),
     merchantId: Uuid.nullish(),
-    amount: z.union([z.number(), z.string()]).nullish(),
+    amount: z
+      .union([z.number(), z.string()])
+      .nullish()
+      .meta({ description: 'Decimal amount in major units, greater than zero and at most what is left to refund of the charge (else 409), e.g. 5 or "5.00"; absent or null: all that is left.' }),
     reason: z.string().max(500).nullish(),
   })
   .meta({ id: 'RefundTransactionRequest' });
