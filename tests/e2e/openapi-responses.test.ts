@@ -478,6 +478,8 @@ describe('the document states the types and limits of the interface', () => {
     expect(limits('/api/auth/login', 'post', 'password')).toEqual([1, 128]);
     expect(limits('/api/Products/{productId}/questions/reorder', 'post', 'orders')[0]).toBe(1);
     expect(doc.components.parameters.IdempotencyKey.schema.maxLength).toBe(255);
+    // The pay body's statementId is a uuid (ignored: the path names the statement).
+    expect(plain(body('/api/admin/fee-statements/{statementId}/pay', 'post').properties.statementId).format).toBe('uuid');
     // Positive amounts are a refinement the schema cannot carry: the descriptions say it.
     expect(body('/api/Plans', 'post').properties.amount.description).toMatch(/greater than zero/);
     expect(body('/api/Transactions/{id}/refund', 'post').properties.amount.description).toMatch(/greater than zero/);

@@ -55,7 +55,12 @@ export const GenerateFeeStatementRequest = z
 
 /** The path identifies the statement: a different `statementId` here is ignored (contract §7). */
 export const PayFeeStatementRequest = z
-  .object({ statementId: z.string().nullish(), paymentReference: z.string().max(200).nullish(), notes: z.string().max(2000).nullish() })
+  .object({
+    // A uuid as interface.md types it, but not validated: whatever it holds, the path names the statement.
+    statementId: z.string().nullish().meta({ format: 'uuid', description: 'Ignored: the path names the statement (a different id here changes nothing).' }),
+    paymentReference: z.string().max(200).nullish(),
+    notes: z.string().max(2000).nullish(),
+  })
   .meta({ id: 'PayFeeStatementRequest' });
 
 export const ListFeeStatementsQuery = PageQuery.extend({
