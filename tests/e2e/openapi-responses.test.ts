@@ -398,7 +398,10 @@ describe('the gateway answers what its OpenAPI document declares', () => {
     const answers = questions.map((q) => (q.kind === 'Text' ? { questionId: q.id, textValue: 'Fitness' } : { questionId: q.id, optionIds: [q.options[0].id] }));
     await call('PATCH', '/api/onboard/answers', { token, body: { invitationId, answers } });
     await call('GET', `/api/onboard/${invitationId}`, { token });
-    await expectStatus(200, 'POST', '/api/onboard/complete', { token, body: { invitationId } });
+    const done = await expectStatus(200, 'POST', '/api/onboard/complete', { token, body: { invitationId } });
+    await call('GET', `/api/members/${done.body.memberId}/answers`, { token: m.key });
+    await call('GET', `/api/members/${done.body.memberId}/answers?productId=nope`, { token: m.key });
+    await call('GET', `/api/members/${ZERO}/answers`, { token: m.key });
     await call('PATCH', '/api/onboard/details', { token, body: { invitationId, firstName: 'In', lastName: 'Vitee' } });
     await call('GET', `/api/Invitations/${invitationId}`, { token: m.key });
     await call('DELETE', `/api/Invitations/${invitationId}`, { token: m.key });
