@@ -60,6 +60,7 @@ function checkAnswer(method: string, path: string, requestBody: unknown, res: { 
   const declared = op.responses[String(res.status)];
   if (!declared) return void failures.push(`${where}: status not declared (declared: ${Object.keys(op.responses).join(', ')}): ${res.text.slice(0, 200)}`);
   const headers = Object.keys(declared.headers ?? {}).map((h) => h.toLowerCase());
+  if (!headers.includes('x-trace-id') || !/^[0-9a-f]{32}$/.test(res.headers.get('x-trace-id') ?? '')) failures.push(`${where}: X-Trace-Id not declared or not 32 hex digits`);
   for (const h of ['location', 'retry-after', 'idempotent-replayed', 'www-authenticate']) {
     if (res.headers.get(h) !== null && !headers.includes(h)) failures.push(`${where}: header ${h} sent but not declared`);
   }

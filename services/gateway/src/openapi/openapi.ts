@@ -125,6 +125,10 @@ const HEADERS: Record<string, Json> = {
   },
   RateLimitLimit: { description: 'Earlier drafts\' field, still sent: the burst size of the limit closest to running out.', schema: { type: 'integer', format: 'int32' } },
   RateLimitRemaining: { description: 'Requests the caller may still make at once before being limited (as this gateway replica sees the bucket).', schema: { type: 'integer', format: 'int32', minimum: 0 } },
+  XTraceId: {
+    description: 'The trace id of this request (32 lowercase hex digits; the `traceparent` trace id when the request carried one): the `traceId` of a problem-details body, and what to quote to the operator, who finds the request\'s logs and spans by it.',
+    schema: { type: 'string', pattern: '^[0-9a-f]{32}$' },
+  },
   WWWAuthenticate: {
     description: 'The scheme the endpoint wants (RFC 6750): `Bearer realm="api"`, with `error="invalid_token"` when an Authorization header was sent.',
     schema: { type: 'string' },
@@ -153,13 +157,13 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Json {
     for (const status of [...statuses].sort()) {
       const schema = r.responses[status];
       const description = status === 429 ? decisionsFor('Rate limits') : (STATUS_TEXT[status] ?? String(status));
-      const headers: Record<string, unknown> = {};
+      const headers: Record<string, unknown> = { 'X-Trace-Id': header('XTraceId') };
       if (status === 201) headers.Location = header('Location');
       if (status === 401) headers['WWW-Authenticate'] = header('WWWAuthenticate');
       if (status === 429 || status === 503 || (status === 409 && r.idempotent)) headers['Retry-After'] = header('RetryAfter');
       if (r.idempotent && status !== 429) headers['Idempotent-Replayed'] = header('IdempotentReplayed');
       if (limited) Object.assign(headers, { 'RateLimit-Policy': header('RateLimitPolicy'), RateLimit: header('RateLimit'), 'RateLimit-Limit': header('RateLimitLimit'), 'RateLimit-Remaining': header('RateLimitRemaining') });
-      const base = { description, ...(Object.keys(headers).length ? { headers } : {}) };
+      const base = { description, headers };
       const example = examples?.responses?.[status];
       const problem = { 'application/problem+json': { schema: { $ref: `${REF_BASE}ProblemDetails` } } };
       // An error status with a schema of its own answers that body (checkout completion results);
