@@ -1458,6 +1458,20 @@ describe('fees and fee statements', () => {
     expect(Object.keys(res.body.errors).sort()).toEqual(['periodEnd', 'periodStart']);
   });
 
+  it('reads paymentReference and notes as strings, never null: empty until pay sets them, and when pay leaves them out', async () => {
+    const m = await billingMerchant();
+    const period = { merchantId: m.id, periodStart: '2020-01-01', periodEnd: '2020-02-01' };
+    const gen = await api.post('/api/admin/fee-statements/generate', period, { token: admin });
+    expect(gen.status).toBe(201);
+    expect(gen.body).toMatchObject({ status: 'Draft', paymentReference: '', notes: '', finalisedAt: null, paidAt: null });
+    expect((await api.post(`/api/admin/fee-statements/${gen.body.id}/finalise`, {}, { token: admin })).body).toMatchObject({ paymentReference: '', notes: '' });
+    const pay = await api.post(`/api/admin/fee-statements/${gen.body.id}/pay`, {}, { token: admin });
+    expect(pay.status).toBe(200);
+    expect(pay.body.statement).toMatchObject({ status: 'Paid', paymentReference: '', notes: '' });
+    expect((await api.get(`/api/FeeStatements/${gen.body.id}`, { token: m.key })).body).toMatchObject({ paymentReference: '', notes: '' });
+    expect((await api.get(`/api/admin/fee-statements?merchantId=${m.id}`, { token: admin })).body.items[0]).toMatchObject({ paymentReference: '', notes: '' });
+  });
+
   it('generates, finalises and pays a statement whose totals are the sums of its lines', async () => {
     const m = await billingMerchant({ merchant: { platformFeePercent: 2.9, platformFeeFixed: 0.25 }, plan: { amount: 123.45 } });
     const subs = [await m.subscriber(), await m.subscriber(), await m.subscriber([{ ...CARD, last4: '0002' }])];

@@ -20,8 +20,8 @@ export const FeeStatement = z
     finalisedAt: DateTime.nullable(),
     paidAt: DateTime.nullable(),
     createdAt: DateTime,
-    paymentReference: z.string().nullable(),
-    notes: z.string().nullable(),
+    paymentReference: z.string().meta({ description: "As given to pay; '' until then, or when pay did not give it." }),
+    notes: z.string().meta({ description: "As given to pay; '' until then, or when pay did not give it." }),
   })
   .meta({ id: 'FeeStatement' });
 export type FeeStatement = z.infer<typeof FeeStatement>;

@@ -34,8 +34,9 @@ export function toFeeStatement(msg: Record<string, any>): FeeStatement {
     finalisedAt: msg.finalisedAt ?? null,
     paidAt: msg.paidAt ?? null,
     createdAt: msg.createdAt,
-    paymentReference: msg.paymentReference ?? null,
-    notes: msg.notes ?? null,
+    // Strings on every read (the resource table marks neither nullable): '' until pay sets them.
+    paymentReference: msg.paymentReference ?? '',
+    notes: msg.notes ?? '',
   };
 }
 
