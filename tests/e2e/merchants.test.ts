@@ -481,6 +481,22 @@ describe('PUT /api/ApiKeys/{id}/webhook', () => {
     const otherLoopback = await put({ webhookUrl: 'http://127.0.0.2:9999/hook' });
     expect(otherLoopback.status).toBe(200);
     expect(otherLoopback.body.webhookUrl).toBe('http://127.0.0.2:9999/hook');
+    // Stored as sent: a URL of exactly 2048 characters is kept whole.
+    const longest = `https://hooks.example.com/${'a'.repeat(2048 - 26)}`;
+    expect((await put({ webhookUrl: longest })).body.webhookUrl).toBe(longest);
+  });
+
+  // Regression: a URL with leading or trailing whitespace was trimmed and stored without it
+  // (answered 200), where text is stored exactly as sent; whitespace is in no URI, so it is refused.
+  it('refuses a URL holding whitespace or control characters instead of trimming it', async () => {
+    const { put } = await setup();
+    expect((await put({ webhookUrl: 'https://hooks.example.com/kept' })).status).toBe(200);
+    for (const webhookUrl of [' https://hooks.example.com/x', 'https://hooks.example.com/x ', 'https://hooks.example.com/x\n', '\thttps://hooks.example.com/x', 'https://hooks.example.com/a b']) {
+      const res = await put({ webhookUrl });
+      expect(res.status, JSON.stringify(webhookUrl)).toBe(400);
+      expect(Object.keys(res.body.errors), JSON.stringify(webhookUrl)).toEqual(['webhookUrl']);
+    }
+    expect((await put({})).body.webhookUrl).toBe('https://hooks.example.com/kept');
   });
 
   it('validates every field', async () => {

@@ -36,11 +36,22 @@ export type CreateApiKeyRequest = z.infer<typeof CreateApiKeyRequest>;
 export const ListApiKeysQuery = z.object({ merchantId: Uuid.optional() });
 
 /**
+ * An absolute URL, stored exactly as sent. Not `z.url()`, which trims the value before checking
+ * it, so ' https://x/h ' was stored as 'https://x/h': whitespace and control characters, which no
+ * URI holds (RFC 3986), are refused instead, wherever they are.
+ */
+const WebhookUrl = z
+  .string()
+  .max(2048, 'Must be at most 2048 characters.')
+  .refine((s) => !/[\s\u0000-\u001f\u007f]/.test(s) && URL.canParse(s), 'Must be an absolute URL.')
+  .meta({ format: 'uri' });
+
+/**
  * Absent fields are left unchanged; `webhookUrl: null` clears the URL; `webhookEvents: null`
  * subscribes to every type and `[]` to none. Enabling requires a URL.
  */
 export const WebhookSettings = z.object({
-    webhookUrl: z.url({ message: 'Must be an absolute URL.' }).max(2048, 'Must be at most 2048 characters.').nullish(),
+    webhookUrl: WebhookUrl.nullish(),
     webhookEvents: z
       .array(z.string().refine((t) => (EVENT_TYPES as readonly string[]).includes(t), 'Unknown event type.'))
       .max(EVENT_TYPES.length * 2)
