@@ -63,7 +63,9 @@ describe('POST /api/Checkout/links', () => {
     expect((await api.post('/api/Checkout/links', { merchantId: m.id, planId: randomUUID(), returnUrl: 'https://shop.example/x' }, { token: m.key })).status).toBe(404);
     const inactive = await api.post('/api/Plans', { merchantId: m.id, productId: m.productId, name: 'Old', amount: 5, interval: 'Month', isActive: false }, { token: m.key });
     expect((await api.post('/api/Checkout/links', { merchantId: m.id, planId: inactive.body.id, returnUrl: 'https://shop.example/x' }, { token: m.key })).status).toBe(422);
-    for (const returnUrl of ['http://shop.example/x', 'javascript:alert(1)', 'not a url']) {
+    // Whitespace or a control character anywhere (it was trimmed and signed as sent, the session then
+    // keeping the trimmed URL): refused, since the URL is kept exactly as sent and no URI holds them.
+    for (const returnUrl of ['http://shop.example/x', 'javascript:alert(1)', 'not a url', ' https://shop.example/x', 'https://shop.example/x ', 'https://shop.example/a b', 'https://shop.example/x\n']) {
       const bad = await api.post('/api/Checkout/links', { merchantId: m.id, planId: m.planId, returnUrl }, { token: m.key });
       expect(bad.status, returnUrl).toBe(400);
       expect(bad.body.errors.returnUrl).toBeDefined();
@@ -130,6 +132,8 @@ describe('POST /api/Checkout/sessions/resolve', () => {
     await expectOutcome(signLink(m.signingSecret, { ...good, nonce: randomUUID(), customer: { email: 'a@example.com', firstName: 'a\ud800b', lastName: 'B' } }), 401, 'InvalidSignature');
     // A customer.email that is not an email address is not the payload either (it resolved Ok).
     await expectOutcome(signLink(m.signingSecret, { ...good, nonce: randomUUID(), customer: { email: 'nope', firstName: 'A', lastName: 'B' } }), 401, 'InvalidSignature');
+    // Nor is a returnUrl with whitespace (it resolved Ok, the session keeping it trimmed).
+    await expectOutcome(signLink(m.signingSecret, { ...good, nonce: randomUUID(), returnUrl: ' https://shop.example/done' }), 401, 'InvalidSignature');
     // Unknown key → ApiKeyNotFound, checked before the signature.
     await expectOutcome({ ...signLink(m.signingSecret, { ...good, kid: randomUUID() }) }, 401, 'ApiKeyNotFound');
     // Wrong signature → InvalidSignature.

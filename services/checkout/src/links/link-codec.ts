@@ -16,7 +16,8 @@ export const LinkPayload = z.object({
   nonce: z.string().min(8).max(128),
   /** Unix seconds. */
   exp: z.number().int().positive(),
-  returnUrl: z.url().max(2048),
+  // Checked by returnUrlProblem at resolve; not z.url(), which trims the value it passes on.
+  returnUrl: z.string().max(2048),
   customer: z
     .object({
       // A well-formed address, as POST /api/Checkout/links requires: a link naming anything else is not this JSON (InvalidSignature).

@@ -16,5 +16,9 @@ describe('returnUrlProblem', () => {
     }
     expect(returnUrlProblem('https://user:pw@shop.example/', false)).toMatch(/credentials/);
     expect(returnUrlProblem('not a url', false)).toMatch(/absolute/);
+    // Kept exactly as sent, so never trimmed: whitespace and control characters anywhere are refused.
+    for (const url of [' https://shop.example/', 'https://shop.example/ ', 'https://shop.example/a b', '\thttps://shop.example/', 'https://shop.example/\u0007']) {
+      expect(returnUrlProblem(url, false), JSON.stringify(url)).toMatch(/absolute/);
+    }
   });
 });

@@ -62,7 +62,7 @@ export function checkoutRoutes(backends: Backends, access: MerchantAccess): Rout
       url: '/api/Checkout/links',
       tag: 'Hosted checkout',
       summary: 'Create a signed checkout link',
-      description: `Signs a deep link to the hosted checkout page for a plan. An API key signs with its own signing secret; a merchant user (Admin or Owner) or the platform admin names the key in apiKeyId. expiresInMinutes: 1 to 10080, default 60. returnUrl: absolute https (plain http only to a loopback host outside production: localhost, 127.0.0.0/8 or ::1). 201 with Location = url. Plan unknown: 404; inactive: 422; apiKeyId not a usable key of the merchant: 400.\n\n${SIGNING_RECIPE}`,
+      description: `Signs a deep link to the hosted checkout page for a plan. An API key signs with its own signing secret; a merchant user (Admin or Owner) or the platform admin names the key in apiKeyId. expiresInMinutes: 1 to 10080, default 60. returnUrl: absolute https (plain http only to a loopback host outside production: localhost, 127.0.0.0/8 or ::1), kept exactly as sent: one holding whitespace or a control character anywhere is 400 (in a signed d: InvalidSignature), never trimmed. 201 with Location = url. Plan unknown: 404; inactive: 422; apiKeyId not a usable key of the merchant: 400.\n\n${SIGNING_RECIPE}`,
       auth: { merchant: 'Admin' },
       body: CreateCheckoutLinkRequest,
       responses: { 201: CheckoutLink, 400: null, 403: null, 404: null, 422: null },
