@@ -165,6 +165,8 @@ describe('questions', () => {
     expect((await ask({ text: 'Free', kind: 'Text', required: true, options: [{ label: 'x' }] })).status).toBe(400);
     expect((await ask({ text: 'Dup', kind: 'MultiChoice', required: true, options: [{ label: 'A' }, { label: 'a' }] })).body.errors).toHaveProperty('options[1].label');
     expect((await ask({ text: 'K', kind: 'Essay', required: true })).body.errors).toHaveProperty('kind');
+    // required is a required field of the create (the reference said it defaulted to false).
+    expect((await ask({ text: 'No flag', kind: 'Text', required: undefined })).body.errors).toHaveProperty('required');
     expect((await ask({ text: 'x', kind: 'Text' }, b.productId)).status).toBe(404);
     expect((await ask({ text: 'x', kind: 'Text', productId: randomUUID() })).status).toBe(400);
   });
