@@ -63,7 +63,8 @@ describe('POST /api/Invitations', () => {
     ['email', { email: `${'a'.repeat(250)}@example.com` }],
     ['phone', { phone: '1'.repeat(51) }],
     ['phone', { phone: '   ' }],
-    ['phone', { email: null, phone: '(-) ' }],
+    ['phone', { email: null, phone: ' \t ' }],
+    ['phone', { phone: '+61 400\n000 000' }],
     ['expiresInDays', { expiresInDays: 0 }],
     ['expiresInDays', { expiresInDays: 91 }],
     ['merchantId', { merchantId: 'nope' }],
@@ -71,6 +72,21 @@ describe('POST /api/Invitations', () => {
     const res = await api.post('/api/Invitations', body(extra), { token: m.key });
     expect(res.status).toBe(400);
     expect(res.body.errors[field], JSON.stringify(res.body)).toBeDefined();
+  });
+
+  it('keeps a phone of up to 50 characters as sent, whatever its format, and takes an empty one as none', async () => {
+    for (const phone of ['x'.repeat(50), '(-) ', 'ext. 12']) {
+      const res = await api.post('/api/Invitations', body({ phone }), { token: m.key });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.phone).toBe(phone);
+      expect((await api.get(`/api/Invitations/${res.body.invitationId}`, { token: m.key })).body.phone).toBe(phone);
+    }
+    const none = await api.post('/api/Invitations', body({ phone: '' }), { token: m.key });
+    expect(none.status, JSON.stringify(none.body)).toBe(200);
+    expect(none.body.phone).toBeNull();
+    const neither = await api.post('/api/Invitations', body({ email: null, phone: '' }), { token: m.key });
+    expect(neither.status).toBe(400);
+    expect(Object.keys(neither.body.errors).sort()).toEqual(['email', 'phone']);
   });
 
   it('refuses an invitation with neither email nor phone (400)', async () => {

@@ -34,11 +34,14 @@ export const CreateInvitationRequest = z
     firstName: Name,
     lastName: Name,
     email: z.email({ message: 'Must be a valid email address.' }).max(256, 'Must be at most 256 characters.').nullish(),
+    // As sent, up to 50 characters: the format is the SMS provider's to judge, as a member's phone
+    // is stored as sent. An empty string is no phone (as null); one of whitespace alone is 400,
+    // not NoDeliveryChannel.
     phone: z
       .string('Must be a string.')
       .max(50, 'Must be at most 50 characters.')
-      // At least three digits: spaces, brackets and hyphens alone are no number to send to.
-      .regex(/^\+?(?=(?:\D*\d){3})[0-9 ()-]+$/, 'Must be a phone number (digits, optionally a leading +).')
+      .refine((s) => s === '' || s.trim().length > 0, 'Must not be blank.')
+      .refine((s) => !/[\p{Cc}\u2028\u2029]/u.test(s), 'Must be on one line: no line breaks or other control characters.')
       .nullish(),
     expiresInDays: z.number('Must be a whole number.').int('Must be a whole number.').min(1, 'Must be between 1 and 90.').max(90, 'Must be between 1 and 90.').nullish(),
   })

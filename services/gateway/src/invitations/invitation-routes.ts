@@ -52,7 +52,7 @@ export function invitationRoutes(backends: Backends, access: MerchantAccess): Ro
           firstName: body.firstName,
           lastName: body.lastName,
           email: body.email ?? undefined,
-          phone: body.phone ?? undefined,
+          phone: body.phone || undefined,
           expiresInDays: body.expiresInDays ?? undefined,
         });
         const inv = present(res.invitation, 'invitation');
