@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { besideSharedPlatform } from '../support/e2e.js';
 import { startPlatform } from '../../scripts/lib/start-platform.mjs';
 import { apiClient, eventually, unique, type ApiClient } from '../support/fixtures.js';
 import { messagesTo } from '../support/mailbox.js';
@@ -19,13 +20,9 @@ let api: ApiClient;
 
 beforeAll(async () => {
   platform = await startPlatform({
-    databaseUrl: inject('databaseUrl'),
-    natsUrl: inject('natsUrl'),
+    ...besideSharedPlatform(),
     mode: 'development',
-    logLevel: 'warn',
-    adminToken: inject('adminToken'),
     services: ['identity', 'gateway'],
-    env: { DATA_DIR: inject('dataDir') },
     serviceEnv: { gateway: { RATE_LIMIT_KV_BUCKET: `defaults_${randomBytes(4).toString('hex')}` } },
   });
   api = apiClient(platform.gatewayUrl!);

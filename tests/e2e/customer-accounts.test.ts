@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { besideSharedPlatform } from '../support/e2e.js';
 import { configureGrpcTransport, createClient, type ServiceClient } from '@billing/service-runtime';
 import { startPlatform } from '../../scripts/lib/start-platform.mjs';
 import { messagesTo, tokenFromLink, waitForMessage } from '../support/mailbox.js';
@@ -475,13 +476,8 @@ describe('with a 2-second lockout window', () => {
 
   beforeAll(async () => {
     platform = await startPlatform({
-      databaseUrl: inject('databaseUrl'),
-      natsUrl: inject('natsUrl'),
-      mode: 'test',
-      logLevel: 'warn',
-      adminToken: admin,
+      ...besideSharedPlatform(),
       services: ['identity', 'gateway'],
-      env: { DATA_DIR: dataDir },
       serviceEnv: {
         identity: { CUSTOMER_LOCKOUT_SECONDS: '2', CUSTOMER_LOCKOUT_THRESHOLD: '5' },
         // Ten concurrent logins are ten scrypt hashes at OWASP cost on a small test machine: allow them time.

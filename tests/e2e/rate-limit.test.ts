@@ -3,6 +3,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { natsServerOptions } from '@billing/service-runtime';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { besideSharedPlatform } from '../support/e2e.js';
 import { startPlatform } from '../../scripts/lib/start-platform.mjs';
 import { apiClient, unique, type ApiClient, type ApiResponse } from '../support/fixtures.js';
 
@@ -22,8 +23,8 @@ let b: ApiClient;
 let c: ApiClient;
 
 beforeAll(async () => {
-  const common = { databaseUrl: inject('databaseUrl'), natsUrl: inject('natsUrl'), mode: 'test' as const, logLevel: 'warn', adminToken: inject('adminToken') };
-  first = await startPlatform({ ...common, services: ['identity', 'gateway'], env: { DATA_DIR: inject('dataDir') }, serviceEnv: { gateway: LIMIT } });
+  const common = besideSharedPlatform();
+  first = await startPlatform({ ...common, services: ['identity', 'gateway'], serviceEnv: { gateway: LIMIT } });
   const identity = first.processes.identity!.address;
   [second, isolated] = await Promise.all([
     startPlatform({ ...common, services: ['gateway'], serviceEnv: { gateway: { ...LIMIT, IDENTITY_GRPC_URL: identity } } }),

@@ -32,3 +32,11 @@ export function gateway(): HttpClient {
 export function adminToken(): string {
   return inject('adminToken');
 }
+
+/**
+ * `startPlatform` options of a platform a test starts beside the shared one: the shared
+ * database, NATS and admin token, its services' files in the shared data directory, mode `test`.
+ */
+export function besideSharedPlatform() {
+  return { databaseUrl: inject('databaseUrl'), natsUrl: inject('natsUrl'), mode: 'test' as const, logLevel: 'warn', adminToken: inject('adminToken'), env: { DATA_DIR: inject('dataDir') } };
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DateTime, NonBlankText, Uuid } from './common.js';
+import { DateTime, hasNonUriCharacter, NonBlankText, Uuid } from './common.js';
 import { EVENT_TYPES } from './event-types.js';
 
 export const ApiKey = z
@@ -43,7 +43,7 @@ export const ListApiKeysQuery = z.object({ merchantId: Uuid.optional() });
 const WebhookUrl = z
   .string()
   .max(2048, 'Must be at most 2048 characters.')
-  .refine((s) => !/[\s\u0000-\u001f\u007f]/.test(s) && URL.canParse(s), 'Must be an absolute URL.')
+  .refine((s) => !hasNonUriCharacter(s) && URL.canParse(s), 'Must be an absolute URL.')
   .meta({ format: 'uri' });
 
 /**

@@ -42,6 +42,12 @@ export function unstorableText(s: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Whitespace and control characters, which no URI holds (RFC 3986): a URL kept exactly as sent
+ * is refused when it has one anywhere, rather than trimmed (as `z.url()` and `new URL` do).
+ */
+export const hasNonUriCharacter = (s: string): boolean => /[\s\u0000-\u001f\u007f]/.test(s);
+
 export const Email = z.email({ message: 'Must be a valid email address.' }).max(256, 'Must be at most 256 characters.');
 
 /**

@@ -21,12 +21,15 @@ export type InvitationStatus = (typeof INVITATION_STATUSES)[number];
  * break (or another control character) would let a merchant lay out text of its own under the
  * platform's name ("Hello Bob,\n\nSECURITY ALERT: ...").
  */
+const onOneLine = (s: string) => !/[\p{Cc}\u2028\u2029]/u.test(s);
+const ON_ONE_LINE = 'Must be on one line: no line breaks or other control characters.';
+
 const Name = z
   .string('Must be a string.')
   .min(1, 'Required.')
   .max(100, 'Must be at most 100 characters.')
   .refine((s) => s.trim().length > 0, 'Must not be blank.')
-  .refine((s) => !/[\p{Cc}\u2028\u2029]/u.test(s), 'Must be on one line: no line breaks or other control characters.');
+  .refine(onOneLine, ON_ONE_LINE);
 
 export const CreateInvitationRequest = z
   .object({
@@ -41,7 +44,7 @@ export const CreateInvitationRequest = z
       .string('Must be a string.')
       .max(50, 'Must be at most 50 characters.')
       .refine((s) => s === '' || s.trim().length > 0, 'Must not be blank.')
-      .refine((s) => !/[\p{Cc}\u2028\u2029]/u.test(s), 'Must be on one line: no line breaks or other control characters.')
+      .refine(onOneLine, ON_ONE_LINE)
       .nullish(),
     expiresInDays: z.number('Must be a whole number.').int('Must be a whole number.').min(1, 'Must be between 1 and 90.').max(90, 'Must be between 1 and 90.').nullish(),
   })

@@ -112,20 +112,23 @@ export function buildSandbox(config: SandboxConfig, ledger = new Ledger(), logge
     if (fault.failing) return reply.code(500).send({ error: 'internal', message: 'The sandbox provider failed (injected fault).' });
   });
 
+  // A provider call is answered only once what it changed is in the ledger's file (a replay too:
+  // the first request's write may still be in flight), so no answer is about something a restart
+  // would forget.
+  app.addHook('onSend', async (req) => {
+    if (req.url.startsWith('/v1/')) await ledger.written();
+  });
+
   app.get('/health', async () => ({ status: 'ok' }));
 
   app.post('/v1/card-tokens', async (req, reply) => {
     const input = parse(CardTokenRequest, req.body);
-    const token = ledger.tokeniseCard(accountOf(req), input);
-    await ledger.written();
-    return reply.code(201).send(publicToken(token));
+    return reply.code(201).send(publicToken(ledger.tokeniseCard(accountOf(req), input)));
   });
 
   app.post('/v1/bank-tokens', async (req, reply) => {
     const input = parse(BankTokenRequest, req.body);
-    const token = ledger.tokeniseBankAccount(accountOf(req), input);
-    await ledger.written();
-    return reply.code(201).send(publicToken(token));
+    return reply.code(201).send(publicToken(ledger.tokeniseBankAccount(accountOf(req), input)));
   });
 
   app.get<{ Params: { token: string } }>('/v1/tokens/:token', async (req, reply) => {
@@ -139,26 +142,19 @@ export function buildSandbox(config: SandboxConfig, ledger = new Ledger(), logge
     const key = idempotencyKeyOf(req);
     const input = parse(ChargeRequest, req.body);
     const res = ledger.once(account, `charge:${key}`, input, () => ({ status: 201, body: ledger.charge(account, input, key) }));
-    // A replay waits too: the first request's write may still be in flight.
-    await ledger.written();
     if (res.replayed) reply.header('idempotent-replayed', 'true');
     return reply.code(res.status).type('application/json; charset=utf-8').send(res.body);
   });
 
   app.get<{ Params: { id: string } }>('/v1/charges/:id', async (req) => ledger.findCharge(accountOf(req), req.params.id));
 
-  app.post<{ Params: { id: string } }>('/v1/charges/:id/settle', async (req) => {
-    const charge = ledger.settle(accountOf(req), req.params.id);
-    await ledger.written();
-    return charge;
-  });
+  app.post<{ Params: { id: string } }>('/v1/charges/:id/settle', async (req) => ledger.settle(accountOf(req), req.params.id));
 
   app.post('/v1/refunds', async (req, reply) => {
     const account = accountOf(req);
     const key = idempotencyKeyOf(req);
     const input = parse(RefundRequest, req.body);
     const res = ledger.once(account, `refund:${key}`, input, () => ({ status: 201, body: ledger.refund(account, { ...input, currency: input.currency ?? undefined }, key) }));
-    await ledger.written();
     if (res.replayed) reply.header('idempotent-replayed', 'true');
     return reply.code(res.status).type('application/json; charset=utf-8').send(res.body);
   });

@@ -1,3 +1,4 @@
+import { hasNonUriCharacter } from '@billing/contracts';
 import { isLoopbackHost } from '@billing/service-runtime';
 
 /**
@@ -6,9 +7,8 @@ import { isLoopbackHost } from '@billing/service-runtime';
  * there, so nothing else (javascript:, data:) may pass.
  */
 export function returnUrlProblem(raw: string, production: boolean): string | undefined {
-  // The URL is kept and answered exactly as sent; `new URL` would trim it (and encode a space
-  // inside), so whitespace and control characters, which no URI holds, are refused instead.
-  if (/[\s\u0000-\u001f\u007f]/.test(raw)) return 'Must be an absolute URL.';
+  // The URL is kept and answered exactly as sent; `new URL` would trim it (and encode a space inside).
+  if (hasNonUriCharacter(raw)) return 'Must be an absolute URL.';
   let url: URL;
   try {
     url = new URL(raw);
