@@ -133,8 +133,9 @@ async function reapOrphans() {
 
 /**
  * Dependencies, build, Postgres; NATS when `withNats`, else only the nats-server binary.
- * `onNatsExit`: the nats-server started here exited of itself (`nats.restart()` starts it again).
- * @param {{ withNats: boolean, fastPostgres: boolean, onNatsExit?: (status: import('./lib/processes.mjs').ExitStatus) => void }} opts
+ * `onNatsExit`: the nats-server started here exited of itself (`nats.restart()` starts it again);
+ * `onPostgresExit` the same for the embedded Postgres (`postgres.restart()`).
+ * @param {{ withNats: boolean, fastPostgres: boolean, onNatsExit?: (status: import('./lib/processes.mjs').ExitStatus) => void, onPostgresExit?: (status: import('./lib/processes.mjs').ExitStatus) => void }} opts
  */
 async function bringUp(opts) {
   await reapOrphans();
@@ -151,6 +152,7 @@ async function bringUp(opts) {
     preferredPort: 54329,
     fast: opts.fastPostgres,
     log,
+    onExit: opts.onPostgresExit,
   });
   cleanups.push(pg.stop);
   recordChildren([{ pid: pg.pid, signal: 'SIGINT' }]);
@@ -161,10 +163,10 @@ async function bringUp(opts) {
   const natsBin = findNatsServer({ install: !givenNatsUrl, log });
   if (!givenNatsUrl && !natsBin) throw new Error(NATS_INSTALL_HINT);
   const givenShown = givenNatsUrl && redactNatsUrl(givenNatsUrl);
-  if (!opts.withNats) return { databaseUrl: pg.url, natsUrl: givenNatsUrl, natsShown: givenShown, natsBin };
+  if (!opts.withNats) return { databaseUrl: pg.url, natsUrl: givenNatsUrl, natsShown: givenShown, natsBin, postgres: pg, pids: { postgres: pg.pid } };
   if (givenNatsUrl) {
     log(`NATS ${givenShown} (NATS_URL)`);
-    return { databaseUrl: pg.url, natsUrl: givenNatsUrl, natsShown: givenShown, natsBin };
+    return { databaseUrl: pg.url, natsUrl: givenNatsUrl, natsShown: givenShown, natsBin, postgres: pg, pids: { postgres: pg.pid } };
   }
 
   let storeDir = path.join(DATA_DIR, 'nats');
@@ -182,7 +184,7 @@ async function bringUp(opts) {
   recordChildren([{ pid: pg.pid, signal: 'SIGINT' }, { pid: nats.pid(), signal: 'SIGTERM' }]);
   const natsShown = `${redactNatsUrl(nats.url)} (password in ${path.join(storeDir, 'auth.conf')})`;
   log(`NATS ${natsShown} (nats-server -js, store in ${storeDir})`);
-  return { databaseUrl: pg.url, natsUrl: nats.url, natsShown, natsBin, nats, pids: { postgres: pg.pid, nats: nats.pid() } };
+  return { databaseUrl: pg.url, natsUrl: nats.url, natsShown, natsBin, nats, postgres: pg, pids: { postgres: pg.pid, nats: nats.pid() } };
 }
 
 /**
@@ -218,16 +220,25 @@ function adminToken() {
   return token;
 }
 
-/** The name the supervisor knows the launcher's own nats-server by. */
+/** The names the supervisor knows the launcher's own nats-server and embedded Postgres by. */
 const NATS_PROCESS = 'nats-server';
+const POSTGRES_PROCESS = 'postgres';
 
 async function start() {
   /** @type {((status: import('./lib/processes.mjs').ExitStatus) => void) | undefined} */
   let natsExited;
-  // The nats-server started here (none with NATS_URL) is supervised as the services are: one
-  // that dies is started again on its port and store, with its password, and the services'
-  // clients reconnect; until the services run, its death stops the platform.
-  const infra = await bringUp({ withNats: true, fastPostgres: false, onNatsExit: (status) => natsExited?.(status) });
+  /** @type {((status: import('./lib/processes.mjs').ExitStatus) => void) | undefined} */
+  let postgresExited;
+  // The nats-server and the embedded Postgres started here (none with NATS_URL, DATABASE_URL)
+  // are supervised as the services are: one that dies is started again on its port and store
+  // (Postgres recovering from its WAL), and the services' clients and pools reconnect; until the
+  // services run, its death stops the platform.
+  const infra = await bringUp({
+    withNats: true,
+    fastPostgres: false,
+    onNatsExit: (status) => natsExited?.(status),
+    onPostgresExit: (status) => postgresExited?.(status),
+  });
   const print = createLogPrinter({ names: SERVICES.map((s) => s.name) });
   const missing = SERVICES.filter((s) => !fs.existsSync(path.join(REPO_ROOT, 'services', s.name, 'dist', 'main.js'))).map((s) => s.name);
   if (missing.length) log(`not built, so not started: ${missing.join(', ')}`);
@@ -245,13 +256,16 @@ async function start() {
   /** @type {Map<string, number>} */
   const servicePids = new Map();
   const recordAll = () => recordChildren([...infraChildren, ...[...servicePids.values()].map((p) => ({ pid: p, signal: /** @type {NodeJS.Signals} */ ('SIGTERM') }))]);
-  natsExited = (status) => {
+  /** @param {string} name @param {import('./lib/processes.mjs').ExitStatus} status */
+  const infraExited = (name, status) => {
     if (stopping) return;
-    if (supervisor) return supervisor.exited(NATS_PROCESS, status);
-    log(`${NATS_PROCESS} ${describeExit(status)} while the platform was starting; stopping the platform`);
+    if (supervisor) return supervisor.exited(name, status);
+    log(`${name} ${describeExit(status)} while the platform was starting; stopping the platform`);
     stopping = true;
     void exit(1);
   };
+  natsExited = (status) => infraExited(NATS_PROCESS, status);
+  postgresExited = (status) => infraExited(POSTGRES_PROCESS, status);
   log('migrating and starting the services');
   const platform = await startPlatform({
     databaseUrl: infra.databaseUrl,
@@ -282,10 +296,17 @@ async function start() {
   supervisor = createSupervisor({
     log,
     start: async (name) => {
-      if (name !== NATS_PROCESS) return /** @type {NonNullable<typeof platform.processes[string]>} */ (platform.processes[name]).start();
-      await /** @type {NonNullable<typeof infra.nats>} */ (infra.nats).restart();
-      infraChildren[1] = { pid: infra.nats?.pid(), signal: 'SIGTERM' };
-      recordAll();
+      if (name === NATS_PROCESS) {
+        await /** @type {NonNullable<typeof infra.nats>} */ (infra.nats).restart();
+        infraChildren[1] = { pid: infra.nats?.pid(), signal: 'SIGTERM' };
+        return recordAll();
+      }
+      if (name === POSTGRES_PROCESS) {
+        await /** @type {NonNullable<typeof infra.postgres.restart>} */ (infra.postgres.restart)();
+        infraChildren[0] = { pid: infra.postgres.currentPid?.(), signal: 'SIGINT' };
+        return recordAll();
+      }
+      return /** @type {NonNullable<typeof platform.processes[string]>} */ (platform.processes[name]).start();
     },
     giveUp: (_name, reason) => {
       if (stopping) return;
@@ -294,7 +315,7 @@ async function start() {
       void exit(1);
     },
   });
-  supervisor.started(infra.nats ? [...platform.services, NATS_PROCESS] : platform.services);
+  supervisor.started([...platform.services, ...(infra.nats ? [NATS_PROCESS] : []), ...(infra.postgres.started ? [POSTGRES_PROCESS] : [])]);
   cleanups.push(() => supervisor?.stop());
 
   onSignal = () => {

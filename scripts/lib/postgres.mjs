@@ -23,9 +23,12 @@ const OS_USER = 'postgres';
  * @property {string} url Server URL (database `postgres`); tests create their own databases on it.
  * @property {boolean} started True when this launcher started the server (and `stop` stops it).
  * @property {string} [dataDir]
- * @property {number} [pid] Of the server, when this launcher started it.
+ * @property {number} [pid] Of the server as first started, when this launcher started it.
  * @property {string[]} logs
  * @property {() => Promise<void>} stop
+ * @property {() => number | undefined} [currentPid] Of the server running now (embedded only).
+ * @property {() => Promise<void>} [restart] Starts the embedded server again on its port and data
+ *   directory (after it died: the services' pools reconnect to it).
  */
 
 /**
@@ -37,6 +40,8 @@ const OS_USER = 'postgres';
  * @property {boolean} [fast] Trade durability for speed (fsync off): for throwaway test data.
  * @property {(msg: string) => void} [log]
  * @property {(line: string) => void} [onLine] Server log output.
+ * @property {(status: import('./processes.mjs').ExitStatus) => void} [onExit] Called when the
+ *   embedded server exits of itself (killed, crashed), not when `stop` or `restart` stops it.
  */
 
 /**
@@ -84,16 +89,49 @@ export async function startEmbeddedPostgres(opts) {
   try {
     if (!fs.existsSync(path.join(claim.dir, 'PG_VERSION'))) await initialise(bins.initdb, claim.dir, user, !!opts.fast, log);
     const server = await startServer(bins.postgres, claim.dir, user, opts);
+    /** @type {import('./processes.mjs').ManagedProcess | undefined} */
+    let current = server.proc;
+    /** Reports `proc` exiting of itself: while it is still the current server, nobody stopped it. @param {import('./processes.mjs').ManagedProcess} proc */
+    const watch = (proc) => {
+      void proc.exited.then((status) => {
+        if (current !== proc) return;
+        current = undefined;
+        opts.onExit?.(status);
+      });
+    };
+    watch(server.proc);
     return {
       url: `postgres://${PG_USER}:${PG_PASSWORD}@127.0.0.1:${server.port}/postgres`,
       started: true,
       dataDir: claim.dir,
       pid: server.proc.pid,
       logs: server.proc.logs,
+      currentPid: () => (current?.running() ? current.pid : undefined),
       stop: async () => {
+        const stopping = current;
+        current = undefined;
         // SIGINT is Postgres's "fast" shutdown: disconnect clients, checkpoint, exit.
-        await server.proc.stop(20_000);
+        await stopping?.stop(20_000);
         claim.release();
+      },
+      restart: async () => {
+        const stopping = current;
+        current = undefined;
+        await stopping?.stop(20_000);
+        // A server that was killed leaves backends that exit once they notice, and the shared
+        // memory and port they hold until then: the new one is refused until they are gone. It
+        // recovers from its WAL as after any crash.
+        for (let attempt = 0; ; attempt++) {
+          try {
+            const again = await startServer(bins.postgres, claim.dir, user, { ...opts, port: server.port });
+            current = again.proc;
+            watch(again.proc);
+            return;
+          } catch (e) {
+            if (attempt >= 20) throw e;
+            await sleep(250);
+          }
+        }
       },
     };
   } catch (e) {

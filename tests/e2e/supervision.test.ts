@@ -4,15 +4,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../scripts/lib/start-platform.mjs';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { eventually } from '../support/fixtures.js';
 
 /**
- * `npm start` supervises its services and the nats-server it started itself (no NATS_URL given):
- * one killed with SIGKILL is started again and becomes healthy, the launcher keeps running, and
- * Ctrl-C still stops everything.
+ * `npm start` supervises its services, and the nats-server and the embedded Postgres it started
+ * itself (no NATS_URL, no DATABASE_URL given): one killed with SIGKILL is started again and
+ * becomes healthy, the launcher keeps running, and Ctrl-C still stops everything.
  */
-let db: TestDatabase;
 let launcher: ChildProcess;
 let output = '';
 
@@ -33,27 +31,35 @@ function pidRunning(command: string): number | undefined {
 const pidOf = (service: string) => pidRunning(`services/${service}/dist/main.js`);
 
 const adminToken = randomBytes(32).toString('base64url');
+/** The Postgres the launcher started again (set by its test). */
+let postgresPid: number | undefined;
+
+const gateway = () => /Gateway {6}(http:\/\/\S+)/.exec(output)![1]!.replace('localhost', '127.0.0.1');
+const ready = async () => {
+  const res = await fetch(`${gateway()}/health/ready`).catch(() => undefined);
+  return res?.status === 200 ? ((await res.json()) as { checks: Record<string, string> }) : undefined;
+};
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  // Without NATS_URL: the launcher starts a nats-server of its own (NATS_SERVER_BIN, from the test run).
-  const { NATS_URL: _given, ...env } = process.env;
+  // Without NATS_URL and DATABASE_URL: the launcher starts a nats-server (NATS_SERVER_BIN, from
+  // the test run) and a Postgres cluster of its own (the checkout's .data/postgres, or a
+  // throwaway one while another launcher, such as this test run's, holds it).
+  const { NATS_URL: _nats, DATABASE_URL: _database, PG_PORT: _port, ...env } = process.env;
   launcher = spawn(process.execPath, ['scripts/platform.mjs', 'start'], {
     cwd: REPO_ROOT,
-    env: { ...env, DATABASE_URL: db.url, PLATFORM_SKIP_BUILD: '1', HOST: '127.0.0.1', LOG_LEVEL: 'warn', NO_COLOR: '1', BILLING_ADMIN_TOKEN: adminToken },
+    env: { ...env, PLATFORM_SKIP_BUILD: '1', HOST: '127.0.0.1', LOG_LEVEL: 'warn', NO_COLOR: '1', BILLING_ADMIN_TOKEN: adminToken },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   launcher.stdout!.on('data', (c: Buffer) => (output += c.toString()));
   launcher.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-  await waitForOutput(/Admin token/, 150_000);
-}, 180_000);
+  await waitForOutput(/Admin token/, 180_000);
+}, 210_000);
 
 afterAll(async () => {
   if (launcher && launcher.exitCode === null) {
     launcher.kill('SIGINT');
     await new Promise((r) => launcher.once('exit', r));
   }
-  await db?.drop();
 }, 60_000);
 
 describe('npm start', () => {
@@ -73,14 +79,38 @@ describe('npm start', () => {
     expect(after).not.toBe(before);
     expect(() => process.kill(after!, 0)).not.toThrow();
     // The gateway's readiness includes its NATS connection (and the services' health).
-    const gateway = /Gateway {6}(http:\/\/\S+)/.exec(output)![1]!.replace('localhost', '127.0.0.1');
-    const ready = async () => {
-      const res = await fetch(`${gateway}/health/ready`).catch(() => undefined);
-      return res?.status === 200 ? ((await res.json()) as { checks: Record<string, string> }) : undefined;
-    };
     const report = await eventually(ready, 30_000, 250);
     expect(report?.checks).toMatchObject({ nats: 'ok' });
   }, 120_000);
+
+  it('restarts its embedded Postgres killed with SIGKILL, and the services write to it again', async () => {
+    const before = pidRunning('bin/postgres');
+    expect(before).toBeDefined();
+    process.kill(before!, 'SIGKILL');
+    await waitForOutput(/postgres was killed by SIGKILL; restarting it in \d+ ms/, 10_000);
+    await waitForOutput(/postgres restarted and healthy/, 90_000);
+    const after = pidRunning('bin/postgres');
+    expect(after).toBeDefined();
+    expect(after).not.toBe(before);
+    // Every service's pool reconnects: readiness (each service's database check) and a write
+    // that goes through the gateway to billing's schema and out as an event.
+    const report = await eventually(ready, 60_000, 250);
+    expect(report?.checks).toMatchObject({ postgres: 'ok', billing: 'ok', identity: 'ok', checkout: 'ok', webhooks: 'ok' });
+    const created = await eventually(
+      async () => {
+        const res = await fetch(`${gateway()}/api/admin/merchants`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'After the restart', contactEmail: 'after-restart@example.com' }),
+        });
+        return res.status === 201 ? ((await res.json()) as { id: string }) : undefined;
+      },
+      30_000,
+      250,
+    );
+    expect(created?.id).toMatch(/^[0-9a-f-]{36}$/);
+    postgresPid = after;
+  }, 150_000);
 
   it('restarts a service killed with SIGKILL, and stops everything on Ctrl-C', async () => {
     const before = pidOf('billing');
@@ -97,5 +127,8 @@ describe('npm start', () => {
     launcher.kill('SIGINT');
     expect(await exited).toBe(0);
     expect(() => process.kill(after!, 0)).toThrow();
+    // The Postgres it started again is stopped too.
+    expect(postgresPid).toBeDefined();
+    expect(() => process.kill(postgresPid!, 0)).toThrow();
   }, 120_000);
 });
