@@ -120,6 +120,8 @@ describe('OpenAPI document', () => {
     const text = JSON.stringify({ info: doc.info, tags: doc.tags, paths: doc.paths, webhooks: doc.webhooks });
     expect(text.match(/https?:\/\/(?!(hooks\.)?example\.com)[^\s"')]+/g) ?? []).toEqual([]);
     expect(text).not.toMatch(/interface\.md|contract\.md/);
+    // Nor the design notes it was written from, by section: a reader has only this reference.
+    expect(JSON.stringify(doc)).not.toMatch(/\b(contract|interface)\s*(§|section\b)/i);
   });
 });
 

@@ -30,7 +30,7 @@ const OUTCOME_ERRORS: Record<string, { code: ErrorCode; detail: string }> = {
   PlanNotFound: { code: 'not_found', detail: 'The link\'s plan does not exist, is inactive or belongs to another merchant.' },
 };
 
-const SIGNING_RECIPE = `Links may also be signed in the merchant's own code, exactly as this endpoint does (contract §6):
+const SIGNING_RECIPE = `Links may also be signed in the merchant's own code, exactly as this endpoint does:
 d = base64url (no padding) of the UTF-8 JSON { "v": 1, "kid": <API key id>, "mid": <merchant id>, "pid": <plan id>, "nonce": <8..128 unique characters>, "exp": <unix seconds>, "returnUrl": <https URL>, "customer"?: { "email", "firstName", "lastName", "phone" } };
 s = base64url (no padding) of HMAC-SHA256 over the ASCII bytes of d, keyed with the bytes of the key's signing secret (the base64 after "whsec_", decoded).
 The link is <public base URL>/checkout?d=<d>&s=<s>. In TypeScript (Node):
