@@ -116,6 +116,16 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('says how the API is versioned', () => {
+    expect(doc.info.version).toBe('1.0.0');
+    const intro: string = doc.info.description;
+    const section = intro.slice(intro.indexOf('**Versioning**'));
+    expect(intro).toContain('**Versioning**');
+    expect(section).toContain('version 1.0.0');
+    expect(section).toMatch(/additive only/);
+    expect(section).toContain('/api/v2/');
+  });
+
   it('sends nobody outside the repository: no external links in the reference text', () => {
     const text = JSON.stringify({ info: doc.info, tags: doc.tags, paths: doc.paths, webhooks: doc.webhooks });
     expect(text.match(/https?:\/\/(?!(hooks\.)?example\.com)[^\s"')]+/g) ?? []).toEqual([]);

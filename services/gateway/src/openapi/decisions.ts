@@ -197,6 +197,11 @@ Billing engine
 
 Event backbone
 - Every integration event is written to the emitting service's outbox table in the transaction of the change, published by the service's outbox relay to the JetStream stream EVENTS (subjects events.<type>, file storage, 2-minute duplicate window, 7-day retention) with Nats-Msg-Id = event id and the W3C trace context in the message headers, and marked published only after JetStream acknowledged it. The relay wakes on a Postgres NOTIFY at commit (and polls every OUTBOX_POLL_MS as a fallback), keeps retrying while NATS or Postgres is down, and prunes published rows after OUTBOX_RETENTION_HOURS (default 168).
+
+Versioning
+- This reference describes version 1.0.0 of the API (info.version). There is one version, served under /api: no version in the path, no version header or query parameter, and none is needed on requests.
+- Within a version, changes are additive only: new endpoints, new optional request fields, new response fields, new webhook event types and new fields in event payloads. Clients ignore response fields, payload fields and event types they do not know. Nothing a client relies on is removed, renamed or retyped, and no status code changes meaning.
+- A change that would break clients (removing or renaming a field, endpoint or enum value, changing a type or the meaning of a status) is published as a new major version under a new path prefix (/api/v2/...), served alongside the current paths, which keep working.
 `;
 
 /** Section heading → its bullets (markdown list). */
