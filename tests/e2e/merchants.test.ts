@@ -58,6 +58,19 @@ describe('admin merchants', () => {
     expect(Object.keys(res.body.errors).sort()).toEqual(['billingRetryOffsetsDays', 'billingTerminalAction', 'contactEmail', 'name', 'timeZone']);
   });
 
+  it('takes retry offsets written with spaces around the numbers and answers them without', async () => {
+    const res = await api.post('/api/admin/merchants', { name: 'Spaced Offsets', contactEmail: `${unique('spaced')}@example.com`, billingRetryOffsetsDays: ' 2, 5 ,9 ' }, { token: admin });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.billingRetryOffsetsDays).toBe('2,5,9');
+    const patched = await api.patch(`/api/admin/merchants/${res.body.id}`, { billingRetryOffsetsDays: '1, 4' }, { token: admin });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.billingRetryOffsetsDays).toBe('1,4');
+    // A space inside a number is still no number.
+    const inside = await api.post('/api/admin/merchants', { name: 'Bad Offsets', contactEmail: `${unique('bad')}@example.com`, billingRetryOffsetsDays: '1,3 7' }, { token: admin });
+    expect(inside.status).toBe(400);
+    expect(Object.keys(inside.body.errors)).toEqual(['billingRetryOffsetsDays']);
+  });
+
   it('lists merchants in the paged shape', async () => {
     await createMerchant(api, admin);
     const res = await api.get('/api/admin/merchants?page=1&pageSize=1', { token: admin });

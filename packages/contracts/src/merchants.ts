@@ -5,16 +5,26 @@ export const PROVIDER_ENVIRONMENTS = ['Staging', 'Production'] as const;
 export const BILLING_TERMINAL_ACTIONS = ['Cancel', 'Pause'] as const;
 export const DEFAULT_RETRY_OFFSETS_DAYS = '1,3,7';
 
-/** Comma-separated, strictly ascending positive day offsets, e.g. "1,3,7"; at most 64 characters (what storage holds). */
+/** The day offsets of a RetryOffsetsDays value as written (spaces around each dropped). */
+const offsetsOf = (s: string) => s.split(',').map((d) => d.trim());
+
+/**
+ * Comma-separated, strictly ascending positive day offsets, e.g. "1,3,7"; spaces around the
+ * numbers are allowed ("1, 3, 7") and dropped when stored (`canonicalRetryOffsets`); at most 64
+ * characters (what storage holds).
+ */
 export const RetryOffsetsDays = z
   .string()
   .max(64, 'Must be at most 64 characters.')
-  .regex(/^\d+(,\d+)*$/, { message: 'Must be comma-separated whole days, e.g. "1,3,7".', abort: true })
-  .refine((s) => s.split(',').every((d) => d.length <= 3), { message: 'Each offset must be at most 999 days.', abort: true })
+  .regex(/^ *\d+ *(, *\d+ *)*$/, { message: 'Must be comma-separated whole days, e.g. "1,3,7".', abort: true })
+  .refine((s) => offsetsOf(s).every((d) => d.length <= 3), { message: 'Each offset must be at most 999 days.', abort: true })
   .refine((s) => {
-    const days = s.split(',').map(Number);
+    const days = offsetsOf(s).map(Number);
     return days.every((d, i) => d > 0 && (i === 0 || d > days[i - 1]!));
   }, 'Offsets must be positive and strictly ascending.');
+
+/** A valid RetryOffsetsDays value as stored and answered: "1, 3, 7" → "1,3,7". */
+export const canonicalRetryOffsets = (s: string): string => offsetsOf(s).map(Number).join(',');
 
 const isTimeZone = (tz: string) => {
   try {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { BigIntType, EntitySchema } from '@mikro-orm/postgresql';
-import { DEFAULT_RETRY_OFFSETS_DAYS, type CreateMerchantRequest, type Merchant as MerchantView } from '@billing/contracts';
+import { canonicalRetryOffsets, DEFAULT_RETRY_OFFSETS_DAYS, type CreateMerchantRequest, type Merchant as MerchantView } from '@billing/contracts';
 import type { SecretBox } from '@billing/service-runtime';
 import { DEFAULT_FEE_TERMS, normalisePercent, type FeeTerms } from '../fees/platform-fee.js';
 
@@ -45,7 +45,7 @@ export class Merchant {
     m.contactPhone = input.contactPhone ?? null;
     m.country = input.country ?? null;
     m.timeZone = input.timeZone ?? null;
-    if (input.billingRetryOffsetsDays) m.billingRetryOffsetsDays = input.billingRetryOffsetsDays;
+    if (input.billingRetryOffsetsDays) m.billingRetryOffsetsDays = canonicalRetryOffsets(input.billingRetryOffsetsDays);
     if (input.billingTerminalAction) m.billingTerminalAction = input.billingTerminalAction;
     if (input.bankSettlementWindowDays != null) m.bankSettlementWindowDays = input.bankSettlementWindowDays;
     m.updateBillingTerms({ platformFeePercent: input.platformFeePercent, platformFeeFixedMinor: input.platformFeeFixedMinor }, m.createdAt);
@@ -70,7 +70,7 @@ export class Merchant {
   ): void {
     if (change.platformFeePercent != null) this.platformFeePercent = normalisePercent(change.platformFeePercent);
     if (change.platformFeeFixedMinor != null) this.platformFeeFixedMinor = change.platformFeeFixedMinor;
-    if (change.billingRetryOffsetsDays) this.billingRetryOffsetsDays = change.billingRetryOffsetsDays;
+    if (change.billingRetryOffsetsDays) this.billingRetryOffsetsDays = canonicalRetryOffsets(change.billingRetryOffsetsDays);
     if (change.billingTerminalAction) this.billingTerminalAction = change.billingTerminalAction;
     if (change.bankSettlementWindowDays != null) this.bankSettlementWindowDays = change.bankSettlementWindowDays;
     this.updatedAt = now;

@@ -79,6 +79,8 @@ export function merchantRoutes(backends: Backends): RouteSpec[] {
       url: '/api/admin/merchants',
       tag: 'Admin',
       summary: 'Create a merchant',
+      description:
+        'billingRetryOffsetsDays: the days after a failed charge at which it is retried, comma-separated whole days from 1 to 999 in strictly ascending order (default "1,3,7"); spaces around the numbers are allowed and dropped ("1, 3, 7" is stored and answered as "1,3,7"). billingTerminalAction: Cancel or Pause (default Cancel). bankSettlementWindowDays: 0 to 30 (default 3).',
       auth: { admin: true },
       body: CreateMerchantRequest,
       responses: { 201: Merchant, 400: null, 401: null },
