@@ -58,6 +58,18 @@ describe('admin merchants', () => {
     expect(Object.keys(res.body.errors).sort()).toEqual(['billingRetryOffsetsDays', 'billingTerminalAction', 'contactEmail', 'name', 'timeZone']);
   });
 
+  it('says "Required." of a field that is missing, whatever its type', async () => {
+    const res = await api.post('/api/admin/merchants', { contactEmail: `${unique('missing')}@example.com` }, { token: admin });
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual({ name: ['Required.'] });
+    const merchant = await createMerchant(api, admin);
+    const key = await createApiKey(api, admin, merchant.id);
+    const plan = await api.post('/api/Plans', { merchantId: merchant.id, name: 'P' }, { token: key.key });
+    expect(plan.status).toBe(400);
+    // A decimal amount (a number or a string) and an enum alike.
+    expect(plan.body.errors).toMatchObject({ amount: ['Required.'], interval: ['Required.'] });
+  });
+
   it('takes retry offsets written with spaces around the numbers and answers them without', async () => {
     const res = await api.post('/api/admin/merchants', { name: 'Spaced Offsets', contactEmail: `${unique('spaced')}@example.com`, billingRetryOffsetsDays: ' 2, 5 ,9 ' }, { token: admin });
     expect(res.status, JSON.stringify(res.body)).toBe(201);

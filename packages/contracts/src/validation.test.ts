@@ -29,6 +29,17 @@ describe('field errors', () => {
     expect(errorsOf(SaveOnboardingDetailsRequest, { invitationId: ID, firstName: 'Ada', lastName: '   ' })).toEqual({ lastName: ['Required.'] });
   });
 
+  it('say "Required." of a missing field, whatever its type, unless the schema says otherwise', () => {
+    expect(errorsOf(z.object({ s: z.string(), n: z.number(), e: z.enum(['A', 'B']), u: z.union([z.number(), z.string()]) }), {})).toEqual({
+      s: ['Required.'],
+      n: ['Required.'],
+      e: ['Required.'],
+      u: ['Required.'],
+    });
+    expect(errorsOf(z.object({ s: z.string() }), { s: 5 })).toEqual({ s: ['Invalid input: expected string, received number'] });
+    expect(errorsOf(z.object({ s: z.string('Must be text.') }), {})).toEqual({ s: ['Must be text.'] });
+  });
+
   it('say what a date must be, how long a retry offset may be, and that a plan keeps its price', () => {
     expect(errorsOf(z.object({ startDate: DateOrDateTime }), { startDate: 'tomorrow' })).toEqual({ startDate: [expect.stringContaining('ISO 8601 date (YYYY-MM-DD) or date-time')] });
     expect(errorsOf(z.object({ d: RetryOffsetsDays }), { d: '100000' })).toEqual({ d: ['Each offset must be at most 999 days.'] });

@@ -1,5 +1,11 @@
-import type { ZodError, ZodType, z } from 'zod';
+import { z as zod, type ZodError, type ZodType, type z } from 'zod';
 import { DomainError, type FieldErrors } from './errors.js';
+
+// A field that is missing is "Required." wherever it is checked (zod's own words are "Invalid
+// input: expected string, received undefined", or "Invalid input" for a union); a message a
+// schema gives itself still wins.
+const MISSING_CODES: ReadonlySet<string> = new Set(['invalid_type', 'invalid_union', 'invalid_value']);
+zod.config({ customError: (issue) => (issue.input === undefined && MISSING_CODES.has(issue.code ?? '') ? 'Required.' : undefined) });
 
 /** camelCase JSON path of a zod issue: `orders[0].id`; the whole body is `$`. */
 export function fieldPath(path: ReadonlyArray<PropertyKey>): string {
