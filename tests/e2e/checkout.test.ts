@@ -428,9 +428,22 @@ describe('POST /api/Checkout/sessions/me/complete', () => {
     const noToken = await api.post('/api/Checkout/sessions/me/complete', { sessionId: s.sessionId }, { token: s.token });
     expect(noToken.status).toBe(400);
     expect(noToken.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(noToken.body).toMatchObject({ status: 'Failed', returnUrl: null, failureReason: expect.stringContaining('providerToken') });
+    // Every completion result names the session's returnUrl (interface.md: its fields are strings), this one too.
+    expect(noToken.body).toMatchObject({ status: 'Failed', returnUrl: s.payload.returnUrl, failureReason: expect.stringContaining('providerToken'), errors: { providerToken: [expect.any(String)] } });
     const wrongType = await api.post('/api/Checkout/sessions/me/complete', { sessionId: s.sessionId, providerToken: 42 }, { token: s.token });
     expect([wrongType.status, wrongType.body.status]).toEqual([400, 'Failed']);
+    // A body refused before the route runs (not JSON, a NUL character) is a Failed completion result as well, not problem details.
+    const notJson = await api.request('POST', '/api/Checkout/sessions/me/complete', { token: s.token, raw: '{"sessionId":', headers: { 'content-type': 'application/json' } });
+    expect(notJson.status).toBe(400);
+    expect(notJson.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(notJson.body).toMatchObject({ status: 'Failed', returnUrl: s.payload.returnUrl, failureReason: expect.stringContaining('not valid JSON'), errors: { $: [expect.any(String)] } });
+    const nul = await api.post('/api/Checkout/sessions/me/complete', { sessionId: s.sessionId, providerToken: 'btok_\u0000' }, { token: s.token });
+    expect(nul.status).toBe(400);
+    expect(nul.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(nul.body).toMatchObject({ status: 'Failed', returnUrl: s.payload.returnUrl, failureReason: expect.stringContaining('providerToken'), errors: { providerToken: [expect.any(String)] } });
+    // Without a usable session token there is no session to name: returnUrl null, still a completion result.
+    const anonymous = await api.request('POST', '/api/Checkout/sessions/me/complete', { raw: '{', headers: { 'content-type': 'application/json' } });
+    expect([anonymous.status, anonymous.body.status, anonymous.body.returnUrl]).toEqual([400, 'Failed', null]);
   });
 
   it('Failed 400 naming the email when the session holds one identity refuses, never problem details; links refuse such an email (400)', async () => {
@@ -466,7 +479,7 @@ describe('POST /api/Checkout/sessions/me/complete', () => {
       const second = await complete(api, s, token);
       expect(second.status).toBe(409);
       // A completion result, carrying the trace id like every error answer.
-      expect(second.body).toEqual({ status: 'Pending', returnUrl: null, failureReason: null, traceId: expect.any(String) });
+      expect(second.body).toEqual({ status: 'Pending', returnUrl: s.payload.returnUrl, failureReason: null, traceId: expect.any(String) });
       expect((await first).status).toBe(200);
     } finally {
       await sandbox('DELETE', `/__sandbox/faults?account=${m.id}`);

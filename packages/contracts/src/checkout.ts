@@ -103,5 +103,9 @@ export const CheckoutCompletionResult = z
     failureReason: z.string().nullable(),
     // Every error answer carries the request's trace id, this one too (not the 200).
     traceId: z.string().optional().meta({ description: 'On 400 and 409 only: the trace id of the request, as in problem details.' }),
+    errors: z
+      .record(z.string(), z.array(z.string()))
+      .optional()
+      .meta({ description: 'On a 400 for the request body itself (not valid JSON, a field failing its schema, a NUL character) only: each field at fault with its messages, as in a validation problem.' }),
   })
   .meta({ id: 'CheckoutCompletionResult' });

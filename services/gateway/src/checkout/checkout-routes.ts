@@ -56,6 +56,19 @@ const orNull = <T>(v: T | undefined) => v ?? null;
 
 export function checkoutRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const checkout = backends.checkout.checkout;
+  /**
+   * The returnUrl of the caller's checkout session, for completion results the service answers
+   * without one (a body failing its schema, Pending): every completion result names where the
+   * browser goes next. Null without a checkout credential or when the session cannot be read.
+   */
+  const returnUrlOf = async (principal: Principal | undefined): Promise<string | null> => {
+    if (principal?.kind !== 'checkout') return null;
+    try {
+      return (await checkout.GetSession(sessionOf(principal))).returnUrl || null;
+    } catch {
+      return null;
+    }
+  };
   return [
     defineRoute({
       method: 'POST',
@@ -160,12 +173,12 @@ export function checkoutRoutes(backends: Backends, access: MerchantAccess): Rout
       tag: 'Hosted checkout',
       summary: 'Complete the checkout',
       description:
-        'Checkout-session token only. Ensures the customer account (unclaimed when new), the member (the existing one for the email), the payment method (from the token) and the subscription, then fires checkout.completed (data: sessionId, memberId, paymentMethodId, subscriptionId, planId, customerAccountId, email, firstName, lastName, completedAt) exactly once. 200 { status: "Completed", returnUrl, failureReason: null }; a repeated call answers the same and creates nothing. 400 { status: "Failed", failureReason }: the token is empty, unknown, another session\'s or another merchant\'s; the customer\'s email, firstName or lastName is missing or not valid (failureReason names them); the body fails its schema (no providerToken, a sessionId that is not a uuid: failureReason names the fields, returnUrl null). 409 { status: "Failed" }: the member already has a live subscription to the plan, or the plan is no longer active; such a completion is refused before anything is written (no member, payment method or event is added), also when completions for the same email and plan (of other sessions, or onboardings) run at once: they take turns in billing, exactly one completes and the others answer this 409 having added nothing. 409 { status: "Pending" }: another completion of the session is running, or one for the same email and plan has been running for 3 seconds; retry shortly. These bodies are completion results, not problem details. sessionId other than the token\'s: 400 { status: "Failed", returnUrl of the token\'s session, failureReason }; provider unreachable: 502 (problem details).',
+        'Checkout-session token only. Ensures the customer account (unclaimed when new), the member (the existing one for the email), the payment method (from the token) and the subscription, then fires checkout.completed (data: sessionId, memberId, paymentMethodId, subscriptionId, planId, customerAccountId, email, firstName, lastName, completedAt) exactly once. 200 { status: "Completed", returnUrl, failureReason: null }; a repeated call answers the same and creates nothing. 400 { status: "Failed", failureReason }: the token is empty, unknown, another session\'s or another merchant\'s; the customer\'s email, firstName or lastName is missing or not valid (failureReason names them); the body fails its schema (no providerToken, a sessionId that is not a uuid: failureReason names the fields), is not valid JSON or holds text no service may store (a NUL character). Every completion result, Failed and Pending ones too, carries the session\'s returnUrl (null only when the request\'s credential is not a usable checkout-session token). 409 { status: "Failed" }: the member already has a live subscription to the plan, or the plan is no longer active; such a completion is refused before anything is written (no member, payment method or event is added), also when completions for the same email and plan (of other sessions, or onboardings) run at once: they take turns in billing, exactly one completes and the others answer this 409 having added nothing. 409 { status: "Pending" }: another completion of the session is running, or one for the same email and plan has been running for 3 seconds; retry shortly. These bodies are completion results, not problem details. sessionId other than the token\'s: 400 { status: "Failed", returnUrl of the token\'s session, failureReason }; provider unreachable: 502 (problem details).',
       auth: { checkout: true },
       body: CompleteCheckoutRequest,
       responses: { 200: CheckoutCompletionResult, 400: CheckoutCompletionResult, 409: CheckoutCompletionResult, 502: null },
       // A body that fails its schema is a Failed completion result too (interface.md: 200, 400 and 409 all return one).
-      invalidBody: (e) => completionResult(400, { status: 'Failed', failureReason: `The request is not valid: ${describeFieldErrors(e)}` }),
+      invalidBody: async (e, principal) => completionResult(400, { status: 'Failed', returnUrl: await returnUrlOf(principal), failureReason: `The request is not valid: ${describeFieldErrors(e)}`, errors: e.extensions.errors }),
       handler: async ({ body, principal }) => {
         // Another session's id is a Failed completion result too (this endpoint answers no 404), with the token's session's returnUrl.
         if (principal.kind === 'checkout' && body.sessionId.toLowerCase() !== principal.sessionId) {
@@ -174,15 +187,16 @@ export function checkoutRoutes(backends: Backends, access: MerchantAccess): Rout
         }
         const r = await checkout.CompleteSession({ ...sessionOf(principal, body.sessionId), providerToken: body.providerToken });
         const status = r.status === 'Completed' ? 200 : r.status === 'Pending' || r.failureKind === 'subscription_exists' || r.failureKind === 'plan_inactive' ? 409 : 400;
-        return completionResult(status, { status: r.status, returnUrl: r.returnUrl, failureReason: r.failureReason });
+        return completionResult(status, { status: r.status, returnUrl: r.returnUrl || (await returnUrlOf(principal)), failureReason: r.failureReason });
       },
     }),
   ];
 }
 
 /** A checkout completion result (interface.md), never problem details, whatever its status. */
-function completionResult(status: number, r: { status: string; returnUrl?: string | null; failureReason?: string | null }): RouteResult {
-  return { status, body: { status: r.status, returnUrl: r.returnUrl ?? null, failureReason: r.failureReason ?? null }, contentType: 'application/json; charset=utf-8' };
+function completionResult(status: number, r: { status: string; returnUrl?: string | null; failureReason?: string | null; errors?: Record<string, string[]> }): RouteResult {
+  const body = { status: r.status, returnUrl: r.returnUrl ?? null, failureReason: r.failureReason ?? null, ...(r.errors ? { errors: r.errors } : {}) };
+  return { status, body, contentType: 'application/json; charset=utf-8' };
 }
 
 /** "field: message; other: message" of a validation failure. */

@@ -57,10 +57,12 @@ export interface RouteSpec<PS extends ZodType | undefined = any, QS extends ZodT
   /** Examples shown in the API reference: a request body, and response bodies by status. */
   examples?: { request?: unknown; responses?: Record<number, unknown> };
   /**
-   * What a route answers for a body that fails its schema, when that is not a problem (checkout
-   * completion answers a completion result: interface.md); by default the validation problem.
+   * What a route answers for a body that fails its schema, or is refused with a 400 before the
+   * route runs (malformed JSON, text no service may store), when that is not a problem (checkout
+   * completion answers a completion result: interface.md); by default the problem. `principal` is
+   * the caller's when its credential was admitted, else undefined.
    */
-  invalidBody?: (failure: DomainError) => RouteResult;
+  invalidBody?: (failure: DomainError, principal: Principal | undefined) => RouteResult | Promise<RouteResult>;
   /** False for routes the rate limiter skips (none today); documents the RateLimit-* headers and 429 otherwise. */
   rateLimited?: false;
   handler: (ctx: RouteContext<Infer<PS>, Infer<QS>, Infer<BS>>) => Promise<RouteResult>;

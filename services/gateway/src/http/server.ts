@@ -351,6 +351,17 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
    * a rate limit still answers 429.
    */
   const refusedBody = async (spec: RouteSpec, request: FastifyRequest, reply: FastifyReply, refusal: DomainError): Promise<RouteResult> => {
+    if (spec.invalidBody && (refusal.code === 'validation_failed' || refusal.code === 'bad_request')) {
+      // A route whose 400 is not a problem answers its own body; the caller's credential, when it
+      // passes, lets that answer name what the credential holds (a checkout's returnUrl).
+      let principal: Principal | undefined;
+      try {
+        principal = await admitRequest(spec, request, reply);
+      } catch (e) {
+        if (e instanceof DomainError && (e.code === 'rate_limited' || e.code === 'account_locked')) throw e;
+      }
+      return spec.invalidBody(refusal, principal);
+    }
     if (!spec.idempotent || !pipeline.runIdempotent || request.headers['idempotency-key'] === undefined) throw refusal;
     let principal: Principal | undefined;
     try {
@@ -392,7 +403,7 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
             // body, and one no object schema accepts: 400 naming "$", not an empty update.
             body = spec.body ? parse(spec.body, request.body === undefined ? {} : request.body) : undefined;
           } catch (e) {
-            if (spec.invalidBody && e instanceof DomainError && e.code === 'validation_failed') return spec.invalidBody(e);
+            if (spec.invalidBody && e instanceof DomainError && e.code === 'validation_failed') return spec.invalidBody(e, principal);
             throw e;
           }
           const ctx: RouteContext<any, any, any> = {
