@@ -59,16 +59,10 @@ export function checkoutRoutes(backends: Backends, access: MerchantAccess): Rout
   /**
    * The returnUrl of the caller's checkout session, for completion results the service answers
    * without one (a body failing its schema, Pending): every completion result names where the
-   * browser goes next. Null without a checkout credential or when the session cannot be read.
+   * browser goes next. Null without a checkout credential (a body refused before authentication).
    */
-  const returnUrlOf = async (principal: Principal | undefined): Promise<string | null> => {
-    if (principal?.kind !== 'checkout') return null;
-    try {
-      return (await checkout.GetSession(sessionOf(principal))).returnUrl || null;
-    } catch {
-      return null;
-    }
-  };
+  const returnUrlOf = async (principal: Principal | undefined): Promise<string | null> =>
+    principal?.kind === 'checkout' ? (await checkout.GetSession(sessionOf(principal))).returnUrl || null : null;
   return [
     defineRoute({
       method: 'POST',
