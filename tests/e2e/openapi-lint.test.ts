@@ -102,9 +102,10 @@ describe('OpenAPI document', () => {
     expect(doc.paths['/api/members/{memberId}/payment-methods'].post.responses['409']).toBeDefined();
   });
 
-  it("declares the traceId the checkout completion's error answers carry", () => {
-    expect(Object.keys(doc.components.schemas.CheckoutCompletionResult.properties).sort()).toEqual(['failureReason', 'returnUrl', 'status', 'traceId']);
+  it("declares the traceId and the field errors the checkout completion's error answers carry", () => {
+    expect(Object.keys(doc.components.schemas.CheckoutCompletionResult.properties).sort()).toEqual(['errors', 'failureReason', 'returnUrl', 'status', 'traceId']);
     expect(doc.components.schemas.CheckoutCompletionResult.required).not.toContain('traceId');
+    expect(doc.components.schemas.CheckoutCompletionResult.required).not.toContain('errors');
   });
 
   it('has a webhook for every event type, with the type and its data schema', () => {
