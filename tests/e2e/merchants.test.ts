@@ -58,7 +58,7 @@ describe('admin merchants', () => {
     expect(Object.keys(res.body.errors).sort()).toEqual(['billingRetryOffsetsDays', 'billingTerminalAction', 'contactEmail', 'name', 'timeZone']);
   });
 
-  it('says "Required." of a field that is missing, whatever its type', async () => {
+  it('says "Required." of a field that is missing, whatever its type, and each bound in the same words', async () => {
     const res = await api.post('/api/admin/merchants', { contactEmail: `${unique('missing')}@example.com` }, { token: admin });
     expect(res.status).toBe(400);
     expect(res.body.errors).toEqual({ name: ['Required.'] });
@@ -68,6 +68,12 @@ describe('admin merchants', () => {
     expect(plan.status).toBe(400);
     // A decimal amount (a number or a string) and an enum alike.
     expect(plan.body.errors).toMatchObject({ amount: ['Required.'], interval: ['Required.'] });
+    // A bound is said in the same words wherever it is checked, a null is no value.
+    const login = await api.post('/api/auth/login', { email: 'someone@example.com', password: 'x'.repeat(129) });
+    expect(login.status).toBe(400);
+    expect(login.body.errors).toEqual({ password: ['Must be at most 128 characters.'] });
+    const nulled = await api.post('/api/auth/login', { email: 'someone@example.com', password: null });
+    expect(nulled.body.errors).toEqual({ password: ['Must not be null.'] });
   });
 
   it('takes retry offsets written with spaces around the numbers and answers them without', async () => {

@@ -29,7 +29,7 @@ describe('field errors', () => {
     expect(errorsOf(SaveOnboardingDetailsRequest, { invitationId: ID, firstName: 'Ada', lastName: '   ' })).toEqual({ lastName: ['Required.'] });
   });
 
-  it('say "Required." of a missing field, whatever its type, unless the schema says otherwise', () => {
+  it('say "Required." of a missing field, whatever its type, and each bound in the API\'s words, unless the schema says otherwise', () => {
     expect(errorsOf(z.object({ s: z.string(), n: z.number(), e: z.enum(['A', 'B']), u: z.union([z.number(), z.string()]) }), {})).toEqual({
       s: ['Required.'],
       n: ['Required.'],
@@ -37,6 +37,10 @@ describe('field errors', () => {
       u: ['Required.'],
     });
     expect(errorsOf(z.object({ s: z.string() }), { s: 5 })).toEqual({ s: ['Invalid input: expected string, received number'] });
+    expect(errorsOf(z.object({ s: z.string() }), { s: null })).toEqual({ s: ['Must not be null.'] });
+    expect(errorsOf(z.object({ s: z.string().min(1).max(3), t: z.string().min(2) }), { s: 'abcd', t: 'a' })).toEqual({ s: ['Must be at most 3 characters.'], t: ['Must be at least 2 characters.'] });
+    expect(errorsOf(z.object({ s: z.string().min(1) }), { s: '' })).toEqual({ s: ['Must not be empty.'] });
+    expect(errorsOf(z.object({ n: z.number().int().min(1).max(30), a: z.array(z.string()).max(1) }), { n: 31, a: ['x', 'y'] })).toEqual({ n: ['Must be at most 30.'], a: ['Must have at most 1 item.'] });
     expect(errorsOf(z.object({ s: z.string('Must be text.') }), {})).toEqual({ s: ['Must be text.'] });
   });
 

@@ -1,11 +1,33 @@
 import { z as zod, type ZodError, type ZodType, type z } from 'zod';
 import { DomainError, type FieldErrors } from './errors.js';
 
-// A field that is missing is "Required." wherever it is checked (zod's own words are "Invalid
-// input: expected string, received undefined", or "Invalid input" for a union); a message a
-// schema gives itself still wins.
 const MISSING_CODES: ReadonlySet<string> = new Set(['invalid_type', 'invalid_union', 'invalid_value']);
-zod.config({ customError: (issue) => (issue.input === undefined && MISSING_CODES.has(issue.code ?? '') ? 'Required.' : undefined) });
+
+/**
+ * The words of a failed check whose schema gives none, in the words the rest of the API uses
+ * ("Must be at most 128 characters."), not zod's ("Too big: expected string to have <=128
+ * characters", "Invalid input: expected string, received undefined"): a missing field is
+ * "Required."; a null where a value is required "Must not be null."; a length or size bound says
+ * its limit. A message a schema gives itself still wins; other checks keep zod's words.
+ */
+export function validationMessage(issue: z.core.$ZodRawIssue): string | undefined {
+  if (MISSING_CODES.has(issue.code ?? '')) {
+    if (issue.input === undefined) return 'Required.';
+    if (issue.input === null && issue.code === 'invalid_type') return 'Must not be null.';
+    return undefined;
+  }
+  if (issue.code === 'too_big' || issue.code === 'too_small') {
+    const big = issue.code === 'too_big';
+    const bound = Number(big ? issue.maximum : issue.minimum);
+    const inclusive = issue.inclusive !== false;
+    const word = big ? (inclusive ? 'at most' : 'less than') : inclusive ? 'at least' : 'more than';
+    if (issue.origin === 'string') return !big && inclusive && bound === 1 ? 'Must not be empty.' : `Must be ${word} ${bound} character${bound === 1 ? '' : 's'}.`;
+    if (issue.origin === 'array' || issue.origin === 'set') return !big && inclusive && bound === 1 ? 'Must not be empty.' : `Must have ${word} ${bound} item${bound === 1 ? '' : 's'}.`;
+    if (issue.origin === 'number' || issue.origin === 'int' || issue.origin === 'bigint') return `Must be ${word} ${bound}.`;
+  }
+  return undefined;
+}
+zod.config({ customError: validationMessage });
 
 /** camelCase JSON path of a zod issue: `orders[0].id`; the whole body is `$`. */
 export function fieldPath(path: ReadonlyArray<PropertyKey>): string {
