@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { findFreePort } from './ports.mjs';
 import { findSystemBinary } from './system-binary.mjs';
-import { describeExit, sleep, spawnProcess, waitUntil } from './processes.mjs';
+import { describeExit, retrying, sleep, spawnProcess, waitUntil } from './processes.mjs';
 
 const SEARCH_DIRS = ['/usr/sbin', '/usr/local/bin', '/usr/bin', '/usr/local/sbin', '/opt/homebrew/bin'];
 
@@ -135,16 +135,8 @@ export async function startNatsServer(opts) {
       current = undefined;
       await stopping?.stop(10_000);
       // The OS may hold the port briefly after the old server closed it.
-      for (let attempt = 0; ; attempt++) {
-        try {
-          current = await launch(port);
-          watch(current);
-          return;
-        } catch (e) {
-          if (attempt >= 20) throw e;
-          await sleep(250);
-        }
-      }
+      current = await retrying(() => launch(port), 20, 250);
+      watch(current);
     },
   };
 }

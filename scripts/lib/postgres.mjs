@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isAlive, lockDir } from './dir-lock.mjs';
 import { findFreePort } from './ports.mjs';
-import { describeExit, sleep, spawnProcess, waitUntil } from './processes.mjs';
+import { describeExit, retrying, sleep, spawnProcess, waitUntil } from './processes.mjs';
 
 export const PG_USER = 'postgres';
 export const PG_PASSWORD = 'postgres';
@@ -121,17 +121,8 @@ export async function startEmbeddedPostgres(opts) {
         // A server that was killed leaves backends that exit once they notice, and the shared
         // memory and port they hold until then: the new one is refused until they are gone. It
         // recovers from its WAL as after any crash.
-        for (let attempt = 0; ; attempt++) {
-          try {
-            const again = await startServer(bins.postgres, claim.dir, user, { ...opts, port: server.port });
-            current = again.proc;
-            watch(again.proc);
-            return;
-          } catch (e) {
-            if (attempt >= 20) throw e;
-            await sleep(250);
-          }
-        }
+        current = (await retrying(() => startServer(bins.postgres, claim.dir, user, { ...opts, port: server.port }), 20, 250)).proc;
+        watch(current);
       },
     };
   } catch (e) {

@@ -164,3 +164,23 @@ export async function waitUntil(what, check, opts = {}) {
     await sleep(opts.intervalMs ?? 150);
   }
 }
+
+/**
+ * Runs `attempt` until it resolves, at most `retries` + 1 times, `delayMs` apart; rethrows the
+ * last failure.
+ * @template T
+ * @param {() => Promise<T>} attempt
+ * @param {number} retries
+ * @param {number} delayMs
+ * @returns {Promise<T>}
+ */
+export async function retrying(attempt, retries, delayMs) {
+  for (let n = 0; ; n++) {
+    try {
+      return await attempt();
+    } catch (e) {
+      if (n >= retries) throw e;
+      await sleep(delayMs);
+    }
+  }
+}

@@ -28,7 +28,23 @@ function pidRunning(command: string): number | undefined {
   const record = JSON.parse(readFileSync(join(REPO_ROOT, '.data', 'launchers', `${launcher.pid}.json`), 'utf8')) as { children: { pid: number; cmdline?: string }[] };
   return record.children.find((c) => c.cmdline?.includes(command))?.pid;
 }
-const pidOf = (service: string) => pidRunning(`services/${service}/dist/main.js`);
+
+/**
+ * Kills the launcher's child `name` (found by `command` in its command line) with SIGKILL, waits
+ * for the launcher to say it restarts it and that it is healthy again, and answers the new pid.
+ */
+async function killAndAwaitRestart(name: string, command: string, restartMs: number): Promise<number> {
+  const before = pidRunning(command);
+  expect(before).toBeDefined();
+  process.kill(before!, 'SIGKILL');
+  await waitForOutput(new RegExp(`${name} was killed by SIGKILL; restarting it in \\d+ ms`), 10_000);
+  await waitForOutput(new RegExp(`${name} restarted and healthy`), restartMs);
+  const after = pidRunning(command);
+  expect(after).toBeDefined();
+  expect(after).not.toBe(before);
+  expect(() => process.kill(after!, 0)).not.toThrow();
+  return after!;
+}
 
 const adminToken = randomBytes(32).toString('base64url');
 /** The Postgres the launcher started again (set by its test). */
@@ -69,29 +85,14 @@ describe('npm start', () => {
   });
 
   it('restarts its own nats-server killed with SIGKILL, and the services reconnect to it', async () => {
-    const before = pidRunning('nats-server');
-    expect(before).toBeDefined();
-    process.kill(before!, 'SIGKILL');
-    await waitForOutput(/nats-server was killed by SIGKILL; restarting it in \d+ ms/, 10_000);
-    await waitForOutput(/nats-server restarted and healthy/, 60_000);
-    const after = pidRunning('nats-server');
-    expect(after).toBeDefined();
-    expect(after).not.toBe(before);
-    expect(() => process.kill(after!, 0)).not.toThrow();
+    await killAndAwaitRestart('nats-server', 'nats-server', 60_000);
     // The gateway's readiness includes its NATS connection (and the services' health).
     const report = await eventually(ready, 30_000, 250);
     expect(report?.checks).toMatchObject({ nats: 'ok' });
   }, 120_000);
 
   it('restarts its embedded Postgres killed with SIGKILL, and the services write to it again', async () => {
-    const before = pidRunning('bin/postgres');
-    expect(before).toBeDefined();
-    process.kill(before!, 'SIGKILL');
-    await waitForOutput(/postgres was killed by SIGKILL; restarting it in \d+ ms/, 10_000);
-    await waitForOutput(/postgres restarted and healthy/, 90_000);
-    const after = pidRunning('bin/postgres');
-    expect(after).toBeDefined();
-    expect(after).not.toBe(before);
+    const after = await killAndAwaitRestart('postgres', 'bin/postgres', 90_000);
     // Every service's pool reconnects: readiness (each service's database check) and a write
     // that goes through the gateway to billing's schema and out as an event.
     const report = await eventually(ready, 60_000, 250);
@@ -113,15 +114,7 @@ describe('npm start', () => {
   }, 150_000);
 
   it('restarts a service killed with SIGKILL, and stops everything on Ctrl-C', async () => {
-    const before = pidOf('billing');
-    expect(before).toBeDefined();
-    process.kill(before!, 'SIGKILL');
-    await waitForOutput(/billing was killed by SIGKILL; restarting it in \d+ ms/, 10_000);
-    await waitForOutput(/billing restarted and healthy/, 60_000);
-    const after = pidOf('billing');
-    expect(after).toBeDefined();
-    expect(after).not.toBe(before);
-    expect(() => process.kill(after!, 0)).not.toThrow();
+    const after = await killAndAwaitRestart('billing', 'services/billing/dist/main.js', 60_000);
 
     const exited = new Promise<number | null>((r) => launcher.once('exit', (code) => r(code)));
     launcher.kill('SIGINT');
