@@ -82,6 +82,13 @@ function checkAnswer(method: string, path: string, requestBody: unknown, res: { 
   if (type === 'application/problem+json' && (body as { traceId?: string }).traceId !== res.headers.get('x-trace-id')) failures.push(`${where}: the problem's traceId is not the X-Trace-Id`);
   const validate = validatorOf(`/paths/${esc(template)}/${method.toLowerCase()}/responses/${res.status}/content/${esc(type)}/schema`);
   if (!validate(body)) failures.push(`${where}: body fails its schema: ${errorsOf(validate)} in ${res.text.slice(0, 300)}`);
+  // A field the answer calls required ("Required.", "Required for a Card.") is one the document requires: a request valid against the documented body is not refused for lacking it.
+  const requestSchema0 = op.requestBody?.content['application/json'];
+  const missing = Object.entries<string[]>((res.status === 400 && (body as { errors?: Record<string, string[]> }).errors) || {}).filter(([, msgs]) => msgs.some((m) => /^Required\b/.test(m)));
+  if (missing.length && requestSchema0 && requestBody !== undefined && (requestBody as object) !== null && typeof requestBody === 'object') {
+    const validateRequest = validatorOf(`/paths/${esc(template)}/${method.toLowerCase()}/requestBody/content/application~1json/schema`);
+    if (validateRequest(requestBody)) failures.push(`${where}: refused for lacking ${missing.map(([f]) => f).join(', ')}, but the request is valid against the documented request body`);
+  }
   // A request the gateway accepted is one the document allows.
   if (res.status < 300 && !sentBody && op.requestBody?.required) failures.push(`${where}: accepted without a body, but the document requires one`);
   const requestSchema = op.requestBody?.content['application/json'];
@@ -251,6 +258,9 @@ describe('the gateway answers what its OpenAPI document declares', () => {
     await call('POST', methods, { token: m.key, body: { merchantId: m.id, ...CARD } });
     await call('POST', methods, { token: m.key, headers: idempotent(), raw: '{' });
     const bank = await expectStatus(201, 'POST', methods, { token: m.key, headers: idempotent(), body: { merchantId: m.id, type: 'BankAccount', accountName: 'Ada', bsb: '062-000', last4: '1234' } });
+    // The fields a type requires (a Card's expiry, a BankAccount's name and BSB) are ones the document requires.
+    expect((await call('POST', methods, { token: m.key, headers: idempotent(), body: { merchantId: m.id, type: 'Card', brand: 'Visa', last4: '4242' } })).status).toBe(400);
+    expect((await call('POST', methods, { token: m.key, headers: idempotent(), body: { merchantId: m.id, type: 'BankAccount', last4: '1234' } })).status).toBe(400);
     await call('GET', methods, { token: m.key });
     await call('GET', `${methods}/${card.body.id}`, { token: m.key });
     await call('POST', `${methods}/reorder`, { token: m.key, body: { merchantId: m.id, orderedIds: [bank.body.id, card.body.id] } });

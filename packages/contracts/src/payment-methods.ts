@@ -101,7 +101,14 @@ export function paymentMethodGaps(pm: { type: PaymentMethodType; last4?: string 
 export const AddPaymentMethodRequest = z
   .looseObject({ merchantId: Uuid.nullish(), memberId: Uuid.nullish(), ...paymentMethodDetailsShape })
   .superRefine((pm, ctx) => checkPaymentMethodDetails(pm, ctx))
-  .meta({ id: 'AddPaymentMethodRequest' });
+  .meta({
+    id: 'AddPaymentMethodRequest',
+    // What the refinement above requires by type, said in the document (a client generated from it, or reading the schema, sends them).
+    allOf: [
+      { if: { properties: { type: { const: 'Card' } }, required: ['type'] }, then: { required: ['expiryMonth', 'expiryYear'], properties: { expiryMonth: { type: 'integer' }, expiryYear: { type: 'integer' } } } },
+      { if: { properties: { type: { const: 'BankAccount' } }, required: ['type'] }, then: { required: ['accountName', 'bsb'], properties: { accountName: { type: 'string' }, bsb: { type: 'string' } } } },
+    ],
+  });
 export type AddPaymentMethodRequest = z.infer<typeof AddPaymentMethodRequest>;
 
 export const AddPaymentMethodFromTokenRequest = z

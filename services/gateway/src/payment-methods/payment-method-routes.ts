@@ -45,7 +45,7 @@ export function paymentMethodRoutes(backends: Backends, access: MerchantAccess):
       tag: 'Payment methods',
       summary: 'Add a payment method (a tokenisation result)',
       description:
-        'Stores the result of client-side tokenisation: type Card (brand, last4, expiryMonth, expiryYear; not expired) or BankAccount (accountName, bsb as 123-456 or 123456, last4). last4 is exactly 4 digits. Fields that would carry a full number or security code (cardNumber, number, pan, accountNumber, cvc, cvv, ...) are refused with 400 and never stored or logged. The method is appended at the lowest rank; the first one becomes the default. Emits payment_method.added. Requires an Idempotency-Key.',
+        'Stores the result of client-side tokenisation: type Card (last4, expiryMonth and expiryYear required, not expired; brand optional) or BankAccount (last4, accountName and bsb as 123-456 or 123456 required). A field the type requires that is missing or null is 400 naming it ("Required for a Card.", "Required for a BankAccount."); expiry on a BankAccount or bank fields on a Card are 400 too. last4 is exactly 4 digits. Fields that would carry a full number or security code (cardNumber, number, pan, accountNumber, cvc, cvv, ...) are refused with 400 and never stored or logged. The method is appended at the lowest rank; the first one becomes the default. Emits payment_method.added. Requires an Idempotency-Key.',
       auth: { merchant: 'Staff' },
       idempotent: true,
       ownerOf,
