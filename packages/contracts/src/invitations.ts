@@ -53,7 +53,14 @@ export const CreateInvitationRequest = z
       for (const path of ['email', 'phone']) ctx.addIssue({ code: 'custom', path: [path], message: 'Supply an email or a phone (at least one).' });
     }
   })
-  .meta({ id: 'CreateInvitationRequest' });
+  .meta({
+    id: 'CreateInvitationRequest',
+    // The refinement above (an email or a phone, at least one), said in the document.
+    anyOf: [
+      { required: ['email'], properties: { email: { type: 'string' } } },
+      { required: ['phone'], properties: { phone: { type: 'string', minLength: 1 } } },
+    ],
+  });
 export type CreateInvitationRequest = z.infer<typeof CreateInvitationRequest>;
 
 /** The answer to `POST /api/Invitations` (interface.md "Invitation result"). */
