@@ -232,6 +232,7 @@ describe('the gateway answers what its OpenAPI document declares', () => {
     const text = await expectStatus(201, 'POST', questions, { token: m.key, body: { merchantId: m.id, text: 'Why?', kind: 'Text', required: true } });
     await expectStatus(201, 'POST', questions, { token: m.key, body: { merchantId: m.id, text: 'Size', kind: 'SingleChoice', required: false, options: [{ label: 'S' }, { label: 'M' }] } });
     await call('POST', questions, { token: m.key, body: { merchantId: m.id, text: 'x', kind: 'Essay', required: true } });
+    await call('POST', questions, { token: m.key, body: { merchantId: m.id, text: 'Colour', kind: 'MultiChoice', required: false } });
     await call('GET', questions, { token: m.key });
     await call('GET', `${questions}/${text.body.id}`, { token: m.key });
     await call('POST', `${questions}/reorder`, { token: m.key, body: { productId: m.productId, orders: [{ id: text.body.id, order: 5 }] } });

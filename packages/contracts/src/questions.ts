@@ -66,7 +66,14 @@ export type QuestionInput = z.infer<typeof QuestionInput>;
 /** `POST /api/Products/{productId}/questions`: merchantId, text, kind and required are required. */
 export const CreateQuestionRequest = QuestionFields.extend({ merchantId: Uuid })
   .superRefine(checkOptions)
-  .meta({ id: 'CreateQuestionRequest' });
+  .meta({
+    id: 'CreateQuestionRequest',
+    // checkOptions, said in the document: a Text question has no options, a choice question at least one.
+    allOf: [
+      { if: { properties: { kind: { const: 'Text' } }, required: ['kind'] }, then: { properties: { options: { anyOf: [{ type: 'null' }, { type: 'array', items: { type: 'object' }, maxItems: 0 }] } } } },
+      { if: { properties: { kind: { enum: ['SingleChoice', 'MultiChoice'] } }, required: ['kind'] }, then: { required: ['options'], properties: { options: { type: 'array', items: { type: 'object' }, minItems: 1 } } } },
+    ],
+  });
 export type CreateQuestionRequest = z.infer<typeof CreateQuestionRequest>;
 
 /**
