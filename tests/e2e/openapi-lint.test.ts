@@ -134,6 +134,18 @@ describe('OpenAPI document', () => {
     // Nor the design notes it was written from, by section: a reader has only this reference.
     expect(JSON.stringify(doc)).not.toMatch(/\b(contract|interface)\s*(§|section\b)/i);
   });
+
+  it('says, on every list whose merchantId the platform admin token must give, that it must (the lists of API keys, plans, members, subscriptions, webhook deliveries and fee statements did not)', async () => {
+    const silent: string[] = [];
+    for (const [path, ops] of Object.entries<any>(doc.paths)) {
+      const param = ops.get?.parameters?.find((p: any) => p.in === 'query' && p.name === 'merchantId');
+      if (!param || path.includes('{') || !('merchant' in ops.get['x-auth'])) continue;
+      const res = await fetch(`${inject('gatewayUrl')}${path}`, { headers: { authorization: `Bearer ${inject('adminToken')}` } });
+      const body = (await res.json()) as { errors?: Record<string, string[]> };
+      if (res.status === 400 && body.errors?.merchantId && !/required with the platform admin token/i.test(param.description ?? '')) silent.push(path);
+    }
+    expect(silent).toEqual([]);
+  });
 });
 
 describe('the gateway answers with the documented rate-limit headers', () => {

@@ -108,6 +108,8 @@ const STATUS_TEXT: Record<number, string> = {
   409: 'Conflict', 410: 'Gone', 413: 'Payload too large', 415: 'Unsupported media type', 422: 'Unprocessable', 429: 'Too many requests', 500: 'Internal error', 502: 'An external provider failed (the payment provider, or the email or SMS channel)', 503: 'Service unavailable',
 };
 
+const MERCHANT_QUERY = "The merchant to read; defaults to the credential's merchant (an API key's or merchant user's own; naming another merchant is 403, or 404 when no such merchant exists). Required with the platform admin token, which has no merchant: without it 400 naming merchantId.";
+
 const HEADERS: Record<string, Json> = {
   Location: { description: 'The URL of the created resource (also reproduced on an idempotent replay).', schema: { type: 'string' } },
   RetryAfter: { description: 'Whole seconds (at least 1) to wait before trying again.', schema: { type: 'integer', format: 'int32', minimum: 1 } },
@@ -173,7 +175,9 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Json {
       else if (schema) responses[status] = { ...base, content: { 'application/json': { schema: schemaOf(schema, 'output', inputRef), ...(example !== undefined ? { example } : {}) } } };
       else responses[status] = base;
     }
-    const parameters: unknown[] = [...parametersOf(r.params, 'path'), ...parametersOf(r.query, 'query')];
+    const parameters: Json[] = [...parametersOf(r.params, 'path'), ...parametersOf(r.query, 'query')];
+    // A merchant endpoint's merchantId query parameter: what it defaults to, and that the platform admin token (which has no merchant) must give it.
+    for (const p of parameters) if (p.in === 'query' && p.name === 'merchantId' && 'merchant' in r.auth) p.description ??= MERCHANT_QUERY;
     if (r.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
     const bodyExample = examples?.request;
     (paths[path] ??= {})[r.method.toLowerCase()] = {
