@@ -117,6 +117,16 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('describes every tag an operation is filed under', () => {
+    const used = new Set(Object.values(doc.paths as Record<string, Record<string, { tags?: string[] }>>).flatMap((ops) => Object.values(ops).flatMap((op) => op.tags ?? [])));
+    const described = new Map((doc.tags as { name: string; description?: string }[]).map((t) => [t.name, t.description ?? '']));
+    // The sandbox's test helpers are described on their operations.
+    const undescribed = [...used].filter((t) => t !== 'Test' && !(described.get(t) ?? '').trim());
+    expect(undescribed).toEqual([]);
+    expect(described.get('Hosted checkout')).toContain('POST /api/Checkout/sessions/resolve');
+    expect(described.get('Merchant users')).toContain('POST /api/auth/login');
+  });
+
   it('says how the API is versioned', () => {
     expect(doc.info.version).toBe('1.0.0');
     const intro: string = doc.info.description;

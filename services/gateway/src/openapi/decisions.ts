@@ -252,6 +252,17 @@ export const DECISION_TAGS: Record<string, string> = {
   'Webhook deliveries': join(decisionsFor('Webhooks'), '**Event backbone**', decisionsFor('Event backbone')),
   Invitations: decisionsFor('Invitations and self-serve onboarding').split('\n').filter((b) => !/\/api\/onboard/.test(b)).join('\n'),
   'Self-serve onboarding': decisionsFor('Invitations and self-serve onboarding').split('\n').filter((b) => /\/api\/onboard|[Ww]izard/.test(b)).join('\n'),
+  'Hosted checkout': [
+    '- The flow: the merchant makes a signed deep link (POST /api/Checkout/links, signed with an API key; the operation also gives the signing recipe) and sends the customer to its url, the hosted checkout page.',
+    '- The page (or any client) resolves the link (POST /api/Checkout/sessions/resolve, anonymous), which answers a checkout-session token (a JWT, 30 minutes) for the calls that follow, each with Authorization: Bearer <that token>.',
+    "- With it: read the session (GET /api/Checkout/sessions/me), save the customer's details (…/me/customer), tokenise the bank details (…/me/capture-bank), then complete (…/me/complete) with the providerToken that answered.",
+    '- Completion creates the member (or finds it by email), the payment method and the subscription and fires checkout.completed, exactly once however often it is called. Its 200, 400 and 409 answers are checkout completion results (status, returnUrl, failureReason), not problem details.',
+  ].join('\n'),
+  'Merchant users': [
+    '- A merchant user signs in with POST /api/auth/login (email and password) and gets a JWT to send as Authorization: Bearer <token>; it acts with the reach of its role (Owner, Admin, Staff, Viewer) on its merchant only.',
+    '- GET /api/Merchants/me answers the merchant of the calling credential (a merchant user or an API key) with the fields id through updatedAt.',
+    '- The platform admin, or an Owner of the merchant, creates merchant users and changes their role or active flag (see Admin); a changed role or a deactivation ends the user\'s existing tokens.',
+  ].join('\n'),
 };
 
 /** Sections placed above; any other (a section added later) is kept in the introduction, never dropped. */
