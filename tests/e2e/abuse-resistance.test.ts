@@ -104,6 +104,15 @@ describe('a per-client-IP limit before authentication, shared by the replicas', 
     expectLimited(rest.at(-1)!, 'ip');
   });
 
+  it('counts the JWT public keys against the client too: each read asks identity', async () => {
+    const client = newClient();
+    const keys = await a.get('/.well-known/jwks.json', { headers: client });
+    expect(keys.status).toBe(200);
+    expect(keys.headers.get('ratelimit-policy')).toContain('"ip";q=12');
+    const rest = await alternately(23, (c) => c.get('/.well-known/jwks.json', { headers: client }));
+    expectLimited(rest.at(-1)!, 'ip');
+  });
+
   it('counts bodies refused before they are parsed (malformed, nested too deep) like any request', async () => {
     const client = { ...newClient(), 'content-type': 'application/json' };
     const bodies = ['{"email": ', `${'['.repeat(100_000)}${']'.repeat(100_000)}`];

@@ -440,6 +440,12 @@ describe('the gateway answers what its OpenAPI document declares', () => {
     expectConforming();
   });
 
+  it('authentication: the public keys that verify the JWTs', async () => {
+    const res = await expectStatus(200, 'GET', '/.well-known/jwks.json');
+    expect((res.body as { keys: unknown[] }).keys.length).toBeGreaterThan(0);
+    expectConforming();
+  });
+
   it('covered every tag of the document and the error statuses', () => {
     const tagOf = new Map<string, string>();
     for (const [path, ops] of Object.entries<any>(doc.paths)) for (const [method, op] of Object.entries<any>(ops)) tagOf.set(`${method.toUpperCase()} ${path}`, op.tags[0]);

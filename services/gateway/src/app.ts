@@ -171,7 +171,8 @@ export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
     const checks = Object.fromEntries(Object.entries(report.checks).map(([name, result]) => [name, result === 'ok' ? 'ok' : 'unavailable']));
     return reply.code(report.status === 'ready' ? 200 : 503).send({ status: report.status, checks });
   });
-  app.get('/.well-known/jwks.json', async () => identityJwks());
+  // Anonymous and a call to identity each: counted against the client's limit, as /openapi.json is.
+  app.get('/.well-known/jwks.json', CLIENT_LIMITED, async () => identityJwks());
   registerPages(app, backends.checkout.pages, logger);
 
   await feed.start();

@@ -258,6 +258,7 @@ export const DECISION_TAGS: Record<string, string> = {
     "- With it: read the session (GET /api/Checkout/sessions/me), save the customer's details (…/me/customer), tokenise the bank details (…/me/capture-bank), then complete (…/me/complete) with the providerToken that answered.",
     '- Completion creates the member (or finds it by email), the payment method and the subscription and fires checkout.completed, exactly once however often it is called. Its 200, 400 and 409 answers are checkout completion results (status, returnUrl, failureReason), not problem details.',
   ].join('\n'),
+  Authentication: join('How requests authenticate and the credential kinds: see the *bearer* security scheme.', decisionsFor('Authentication').split('\n').filter((b) => /jwks|ES256/.test(b)).join('\n')),
   'Merchant users': [
     '- A merchant user signs in with POST /api/auth/login (email and password) and gets a JWT to send as Authorization: Bearer <token>; it acts with the reach of its role (Owner, Admin, Staff, Viewer) on its merchant only.',
     '- GET /api/Merchants/me answers the merchant of the calling credential (a merchant user or an API key) with the fields id through updatedAt.',

@@ -137,6 +137,8 @@ const HEADERS: Record<string, Json> = {
   },
 };
 const header = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
+/** The headers of a response the rate limits counted. */
+const RATE_LIMIT_HEADERS = { 'RateLimit-Policy': header('RateLimitPolicy'), RateLimit: header('RateLimit'), 'RateLimit-Limit': header('RateLimitLimit'), 'RateLimit-Remaining': header('RateLimitRemaining') };
 
 /** The OpenAPI 3.1 document, generated from the same zod schemas the gateway validates with. */
 export function buildOpenApi(routes: RouteSpec[], version: string): Json {
@@ -164,7 +166,7 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Json {
       if (status === 401) headers['WWW-Authenticate'] = header('WWWAuthenticate');
       if (status === 429 || status === 503 || (status === 409 && r.idempotent)) headers['Retry-After'] = header('RetryAfter');
       if (r.idempotent && status !== 429) headers['Idempotent-Replayed'] = header('IdempotentReplayed');
-      if (limited) Object.assign(headers, { 'RateLimit-Policy': header('RateLimitPolicy'), RateLimit: header('RateLimit'), 'RateLimit-Limit': header('RateLimitLimit'), 'RateLimit-Remaining': header('RateLimitRemaining') });
+      if (limited) Object.assign(headers, RATE_LIMIT_HEADERS);
       const base = { description, headers };
       const example = examples?.responses?.[status];
       const problem = { 'application/problem+json': { schema: { $ref: `${REF_BASE}ProblemDetails` } } };
@@ -195,6 +197,53 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Json {
       responses,
     };
   }
+  // Served beside the routes, without a credential: what a client verifying the platform's JWTs needs.
+  paths['/.well-known/jwks.json'] = {
+    get: {
+      operationId: 'getJwks',
+      tags: ['Authentication'],
+      summary: "The public keys of the platform's JWTs",
+      description:
+        'The JSON Web Key Set (RFC 7517) of the keys that sign every JWT the platform issues (merchant users, customers, checkout sessions): EC P-256 keys for ES256, each with the kid that the tokens name in their header.',
+      security: [],
+      responses: {
+        200: {
+          description: 'OK',
+          headers: { 'X-Trace-Id': header('XTraceId'), ...RATE_LIMIT_HEADERS },
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['keys'],
+                properties: {
+                  keys: {
+                    type: 'array',
+                    items: {
+                      type: 'object',
+                      required: ['kty', 'crv', 'x', 'y', 'kid', 'alg', 'use'],
+                      properties: { kty: { const: 'EC' }, crv: { const: 'P-256' }, x: { type: 'string' }, y: { type: 'string' }, kid: { type: 'string' }, alg: { const: 'ES256' }, use: { const: 'sig' } },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+        // The limit by client IP counts it (as /openapi.json).
+        429: {
+          description: decisionsFor('Rate limits'),
+          headers: { 'X-Trace-Id': header('XTraceId'), 'Retry-After': header('RetryAfter'), ...RATE_LIMIT_HEADERS },
+          content: { 'application/problem+json': { schema: { $ref: `${REF_BASE}ProblemDetails` } } },
+        },
+        503: {
+          description: STATUS_TEXT[503],
+          headers: { 'X-Trace-Id': header('XTraceId'), 'Retry-After': header('RetryAfter') },
+          content: { 'application/problem+json': { schema: { $ref: `${REF_BASE}ProblemDetails` } } },
+        },
+      },
+    },
+  };
+  tags.add('Authentication');
   const tagList = [...tags].map((name) => ({ name, ...(DECISION_TAGS[name] ? { description: DECISION_TAGS[name] } : {}) }));
   const webhooks = webhooksSection(schemas, inputRef);
   tagList.push({
