@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { findFreePort } from './ports.mjs';
 import { findSystemBinary } from './system-binary.mjs';
-import { describeExit, retrying, sleep, spawnProcess, waitUntil } from './processes.mjs';
+import { describeExit, restartable, sleep, spawnProcess, waitUntil } from './processes.mjs';
 
 const SEARCH_DIRS = ['/usr/sbin', '/usr/local/bin', '/usr/bin', '/usr/local/sbin', '/opt/homebrew/bin'];
 
@@ -95,14 +95,6 @@ export async function startNatsServer(opts) {
     }
   };
 
-  /** Reports `proc` exiting of itself: while it is still the current server, nobody stopped it. @param {import('./processes.mjs').ManagedProcess} proc */
-  const watch = (proc) => {
-    void proc.exited.then((status) => {
-      if (current !== proc) return;
-      current = undefined;
-      opts.onExit?.(status);
-    });
-  };
   let port = opts.port ?? (await findFreePort(opts.preferredPort));
   let proc;
   for (let attempt = 0; !proc; attempt++) {
@@ -115,29 +107,17 @@ export async function startNatsServer(opts) {
       port = await findFreePort();
     }
   }
-  /** @type {import('./processes.mjs').ManagedProcess | undefined} */
-  let current = proc;
-  watch(proc);
+  // Restarted on its port (the OS may hold it briefly after the old server closed it).
+  const server = restartable(proc, { launch: () => launch(port), stopMs: 10_000, onExit: opts.onExit });
   return {
     url: `nats://${NATS_USER}:${password}@127.0.0.1:${port}`,
     address: `nats://127.0.0.1:${port}`,
     port,
     storeDir: opts.storeDir,
     logs,
-    pid: () => (current?.running() ? current.pid : undefined),
-    stop: async () => {
-      const stopping = current;
-      current = undefined;
-      await stopping?.stop(10_000);
-    },
-    restart: async () => {
-      const stopping = current;
-      current = undefined;
-      await stopping?.stop(10_000);
-      // The OS may hold the port briefly after the old server closed it.
-      current = await retrying(() => launch(port), 20, 250);
-      watch(current);
-    },
+    pid: server.pid,
+    stop: server.stop,
+    restart: server.restart,
   };
 }
 

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isAlive, lockDir } from './dir-lock.mjs';
 import { findFreePort } from './ports.mjs';
-import { describeExit, retrying, sleep, spawnProcess, waitUntil } from './processes.mjs';
+import { describeExit, restartable, sleep, spawnProcess, waitUntil } from './processes.mjs';
 
 export const PG_USER = 'postgres';
 export const PG_PASSWORD = 'postgres';
@@ -89,41 +89,27 @@ export async function startEmbeddedPostgres(opts) {
   try {
     if (!fs.existsSync(path.join(claim.dir, 'PG_VERSION'))) await initialise(bins.initdb, claim.dir, user, !!opts.fast, log);
     const server = await startServer(bins.postgres, claim.dir, user, opts);
-    /** @type {import('./processes.mjs').ManagedProcess | undefined} */
-    let current = server.proc;
-    /** Reports `proc` exiting of itself: while it is still the current server, nobody stopped it. @param {import('./processes.mjs').ManagedProcess} proc */
-    const watch = (proc) => {
-      void proc.exited.then((status) => {
-        if (current !== proc) return;
-        current = undefined;
-        opts.onExit?.(status);
-      });
-    };
-    watch(server.proc);
+    // Started again on its port and data directory: a server that was killed leaves backends that
+    // exit once they notice, holding its shared memory and port until then, so the new one is
+    // refused until they are gone. It recovers from its WAL as after any crash.
+    const running = restartable(server.proc, {
+      launch: async () => (await startServer(bins.postgres, claim.dir, user, { ...opts, port: server.port })).proc,
+      // SIGINT is Postgres's "fast" shutdown: disconnect clients, checkpoint, exit.
+      stopMs: 20_000,
+      onExit: opts.onExit,
+    });
     return {
       url: `postgres://${PG_USER}:${PG_PASSWORD}@127.0.0.1:${server.port}/postgres`,
       started: true,
       dataDir: claim.dir,
       pid: server.proc.pid,
       logs: server.proc.logs,
-      currentPid: () => (current?.running() ? current.pid : undefined),
+      currentPid: running.pid,
       stop: async () => {
-        const stopping = current;
-        current = undefined;
-        // SIGINT is Postgres's "fast" shutdown: disconnect clients, checkpoint, exit.
-        await stopping?.stop(20_000);
+        await running.stop();
         claim.release();
       },
-      restart: async () => {
-        const stopping = current;
-        current = undefined;
-        await stopping?.stop(20_000);
-        // A server that was killed leaves backends that exit once they notice, and the shared
-        // memory and port they hold until then: the new one is refused until they are gone. It
-        // recovers from its WAL as after any crash.
-        current = (await retrying(() => startServer(bins.postgres, claim.dir, user, { ...opts, port: server.port }), 20, 250)).proc;
-        watch(current);
-      },
+      restart: running.restart,
     };
   } catch (e) {
     claim.release();

@@ -174,7 +174,7 @@ export async function waitUntil(what, check, opts = {}) {
  * @param {number} delayMs
  * @returns {Promise<T>}
  */
-export async function retrying(attempt, retries, delayMs) {
+async function retrying(attempt, retries, delayMs) {
   for (let n = 0; ; n++) {
     try {
       return await attempt();
@@ -183,4 +183,42 @@ export async function retrying(attempt, retries, delayMs) {
       await sleep(delayMs);
     }
   }
+}
+
+/**
+ * A server that can be started again in place, from `first`: `pid()` of the one running now,
+ * `stop()`, and `restart()`, which stops the running one (if any) and calls `launch` again,
+ * retried while the OS still holds what the old one had (its port, its shared memory). `onExit`
+ * is told when the running one exits of itself (killed, crashed), not when `stop` or `restart`
+ * stops it.
+ * @param {ManagedProcess} first
+ * @param {{ launch: () => Promise<ManagedProcess>, stopMs: number, onExit?: (status: ExitStatus) => void }} opts
+ */
+export function restartable(first, opts) {
+  /** @type {ManagedProcess | undefined} */
+  let current = first;
+  /** @param {ManagedProcess} proc */
+  const watch = (proc) => {
+    void proc.exited.then((status) => {
+      if (current !== proc) return;
+      current = undefined;
+      opts.onExit?.(status);
+    });
+  };
+  watch(first);
+  const stop = async () => {
+    const stopping = current;
+    current = undefined;
+    await stopping?.stop(opts.stopMs);
+  };
+  return {
+    pid: () => (current?.running() ? current.pid : undefined),
+    stop,
+    restart: async () => {
+      await stop();
+      const next = await retrying(opts.launch, 20, 250);
+      current = next;
+      watch(next);
+    },
+  };
 }

@@ -1,4 +1,4 @@
-import { z as zod, type ZodError, type ZodType, type z } from 'zod';
+import { z, type ZodError, type ZodType } from 'zod';
 import { DomainError, type FieldErrors } from './errors.js';
 
 const MISSING_CODES: ReadonlySet<string> = new Set(['invalid_type', 'invalid_union', 'invalid_value']);
@@ -27,7 +27,7 @@ export function validationMessage(issue: z.core.$ZodRawIssue): string | undefine
   }
   return undefined;
 }
-zod.config({ customError: validationMessage });
+z.config({ customError: validationMessage });
 
 /** camelCase JSON path of a zod issue: `orders[0].id`; the whole body is `$`. */
 export function fieldPath(path: ReadonlyArray<PropertyKey>): string {
