@@ -189,6 +189,36 @@ describe('hosted checkout page', () => {
     await context.close();
   });
 
+  it('pressed again after the completion answer was lost, or in a second tab after the first completed, goes to the return URL; one subscription', async () => {
+    const email = `${unique('again')}@example.com`;
+    const url = await newLink({ firstName: 'Grace', lastName: 'Hopper', email });
+    const tabs = [await open(url), await open(url)];
+    for (const { page } of tabs) {
+      await subscribe(page).waitFor();
+      await fillForm(page, { 'Account name': 'Grace Hopper', BSB: '062-000', 'Account number': '12345678' });
+    }
+    const [first, second] = tabs as [Opened, Opened];
+    // The service completes the session, but its answer never reaches the page.
+    let completions = 0;
+    await first.page.route('**/api/Checkout/sessions/me/complete', async (route) => {
+      completions++;
+      expect((await route.fetch()).status()).toBe(200);
+      await route.abort('connectionreset');
+    });
+    await subscribe(first.page).click();
+    await expect.poll(() => first.page.locator('#alert').textContent(), WAIT).toContain('connection may have dropped');
+    expect(completions).toBe(1);
+    await subscribe(first.page).click();
+    await first.page.waitForURL(receiver.url(RETURN_PATH), { timeout: 30_000 });
+    await subscribe(second.page).click();
+    await second.page.waitForURL(receiver.url(RETURN_PATH), { timeout: 30_000 });
+    expect(completions).toBe(1);
+    const members = await api.get(`/api/Members?merchantId=${m.id}&email=${encodeURIComponent(email)}`, { token: m.key });
+    const subs = await api.get(`/api/Subscriptions?merchantId=${m.id}&memberId=${members.body.items[0].id}`, { token: m.key });
+    expect(subs.body.totalCount).toBe(1);
+    for (const { context } of tabs) await context.close();
+  });
+
   it('an expired link shows a message and no form', async () => {
     const link = signLink(m.signingSecret, linkPayload(m, { exp: Math.floor(Date.now() / 1000) - 60 }));
     const { page, context } = await open(`${gatewayUrl}/checkout?d=${link.d}&s=${link.s}`);

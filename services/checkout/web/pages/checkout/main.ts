@@ -120,6 +120,7 @@ async function subscribe(): Promise<void> {
   const phone = value('phone');
   const customer = await withSession('PATCH', '/api/Checkout/sessions/me/customer', { email: value('email'), firstName: value('firstName'), lastName: value('lastName'), phone: phone === '' ? null : phone });
   if (customer.status === 400 && customer.body?.errors) Object.assign(errors, customer.body.errors);
+  else if (customer.status === 409 && (await completedElsewhere())) return;
   else if (customer.status !== 204) return fail(customer);
 
   const bank = await withSession('POST', '/api/Checkout/sessions/me/capture-bank', {
@@ -129,6 +130,7 @@ async function subscribe(): Promise<void> {
     accountNumber: value('accountNumber'),
   });
   if (bank.status === 400 && bank.body?.errors) Object.assign(errors, bank.body.errors);
+  else if (bank.status === 409 && (await completedElsewhere())) return;
   else if (bank.status !== 200) return fail(bank);
   if (Object.keys(errors).length) {
     announce(status, '');
@@ -152,6 +154,20 @@ async function subscribe(): Promise<void> {
     }
     return fail(done);
   }
+}
+
+/**
+ * After a 409 (the session is completed): when the session did complete — an earlier press
+ * whose answer was lost, or another tab — the customer is subscribed, so the page goes to the
+ * return URL as the completion itself would have. False when the session is not completed.
+ */
+async function completedElsewhere(): Promise<boolean> {
+  const res = await withSession('GET', '/api/Checkout/sessions/me');
+  if (res.status !== 200 || res.body?.status !== 'Completed') return false;
+  announce(alertBox, '');
+  announce(status, 'You are subscribed. Taking you back…');
+  location.assign(res.body.returnUrl ?? session!.returnUrl);
+  return true;
 }
 
 function fail(res: ApiResult): void {
