@@ -219,6 +219,22 @@ describe('hosted checkout page', () => {
     for (const { context } of tabs) await context.close();
   });
 
+  it('a session that ends mid-form because its link can no longer renew it says so and shows no form', async () => {
+    const { page, context } = await open(await newLink());
+    await subscribe(page).waitFor();
+    await fillForm(page, { Email: `${unique('ended')}@example.com`, 'Account name': 'Grace Hopper', BSB: '062-000', 'Account number': '12345678' });
+    // Later: the session's token has expired, and the link, past its expiry, opens no session again.
+    const expired = signLink(m.signingSecret, linkPayload(m, { exp: Math.floor(Date.now() / 1000) - 60 }));
+    await page.route('**/api/Checkout/sessions/me/**', (route) => route.continue({ headers: { ...route.request().headers(), authorization: 'Bearer expired' } }));
+    await page.route('**/api/Checkout/sessions/resolve', (route) => route.continue({ postData: JSON.stringify(expired) }));
+    await subscribe(page).click();
+    await expect.poll(() => page.locator('#alert').textContent(), WAIT).toContain('link has expired');
+    expect(await page.locator('#alert').textContent()).toContain('nothing has been charged');
+    expect(await page.locator('form').isVisible()).toBe(false);
+    expect(await seriousViolations(page)).toEqual([]);
+    await context.close();
+  });
+
   it('an expired link shows a message and no form', async () => {
     const link = signLink(m.signingSecret, linkPayload(m, { exp: Math.floor(Date.now() / 1000) - 60 }));
     const { page, context } = await open(`${gatewayUrl}/checkout?d=${link.d}&s=${link.s}`);

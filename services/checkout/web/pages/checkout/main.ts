@@ -46,11 +46,16 @@ async function resolveLink(): Promise<ApiResult> {
   return res;
 }
 
-/** A call with the session token; an expired token is renewed once through the link. */
+/**
+ * A call with the session token; an expired token is renewed once through the link. When the
+ * link can no longer renew it (it has expired meanwhile, or the renewal got no answer), the
+ * answer is the link's, so the page says why rather than that a credential is missing.
+ */
 async function withSession(method: string, path: string, body?: unknown): Promise<ApiResult> {
-  let res = await callApi(method, path, { token, body });
-  if (res.status === 401 && (await resolveLink()).status === 200) res = await callApi(method, path, { token, body });
-  return res;
+  const res = await callApi(method, path, { token, body });
+  if (res.status !== 401) return res;
+  const renewed = await resolveLink();
+  return renewed.status === 200 ? callApi(method, path, { token, body }) : renewed;
 }
 
 function formatPrice(plan: SessionView['plan']): string {
@@ -171,6 +176,9 @@ async function completedElsewhere(): Promise<boolean> {
 }
 
 function fail(res: ApiResult): void {
+  const refused = res.body?.outcome as string | undefined;
+  // The session's token expired and its link can no longer open it: nothing more can be sent.
+  if (refused && LINK_MESSAGES[refused]) return stop(`Your checkout session has ended and nothing has been charged. ${LINK_MESSAGES[refused]}`);
   announce(status, '');
   announce(alertBox, failureMessage(res));
 }
