@@ -278,6 +278,20 @@ describe('the onboarding page', () => {
     await close();
   });
 
+  it('says a plan not chosen beside the plans, with focus on the first plan', async () => {
+    const { link, email } = await linkFor();
+    const { page, close } = await openPage(375);
+    await toPlanStep(page, link, email);
+    await continueFrom(page, 'plan');
+    await page.getByRole('alert').filter({ hasText: 'highlighted field' }).waitFor();
+    const first = step(page, 'plan').getByRole('radio').first();
+    expect(await first.evaluate((el) => el === (el.ownerDocument as { activeElement: unknown }).activeElement)).toBe(true);
+    const describedBy = (await first.getAttribute('aria-describedby'))!;
+    expect(await page.locator(`#${describedBy}`).textContent()).toBe('Choose a plan.');
+    expect(await axeViolations(page)).toEqual([]);
+    await close();
+  });
+
   it('shows a clear message for a revoked invitation and for an expired one', async () => {
     const { link, invitationId } = await linkFor();
     expect((await api.del(`/api/Invitations/${invitationId}`, { token: m.key })).status).toBe(204);

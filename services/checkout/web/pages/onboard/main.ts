@@ -351,7 +351,7 @@ function preparePlans(): void {
     wrap.className = 'choice';
     const input = document.createElement('input');
     Object.assign(input, { type: 'radio', name: 'planId', id: `plan-${i}`, value: plan.id, checked: plan.id === state!.planId, required: true });
-    input.setAttribute('aria-describedby', 'planId-error');
+    input.setAttribute('aria-describedby', 'plan-options-error');
     const label = document.createElement('label');
     label.htmlFor = input.id;
     label.textContent = `${plan.name} – ${formatPrice(plan)}${plan.trialDays ? ` (${plan.trialDays}-day free trial)` : ''}`;
