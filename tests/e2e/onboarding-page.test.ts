@@ -278,6 +278,25 @@ describe('the onboarding page', () => {
     await close();
   });
 
+  it('signs up once when Continue is pressed twice, and shows the next step without an error', async () => {
+    const { link, email } = await linkFor();
+    const { page, sentBodies, close } = await openPage(375);
+    await page.goto(link);
+    await heading(page, 'Welcome').waitFor();
+    await step(page, 'welcome').getByRole('button', { name: 'Continue' }).click();
+    await heading(page, 'Your account').waitFor();
+    expect(await step(page, 'account').getByLabel('Email').inputValue()).toBe(email);
+    await step(page, 'account').getByLabel('Date of birth').fill('1990-05-17');
+    await step(page, 'account').getByLabel('Password').fill('correct-horse-42');
+    await step(page, 'account').getByLabel('Password').press('Enter');
+    await step(page, 'account').getByLabel('Password').press('Enter');
+    await heading(page, 'Your details').waitFor();
+    await page.waitForLoadState('networkidle');
+    expect(sentBodies.filter((b) => b.includes('/api/account/signup'))).toHaveLength(1);
+    expect(await page.locator('#alert').isVisible()).toBe(false);
+    await close();
+  });
+
   it('says a plan not chosen beside the plans, with focus on the first plan', async () => {
     const { link, email } = await linkFor();
     const { page, close } = await openPage(375);

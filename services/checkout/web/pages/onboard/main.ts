@@ -582,12 +582,22 @@ function onHistory(event: PopStateEvent): void {
 
 window.addEventListener('popstate', onHistory);
 
+/**
+ * True while a step's Continue is being handled, from its first request to the step it shows:
+ * a second press meanwhile (a double click, Enter twice) sends nothing. Without it a second
+ * sign-up of the same email answered 409 after the first had signed in, and its "already has
+ * an account" error was announced over the next step.
+ */
+let submitting = false;
+
 for (const s of ORDER) {
   const el = stepEl(s);
   el.querySelector('.back')?.addEventListener('click', back);
   if (el instanceof HTMLFormElement) {
     el.addEventListener('submit', (e) => {
       e.preventDefault();
+      if (submitting) return;
+      submitting = true;
       clearErrors(el);
       const handlers: Partial<Record<StepName, () => Promise<void>>> = {
         account: submitAccount,
@@ -597,7 +607,7 @@ for (const s of ORDER) {
         questions: submitQuestions,
         review: submitReview,
       };
-      void handlers[s]?.();
+      void (handlers[s]?.() ?? Promise.resolve()).finally(() => (submitting = false));
     });
   }
 }
