@@ -297,6 +297,33 @@ describe('the onboarding page', () => {
     await close();
   });
 
+  it('a session that ends mid-wizard says so and asks to sign in again, then resumes', async () => {
+    const { link, email } = await linkFor();
+    const { page, sentBodies, close } = await openPage(375);
+    await page.goto(link);
+    await heading(page, 'Welcome').waitFor();
+    await step(page, 'welcome').getByRole('button', { name: 'Continue' }).click();
+    await heading(page, 'Your account').waitFor();
+    await step(page, 'account').getByLabel('Date of birth').fill('1990-05-17');
+    await step(page, 'account').getByLabel('Password').fill('correct-horse-42');
+    await continueFrom(page, 'account');
+    await heading(page, 'Your details').waitFor();
+    // The customer token has expired by the time the invitee continues.
+    await page.route('**/api/onboard/**', (route) => route.continue({ headers: { ...route.request().headers(), authorization: 'Bearer expired' } }));
+    await continueFrom(page, 'details');
+    await heading(page, 'Your account').waitFor();
+    await page.getByRole('alert').filter({ hasText: 'session has ended' }).waitFor();
+    expect(await step(page, 'account').getByLabel('First name').isVisible()).toBe(false);
+    expect(await axeViolations(page)).toEqual([]);
+    await page.unroute('**/api/onboard/**');
+    await step(page, 'account').getByLabel('Password').fill('correct-horse-42');
+    await continueFrom(page, 'account');
+    await heading(page, 'Your details').waitFor();
+    expect(sentBodies.filter((b) => b.includes('/api/account/signup'))).toHaveLength(1);
+    expect(sentBodies.filter((b) => b.includes('/api/account/login') && b.includes(email))).toHaveLength(1);
+    await close();
+  });
+
   it('says a plan not chosen beside the plans, with focus on the first plan', async () => {
     const { link, email } = await linkFor();
     const { page, close } = await openPage(375);

@@ -164,19 +164,29 @@ function problemMessage(res: ApiResult): string {
   return (res.body?.detail as string) || 'That did not work. Please try again.';
 }
 
-async function loadState(): Promise<boolean> {
+/**
+ * Reads the wizard's state: 'ok'; 'signedOut' when the customer token was refused (the caller
+ * asks the invitee to sign in again); 'stopped' when a message replaced the wizard (left shown).
+ */
+async function loadState(): Promise<'ok' | 'signedOut' | 'stopped'> {
   const res = await call('GET', `/api/onboard/${preview!.invitationId}`);
   if (res.status !== 200) {
-    if (res.status === 401) return false;
+    if (res.status === 401) return 'signedOut';
     stop(problemMessage(res));
-    return false;
+    return 'stopped';
   }
   state = res.body as State;
   if (state.step !== 'Done' && GONE[state.status]) {
     stop(GONE[state.status]!);
-    return false;
+    return 'stopped';
   }
-  return true;
+  return 'ok';
+}
+
+/** The customer token was refused mid-wizard (it expired): back to the account step, in sign-in mode, saying why. */
+function sessionEnded(): void {
+  showAccount();
+  fail(problemMessage({ status: 401, body: undefined }));
 }
 
 /** Binds the invitation to the signed-in customer, then resumes the wizard where it stands. */
@@ -185,8 +195,9 @@ async function acceptAndResume(): Promise<void> {
   if (res.status === 401) return showAccount();
   if (res.status === 409) return stop('This invitation has already been used by another account. Sign in with the account you used before, or ask the business for a new invitation.');
   if (res.status !== 200) return stop(problemMessage(res));
-  if (!(await loadState())) return showAccount();
-  resume();
+  const loaded = await loadState();
+  if (loaded === 'signedOut') return sessionEnded();
+  if (loaded === 'ok') resume();
 }
 
 function resume(): void {
@@ -269,6 +280,8 @@ async function submitAccount(): Promise<void> {
   if (res.status !== 200) return fail(problemMessage(res));
   customerToken = res.body.token as string;
   sessionStorage.setItem(TOKEN_KEY, customerToken);
+  // The account has a password now: signing in again (after the token expires) is a sign-in.
+  if (preview) preview.accountState = 'Claimed';
   byId<HTMLInputElement>('password').value = '';
   await acceptAndResume();
 }
@@ -501,6 +514,7 @@ async function submitReview(): Promise<void> {
     return showErrors(formOf(target), target === 'questions' ? errors : { [keys[0]!]: errors[keys[0]!]! }, fieldIds);
   }
   if (res.status === 410) return stop(problemMessage(res));
+  if (res.status === 401) return sessionEnded();
   fail(problemMessage(res));
 }
 
@@ -532,13 +546,15 @@ async function save(form: HTMLElement, method: string, path: string, body: unkno
   if (res.status === 204) return true;
   if (res.status === 400 && res.body?.errors) showErrors(form, res.body.errors as FieldErrors, fieldIds);
   else if (res.status === 410) stop(problemMessage(res));
-  else if (res.status === 401) showAccount();
+  else if (res.status === 401) sessionEnded();
   else fail(problemMessage(res));
   return false;
 }
 
 async function next(): Promise<void> {
-  if (!(await loadState())) return showAccount();
+  const loaded = await loadState();
+  if (loaded === 'signedOut') return sessionEnded();
+  if (loaded === 'stopped') return;
   const after = ORDER[ORDER.indexOf(current) + 1] ?? 'done';
   // Never past where the server says the wizard stands (a step may have been left unsaved).
   const resumeAt = SERVER_STEPS[state!.step] ?? 'details';
@@ -636,7 +652,11 @@ async function load(): Promise<void> {
   byId('welcome-text').textContent = `Hello ${preview.firstName}, ${preview.merchantName} invited you to become a member. It takes a few minutes: your details, a payment method, a plan and a few questions.`;
   if (customerToken) {
     const accepted = await call('POST', '/api/onboard/accept', { token: inviteToken });
-    if (accepted.status === 200 && (await loadState())) return resume();
+    if (accepted.status === 200) {
+      const loaded = await loadState();
+      if (loaded === 'ok') return resume();
+      if (loaded === 'stopped') return;
+    }
     if (accepted.status !== 401 && accepted.status !== 200) return stop(problemMessage(accepted));
   }
   // Nothing is left to do with a completed invitation (there is no sign-in here to offer).
