@@ -188,6 +188,13 @@ describe('the password-reset page', () => {
     expect(apiCalls(requests, '/api/account/reset-password')).toHaveLength(1);
     await expectTokenKeptIn(requests, token);
     expect(page.url()).toBe(`${gatewayUrl}/reset-password`);
+    // A reload of the tab says it again, rather than asking for the link it has used.
+    await page.reload();
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent(), WAIT).toBe('Password changed');
+    expect(await page.locator('#notice').textContent()).toBe('Your password has been changed. You can now sign in with your new password.');
+    expect(await page.getByRole('alert').isVisible()).toBe(false);
+    expect(await page.locator('#request-form').isVisible()).toBe(false);
+    expect(apiCalls(requests, '/api/account/reset-password')).toHaveLength(1);
     expect(problems).toEqual([]);
     expect(violations).toEqual([]);
     await close();

@@ -21,6 +21,9 @@ const notice = byId('notice');
 const title = byId('title');
 
 const token = takeLinkToken('reset-password:token');
+/** Set in this tab once the link's password is set: a reload says so again, rather than asking for the used link. */
+const DONE_KEY = 'reset-password:done';
+const DONE_MESSAGE = 'Your password has been changed. You can now sign in with your new password.';
 
 const value = (f: HTMLFormElement, name: string) => (f.elements.namedItem(name) as HTMLInputElement).value;
 
@@ -79,8 +82,9 @@ async function setPassword(): Promise<void> {
   announce(status, '');
   if (res.status === 204) {
     token.forget();
+    sessionStorage.setItem(DONE_KEY, '1');
     form.reset();
-    return stop('Your password has been changed. You can now sign in with your new password.', 'notice', 'Password changed');
+    return stop(DONE_MESSAGE, 'notice', 'Password changed');
   }
   if (res.status === 400 && res.body?.errors?.token) {
     token.forget();
@@ -115,7 +119,10 @@ onSubmit(form, submit, setPassword, networkFailure(submit));
 onSubmit(requestForm, requestSubmit, requestNewLink, networkFailure(requestSubmit));
 
 if (token.value) {
+  sessionStorage.removeItem(DONE_KEY);
   form.hidden = false;
+} else if (sessionStorage.getItem(DONE_KEY)) {
+  stop(DONE_MESSAGE, 'notice', 'Password changed');
 } else {
   stop('This page needs the link from your password reset email. Open the whole link from the email, or request a new link below.', 'alert', 'Reset your password');
   offerNewLink();
