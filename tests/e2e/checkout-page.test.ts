@@ -260,6 +260,19 @@ describe('hosted checkout page', () => {
     await context.close();
   });
 
+  it('a busy service (429) is not called an invalid link', async () => {
+    const context = await browser.newContext({ viewport: PHONE });
+    const page = await context.newPage();
+    await page.route('**/api/Checkout/sessions/resolve', (route) =>
+      route.fulfill({ status: 429, headers: { 'retry-after': '30' }, contentType: 'application/problem+json', body: JSON.stringify({ type: 'about:blank', title: 'Too many requests.', status: 429 }) }),
+    );
+    await page.goto(await newLink());
+    await expect.poll(() => page.locator('#alert').textContent(), WAIT).toContain('Too many attempts');
+    expect(await page.locator('#alert').textContent()).toContain('about 30 seconds');
+    expect(await page.locator('#alert').textContent()).not.toContain('not valid');
+    await context.close();
+  });
+
   it('an already completed session says so and shows no form', async () => {
     const payload = linkPayload(m, { returnUrl: receiver.url(RETURN_PATH) });
     const link = signLink(m.signingSecret, payload);

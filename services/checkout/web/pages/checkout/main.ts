@@ -1,4 +1,4 @@
-import { callApi, sleep, type ApiResult, type FieldErrors } from '../../shared/api.js';
+import { callApi, sleep, waitText, type ApiResult, type FieldErrors } from '../../shared/api.js';
 import { announce, byId, clearFieldErrors, onSubmit, showFieldErrors } from '../../shared/forms.js';
 import { takeLinkParams } from '../../shared/link-token.js';
 
@@ -82,6 +82,8 @@ async function load(): Promise<void> {
   const resolved = await resolveLink();
   if (resolved.status !== 200) {
     if (resolved.status === 0 || resolved.status >= 500) return stop('We could not load your checkout. Check your connection and reload the page.');
+    // Busy, not refused: the link itself may be fine.
+    if (resolved.status === 429) return stop(`Too many attempts in a short time. Wait ${waitText(resolved.retryAfterSeconds)}, then reload the page.`);
     return stop(LINK_MESSAGES[resolved.body?.outcome as string] ?? 'This checkout link is not valid.');
   }
   const res = await withSession('GET', '/api/Checkout/sessions/me');
