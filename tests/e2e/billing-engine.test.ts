@@ -1324,6 +1324,12 @@ describe('fees and fee statements', () => {
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ platformFeePercent: 0.125, platformFeeFixed: 0, billingRetryOffsetsDays: '1,3,7' });
     expect((await api.patch(`/api/admin/merchants/${m.id}`, { platformFeePercent: 101 }, { token: admin })).status).toBe(400);
+    // A fixed fee over the largest one is refused with a message naming that limit (it said only
+    // "at most 2 decimals" of 1000000, which has none); the largest is kept.
+    const huge = await api.patch(`/api/admin/merchants/${m.id}`, { platformFeeFixed: 1000000 }, { token: admin });
+    expect([huge.status, huge.body.errors]).toEqual([400, { platformFeeFixed: ['Must be an amount from 0 to 999999.99 with at most 2 decimals.'] }]);
+    const largest = await api.patch(`/api/admin/merchants/${m.id}`, { platformFeeFixed: '999999.99' }, { token: admin });
+    expect([largest.status, largest.body.platformFeeFixed]).toEqual([200, 999999.99]);
     // Offsets longer than storage holds are 400 naming the field (40 of them was a 500); 64 characters are kept.
     const offsets = (n: number) => Array.from({ length: n }, (_, i) => i + 1).join(',');
     const long = await api.patch(`/api/admin/merchants/${m.id}`, { billingRetryOffsetsDays: offsets(40) }, { token: admin });

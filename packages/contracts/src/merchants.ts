@@ -36,9 +36,15 @@ const isTimeZone = (tz: string) => {
 };
 
 /** Platform fee percentage: 0 to 100 with at most 4 decimals (1.5 = 1.5 %). */
-export const FeePercent = z.union([z.number(), z.string()]).refine((v) => /^\d{1,3}(\.\d{1,4})?$/.test(String(v)) && Number(v) <= 100, 'Must be a percentage from 0 to 100 with at most 4 decimals.');
-/** Fixed platform fee per charge in major units (0.30), at most 2 decimals. */
-export const FeeFixed = z.union([z.number(), z.string()]).refine((v) => /^\d{1,6}(\.\d{1,2})?$/.test(String(v)), 'Must be a non-negative amount with at most 2 decimals.');
+export const FeePercent = z
+  .union([z.number(), z.string()])
+  .refine((v) => /^\d{1,3}(\.\d{1,4})?$/.test(String(v)) && Number(v) <= 100, 'Must be a percentage from 0 to 100 with at most 4 decimals.')
+  .meta({ description: 'Platform fee percentage of each charge, 0 to 100 with at most 4 decimals (1.5 = 1.5 %), e.g. 1.5 or "1.5".' });
+/** Fixed platform fee per charge in major units (0.30): 0 to 999999.99, at most 2 decimals. */
+export const FeeFixed = z
+  .union([z.number(), z.string()])
+  .refine((v) => /^\d{1,6}(\.\d{1,2})?$/.test(String(v)), 'Must be an amount from 0 to 999999.99 with at most 2 decimals.')
+  .meta({ description: "Fixed platform fee per charge in major units of the charge's currency, 0 to 999999.99 with at most 2 decimals, e.g. 0.30 or \"0.30\"." });
 
 const Description = z.string().max(2000);
 const ContactPhone = z.string().max(50);
