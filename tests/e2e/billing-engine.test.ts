@@ -1273,6 +1273,24 @@ describe('retry and refund', () => {
     for (const t of pending) expect(await outbox('transaction.refunded', 'id', t.id)).toHaveLength(0);
   });
 
+  it('refuses a retry of a charge whose subscription is Paused or Cancelled with 409, as the API reference says, charging nothing', async () => {
+    const m = await billingMerchant();
+    const paused = await m.subscriber([{ ...CARD, last4: '0002' }]);
+    const cancelled = await m.subscriber([{ ...CARD, last4: '0002' }]);
+    await run(T0);
+    expect((await act(m, paused.id, 'pause')).status).toBe(200);
+    expect((await act(m, cancelled.id, 'cancel')).status).toBe(200);
+    for (const [sub, status] of [[paused, 'Paused'], [cancelled, 'Cancelled']] as const) {
+      const [failed] = await m.transactions(sub.id);
+      const res = await api.post(`/api/Transactions/${failed.id}/retry`, {}, { token: m.key, headers: idempotent() });
+      expect([res.status, res.body.detail]).toEqual([409, `The subscription is ${status}; its charges are not retried.`]);
+      expect(await m.transactions(sub.id)).toHaveLength(1);
+    }
+    // The operation's own description lists it among its 409s (it named only the charge's own states).
+    const doc = await api.get('/openapi.json');
+    expect(doc.body.paths['/api/Transactions/{id}/retry'].post.description).toContain('its subscription Paused or Cancelled');
+  });
+
   it('retries many failed charges at once, each once', async () => {
     const m = await billingMerchant();
     const subs = await Promise.all(Array.from({ length: 5 }, () => m.subscriber([{ ...CARD, last4: '0002' }])));

@@ -66,7 +66,7 @@ export function transactionRoutes(backends: Backends, access: MerchantAccess): R
       tag: 'Transactions',
       summary: 'Retry a failed charge',
       description:
-        "A Failed charge → 201: the same period is charged against the member's payment methods as they are now (the subscription's own first, then by rank) until one succeeds, each try a new Charge of attempt + 1 retrying the one before; the answer is the charge that settled or is processing, or, when every method declined, the last Failed try. Not a Failed charge, already retried, its period paid since (a later charge of it Settled or Processing), or a member with no payment method (nothing charged): 409. Provider unreachable: 502 (the new charge stays Processing and the next billing run completes it with the same provider idempotency key). Requires an Idempotency-Key.",
+        "A Failed charge → 201: the same period is charged against the member's payment methods as they are now (the subscription's own first, then by rank) until one succeeds, each try a new Charge of attempt + 1 retrying the one before; the answer is the charge that settled or is processing, or, when every method declined, the last Failed try. Not a Failed charge, already retried, its period paid since (a later charge of it Settled or Processing), its subscription Paused or Cancelled (by hand or by the terminal action; a Paused one owing the period is retried by the billing runs once it is resumed), or a member with no payment method (nothing charged): 409. Provider unreachable: 502 (the new charge stays Processing and the next billing run completes it with the same provider idempotency key). Requires an Idempotency-Key.",
       auth: { merchant: 'Staff' },
       idempotent: true,
       ownerOf,
