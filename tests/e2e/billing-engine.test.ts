@@ -1449,6 +1449,41 @@ describe('fees and fee statements', () => {
     expect(await statement('2030-02-01', '2030-04-01')).toMatchObject({ totalFees: 0, transactionCount: 0 });
   });
 
+  it('takes back on the next closed statement a refund billed while Processing that the provider then refused, once', async () => {
+    const { m, charge, refund, refunds } = await settledCharge();
+    const statement = async (periodStart: string, periodEnd: string) => {
+      const gen = await api.post('/api/admin/fee-statements/generate', { merchantId: m.id, periodStart, periodEnd }, { token: admin });
+      expect(gen.status, JSON.stringify(gen.body)).toBe(201);
+      const fin = await api.post(`/api/admin/fee-statements/${gen.body.id}/finalise`, {}, { token: admin });
+      expect(fin.status).toBe(200);
+      const lines = await api.get(`/api/FeeStatements/${gen.body.id}/lines`, { token: m.key });
+      return { ...fin.body, lines: lines.body.items } as { reference: string; totalFees: number; totalNet: number; transactionCount: number; lines: any[] };
+    };
+    // The provider is down: the refund's outcome is unknown, so it stays Processing.
+    await fault(m.id, { down: true });
+    expect((await refund({ amount: 40 })).status).toBe(502);
+    await fault(m.id, null);
+    const [pending] = await refunds();
+    expect(pending).toMatchObject({ status: 'Processing', amount: 40 });
+    const around = (ms: number) => new Date(new Date(pending.occurredAt).getTime() + ms).toISOString();
+    const billed = await statement(around(-86_400_000), around(86_400_000));
+    expect(billed).toMatchObject({ totalFees: 0, totalNet: -40, transactionCount: 1 });
+    expect(billed.lines).toEqual([expect.objectContaining({ transactionId: pending.id, status: 'Processing', amount: -40, feeAmount: 0, netAmount: -40 })]);
+
+    // Repeated at the next run, the call names a charge the provider does not know: refused for good.
+    await db.query(`update billing.transactions set provider_ref = 'ch_unknown' where id = $1`, [charge.id]);
+    await run(T0);
+    expect(await refunds()).toMatchObject([{ id: pending.id, status: 'Failed', failureReason: 'provider_rejected' }]);
+    const next = await statement('2030-01-01', '2030-02-01');
+    const reversal = next.lines.filter((l) => l.transactionId === pending.id);
+    expect(reversal).toEqual([expect.objectContaining({ status: 'Failed', amount: 40, feeAmount: 0, netAmount: 40 })]);
+    expect(reversal[0].description).toContain(billed.reference);
+    // The statement's charge line (100.00, fee 1.80) and the reversal: the merchant is no longer credited the 40.00.
+    expect(next).toMatchObject({ totalFees: 1.8, totalNet: 138.2, transactionCount: 2 });
+    // Once: a later or overlapping statement does not take it back again.
+    expect(await statement('2030-01-01', '2030-03-01')).toMatchObject({ totalNet: 0, transactionCount: 0 });
+  });
+
   it('bills a transaction on one closed statement at most: overlapping periods, even finalised at once, never charge a fee twice', async () => {
     const m = await billingMerchant({ plan: { amount: 50 } });
     const subs = [await m.subscriber(), await m.subscriber()];

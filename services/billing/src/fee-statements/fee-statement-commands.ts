@@ -29,9 +29,11 @@ export function findStatement(em: EntityManager, scope: CallScope, id: string, o
  * (finalising holds the merchant's statement lock, `lockMerchantStatements`). And reversals: a
  * charge a closed statement billed while it was Processing (a bank debit in its settlement
  * window) that failed since, before this period's end (its `updated_at`: the billing run's
- * `asOf` that recorded the failure), gets a line with status Failed, dated then, with its
- * amount, fee and net negated, so the merchant is credited the fee of a charge that never
- * settled; once per charge (not when a closed statement has its reversal), on the first
+ * `asOf` that recorded the failure), gets a line with status Failed, dated then, with the
+ * billed line's amount, fee and net negated, so the merchant is credited the fee of a charge
+ * that never settled; likewise a refund billed while Processing (its provider call's outcome
+ * unknown) that failed since, whose reversal takes back the net the merchant was credited for
+ * a refund that never happened; once per transaction (not when a closed statement has its reversal), on the first
  * statement closed after the failure whatever its period starts. The totals are then summed from the stored lines, so
  * they are the sums of the lines by construction.
  */
@@ -61,13 +63,13 @@ async function takeLines(em: EntityManager, s: FeeStatement): Promise<void> {
     em,
     `insert into fee_statement_lines (statement_id, transaction_id, occurred_at, description, reference, status, amount_minor, fee_minor, net_minor)
      select distinct on (t.id) ?::uuid, t.id, t.updated_at,
-            'Reversal of charge ' || t.id || ', billed while Processing on statement ' || f.reference || ', failed: ' || coalesce(t.failure_reason, 'failed'),
-            coalesce(t.provider_ref, t.id::text), 'Failed', -t.amount_minor, -t.fee_minor, -(t.amount_minor - t.fee_minor)
+            'Reversal of ' || lower(t.kind) || ' ' || t.id || ', billed while Processing on statement ' || f.reference || ', failed: ' || coalesce(t.failure_reason, 'failed'),
+            coalesce(t.provider_ref, t.id::text), 'Failed', -l.amount_minor, -l.fee_minor, -l.net_minor
        from fee_statements f
        join fee_statement_lines l on l.statement_id = f.id and l.status = 'Processing'
        join transactions t on t.id = l.transaction_id
       where f.merchant_id = ?::uuid and f.id <> ?::uuid and f.status in ('Finalised','Paid')
-        and t.kind = 'Charge' and t.status = 'Failed' and t.currency = ? and t.updated_at < ?::timestamptz
+        and t.status = 'Failed' and t.currency = ? and t.updated_at < ?::timestamptz
         and not exists (select 1 from fee_statement_lines r join fee_statements g on g.id = r.statement_id
                          where r.transaction_id = t.id and r.status = 'Failed' and g.id <> ?::uuid and g.status in ('Finalised','Paid'))
       order by t.id`,

@@ -55,7 +55,7 @@ const IdParams = z.object({ id: PathId });
 const StatementIdParams = z.object({ statementId: PathId });
 
 const STATEMENT_RULES =
-  'Lines are the merchant\'s Charge transactions with occurredAt in [periodStart, periodEnd) that are Settled or Processing (amount, feeAmount = the platform fee fixed when the charge was made, netAmount = amount - feeAmount), and its Refunds in the period (negative amount, feeAmount 0, negative netAmount), in the statement currency. Also a reversal line (status Failed, amounts negated) for a charge an earlier closed statement billed while Processing and that failed at settlement before this period\'s end, once. totalFees, totalNet and transactionCount are the sums and count of the lines. Lines are taken at generate and again at finalise, then never change.';
+  'Lines are the merchant\'s Charge transactions with occurredAt in [periodStart, periodEnd) that are Settled or Processing (amount, feeAmount = the platform fee fixed when the charge was made, netAmount = amount - feeAmount), and its Refunds in the period (negative amount, feeAmount 0, negative netAmount), in the statement currency. Also a reversal line (status Failed, the billed line\'s amounts negated) for a charge or refund an earlier closed statement billed while Processing and that failed before this period\'s end (a bank debit at settlement, a refund the provider refused), once. totalFees, totalNet and transactionCount are the sums and count of the lines. Lines are taken at generate and again at finalise, then never change.';
 
 export function feeStatementRoutes(backends: Backends, access: MerchantAccess): RouteSpec[] {
   const statements = backends.billing.feeStatements;
