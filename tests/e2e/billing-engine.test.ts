@@ -1529,6 +1529,9 @@ describe('fees and fee statements', () => {
     expect(pay.body.statement).toMatchObject({ status: 'Paid', paymentReference: '', notes: '' });
     expect((await api.get(`/api/FeeStatements/${gen.body.id}`, { token: m.key })).body).toMatchObject({ paymentReference: '', notes: '' });
     expect((await api.get(`/api/admin/fee-statements?merchantId=${m.id}`, { token: admin })).body.items[0]).toMatchObject({ paymentReference: '', notes: '' });
+    // The events say it as the reads do.
+    expect((await outbox('fee_statement.finalised', 'id', gen.body.id))[0]).toMatchObject({ paymentReference: '' });
+    expect((await outbox('fee_statement.paid', 'id', gen.body.id))[0]).toMatchObject({ paymentReference: '' });
   });
 
   it('generates, finalises and pays a statement whose totals are the sums of its lines', async () => {

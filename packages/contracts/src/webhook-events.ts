@@ -66,6 +66,7 @@ export const FeeStatementEvent = z
     transactionCount: z.number().int(),
     finalisedAt: DateTime.nullable(),
     paidAt: DateTime.nullable(),
+    /** As the statement's reads give it: '' until pay stores one (null in events sent before 2026-11-25). */
     paymentReference: z.string().nullable(),
   })
   .meta({ id: 'FeeStatementEvent', description: 'The fee statement after the change (decimal amounts in major units).' });

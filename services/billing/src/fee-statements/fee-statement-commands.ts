@@ -121,7 +121,8 @@ function recordStatementEvents(em: EntityManager, s: FeeStatement): void {
         transactionCount: s.transactionCount,
         finalisedAt: s.finalisedAt?.toISOString() ?? null,
         paidAt: s.paidAt?.toISOString() ?? null,
-        paymentReference: s.paymentReference,
+        // As every read states it: '' until pay gives one.
+        paymentReference: s.paymentReference ?? '',
       },
     });
   }
