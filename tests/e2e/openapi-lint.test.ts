@@ -127,6 +127,12 @@ describe('OpenAPI document', () => {
     expect(described.get('Merchant users')).toContain('POST /api/auth/login');
   });
 
+  it("states every refusal of a webhook URL: credentials in it, and in production a host that does not resolve (both were 400 with nothing in the reference saying so)", () => {
+    const description: string = doc.paths['/api/ApiKeys/{id}/webhook'].put.description;
+    expect(description).toContain('carrying credentials (a user name or password before the host');
+    expect(description).toContain('a host name that does not resolve when the URL is set is 400');
+  });
+
   it('says how the API is versioned', () => {
     expect(doc.info.version).toBe('1.0.0');
     const intro: string = doc.info.description;
