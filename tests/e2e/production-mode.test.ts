@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { REPO_ROOT } from '../../scripts/lib/start-platform.mjs';
 
 // Services used to start in development mode unless told otherwise, and production mode
@@ -65,6 +65,23 @@ describe('production mode refuses unsafe settings at start-up', () => {
     expect(code).toBe(78);
     expect(output).toContain('Invalid configuration:\n  refusing to serve gRPC on 0.0.0.0:0 without TLS in production mode');
     expect(output).not.toMatch(/\n\s+at /);
+  });
+
+  it('refuses an IDENTITY_ENCRYPTION_KEY that does not open the signing keys stored with another, as a configuration error (it exited 1 with a stack trace)', async () => {
+    // The test platform's database: its token-signing keys were sealed with the platform's key, not this one.
+    const other = strong();
+    const { code, output } = await runService('identity', {
+      PLATFORM_MODE: 'test',
+      DATABASE_URL: inject('databaseUrl'),
+      IDENTITY_ENCRYPTION_KEY: other,
+      IDENTITY_GRPC_ADDRESS: '127.0.0.1:0',
+      METRICS_PORT: '0',
+      NATS_URL: natsWithCredentials(),
+    });
+    expect(code).toBe(78);
+    expect(output).toContain('Invalid configuration:\n  IDENTITY_ENCRYPTION_KEY: a stored secret (identity/token-signing-keys) does not open with the configured encryption key');
+    expect(output).not.toMatch(/\n\s+at /);
+    expect(output).not.toContain(other);
   });
 
   it('refuses TLS settings it cannot use with their reason and status 78', async () => {

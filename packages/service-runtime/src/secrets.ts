@@ -36,10 +36,18 @@ export class SecretBox {
       return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
     } catch {
       // GCM's "unable to authenticate data": said as what it almost always means to an operator.
-      throw new Error(
-        `a stored secret (${this.purpose}) does not open with the configured encryption key: the key differs from the one it was sealed with (changed or mistyped), or the value was altered. Start with the key the data was written with.`,
-      );
+      throw new SecretKeyMismatchError(this.purpose);
     }
+  }
+}
+
+/** A sealed secret that the configured encryption key does not open: a configuration problem (the key changed or is mistyped) far more often than tampering. */
+export class SecretKeyMismatchError extends Error {
+  constructor(readonly purpose: string) {
+    super(
+      `a stored secret (${purpose}) does not open with the configured encryption key: the key differs from the one it was sealed with (changed or mistyped), or the value was altered. Start with the key the data was written with.`,
+    );
+    this.name = 'SecretKeyMismatchError';
   }
 }
 
