@@ -155,14 +155,26 @@ export async function startPlatform(opts) {
           });
           svc.metricsUrl = `http://127.0.0.1:${metricsPorts.get(spec.name)}`;
           processes[spec.name] = svc;
-          try {
-            await svc.start();
-          } catch (e) {
-            // Another process took the port between our check and the bind. The services that
-            // connect to this one start later, so it can move to another port.
-            if (!isPortClash(svc.logs) || opts.portBase !== undefined) throw e;
-            ports.set(spec.name, await findFreePort());
-            await svc.start();
+          for (let attempt = 1; ; attempt++) {
+            try {
+              await svc.start();
+              break;
+            } catch (e) {
+              // Another process took a port between our check and the bind: the service's own
+              // or its operations listener's (METRICS_PORT; it moved only the former, so a clash
+              // on the latter stopped npm start). The services that connect to this one start
+              // later, so it can move; whichever port the error names moves (both if none).
+              const clashed = portClash(svc.logs);
+              if (!clashed || opts.portBase !== undefined || attempt === 3) throw e;
+              const service = /** @type {number} */ (ports.get(spec.name));
+              const metrics = /** @type {number} */ (metricsPorts.get(spec.name));
+              const named = clashed.has(service) || clashed.has(metrics);
+              if (!named || clashed.has(service)) ports.set(spec.name, await findFreePort());
+              if (!named || clashed.has(metrics)) {
+                metricsPorts.set(spec.name, await findFreePort());
+                svc.metricsUrl = `http://127.0.0.1:${metricsPorts.get(spec.name)}`;
+              }
+            }
           }
         }),
       );
@@ -273,9 +285,16 @@ async function stopAll(waves, processes) {
   for (const wave of [...waves].reverse()) await Promise.all(wave.map((s) => processes[s.name]?.stop()));
 }
 
-/** @param {string[]} logs */
-function isPortClash(logs) {
-  return logs.slice(-50).some((l) => /EADDRINUSE|address already in use|No address added out of total/i.test(l));
+/**
+ * Whether the last attempt's output says a port was taken, with the ports it names (the clash
+ * of an earlier attempt names a port given up since, so it matches no current one).
+ * @param {string[]} logs
+ * @returns {Set<number> | undefined}
+ */
+function portClash(logs) {
+  const tail = logs.slice(-50);
+  if (!tail.some((l) => /EADDRINUSE|address already in use|No address added out of total/i.test(l))) return undefined;
+  return new Set(tail.flatMap((l) => [...l.matchAll(/address already in use \S*:(\d+)/gi)].map((m) => Number(m[1]))));
 }
 
 /**

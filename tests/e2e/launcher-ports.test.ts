@@ -69,3 +69,40 @@ it('does not take a foreign server answering on a service port for the service',
   );
   expect(outcome.message).toMatch(/EADDRINUSE/);
 }, 40_000);
+
+it("moves a service's operations listener when another process takes its METRICS_PORT before the service binds it (npm start stopped)", async () => {
+  // The stranger takes the port the launcher chose for the sandbox's operations listener right
+  // after the sandbox is spawned, before it binds: the race two launches on one machine run.
+  const strangers: net.Server[] = [];
+  let taken: number | undefined;
+  const started = startPlatform({
+    databaseUrl: 'postgres://nobody@127.0.0.1:1/none',
+    natsUrl: 'nats://127.0.0.1:1',
+    services: ['sandbox-provider'],
+    mode: 'test',
+    logLevel: 'warn',
+    startTimeoutMs: 20_000,
+    stopGraceMs: 2_000,
+    onSpawn: (_name: string, pid: number) => {
+      if (taken !== undefined) return;
+      const environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      taken = Number(environ.find((v) => v.startsWith('METRICS_PORT='))!.split('=')[1]);
+      const stranger = net.createServer();
+      strangers.push(stranger);
+      stranger.listen(taken, '127.0.0.1');
+    },
+  });
+  try {
+    const platform = await started;
+    try {
+      const metricsUrl = platform.processes['sandbox-provider']?.metricsUrl ?? '';
+      expect(taken).toBeGreaterThan(0);
+      expect(metricsUrl).not.toBe(`http://127.0.0.1:${taken}`);
+      expect((await fetch(`${metricsUrl}/health/live`)).status).toBe(200);
+    } finally {
+      await platform.stop();
+    }
+  } finally {
+    strangers.forEach((s) => s.close());
+  }
+}, 60_000);
