@@ -16,7 +16,9 @@ if (process.argv[2] === 'migrate') {
 } else {
   const gateway = await buildGateway(config);
   await gateway.app.listen({ host: config.HOST, port: config.PORT });
-  gateway.logger.info({ port: config.PORT }, 'gateway listening');
+  // The port bound, not the one asked for: PORT=0 lets the system pick one.
+  const address = gateway.app.server.address();
+  gateway.logger.info({ port: typeof address === 'object' && address ? address.port : config.PORT }, 'gateway listening');
   closeOnSignals(gateway.logger, async () => {
     await gateway.close();
     await stopTelemetry();
