@@ -96,6 +96,14 @@ describe('webhook egress address policy', () => {
     expect(await judgeHost('nowhere.example.com', fakeDns)).toMatchObject({ allowed: false, reason: 'dns_error' });
   });
 
+  it('tells a lookup that failed for now (no answer, server failure) from a name that does not exist', async () => {
+    const failing = (code: string): HostResolver => async () => {
+      throw Object.assign(new Error(`getaddrinfo ${code}`), { code });
+    };
+    for (const code of ['EAI_AGAIN', 'ETIMEOUT', 'ESERVFAIL']) expect(await judgeHost('hooks.example.com', failing(code))).toMatchObject({ allowed: false, reason: 'dns_unavailable' });
+    expect(await judgeHost('hooks.example.com', failing('ENOTFOUND'))).toMatchObject({ allowed: false, reason: 'dns_error' });
+  });
+
   it('judges a wrapped IPv4 address by the address it carries', () => {
     expect(judgeAddress('64:ff9b::a9fe:a9fe')).toEqual({ allowed: false, judged: '169.254.169.254', range: 'linkLocal' });
     expect(judgeAddress('::ffff:127.0.0.1')).toMatchObject({ allowed: false, judged: '127.0.0.1', range: 'loopback' });

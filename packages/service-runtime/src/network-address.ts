@@ -122,12 +122,17 @@ export type HostResolver = (host: string) => Promise<string[]>;
 const systemResolver: HostResolver = (host) =>
   new Promise((resolve, reject) => dnsLookup(host, { all: true }, (err, list) => (err ? reject(err) : resolve(list.map((a) => a.address)))));
 
-export type HostVerdict = { allowed: true; addresses: string[] } | { allowed: false; reason: 'address_refused' | 'dns_error'; detail: string };
+export type HostVerdict = { allowed: true; addresses: string[] } | { allowed: false; reason: 'address_refused' | 'dns_error' | 'dns_unavailable'; detail: string };
+
+/** Resolver errors that say the lookup could not be made now (no answer, a server failure), not that the name does not exist. */
+const TEMPORARY_DNS_ERRORS = new Set(['EAI_AGAIN', 'ETIMEOUT', 'ESERVFAIL', 'ECONNREFUSED', 'ETIMEDOUT']);
 
 /**
  * Judges a URL host (as `URL.hostname` gives it: WHATWG parsing already turned `0x7f.1` or
  * `2130706433` into `127.0.0.1`): a literal by the address rule, a name by every address the
- * resolver answers (one non-public answer refuses the host).
+ * resolver answers (one non-public answer refuses the host). A lookup that failed for now (the
+ * resolver did not answer, or failed) is `dns_unavailable`, not `dns_error`: the name may well
+ * resolve a moment later.
  */
 export async function judgeHost(hostname: string, resolve: HostResolver = systemResolver): Promise<HostVerdict> {
   const host = bareHost(hostname);
@@ -139,7 +144,9 @@ export async function judgeHost(hostname: string, resolve: HostResolver = system
   let addresses: string[];
   try {
     addresses = await resolve(host);
-  } catch {
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && TEMPORARY_DNS_ERRORS.has(code)) return { allowed: false, reason: 'dns_unavailable', detail: `${host} could not be looked up (${code})` };
     return { allowed: false, reason: 'dns_error', detail: `${host} does not resolve` };
   }
   if (addresses.length === 0) return { allowed: false, reason: 'dns_error', detail: `${host} does not resolve` };

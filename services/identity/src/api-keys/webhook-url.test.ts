@@ -57,4 +57,14 @@ describe('assertWebhookUrlAllowed in production: the shared egress policy', () =
     await expect(assertWebhookUrlAllowed('https://bad.example.com/hook', true, dns)).rejects.toMatchObject({ code: 'validation_failed' });
     await expect(assertWebhookUrlAllowed('https://good.example.com/hook', true, dns)).resolves.toBeUndefined();
   });
+  it('answers 503 with Retry-After, not 400, when the host could not be looked up for now; 400 when it does not exist', async () => {
+    const failing = (code: string) => async () => {
+      throw Object.assign(new Error(`getaddrinfo ${code}`), { code });
+    };
+    await expect(assertWebhookUrlAllowed('https://hooks.example.com/hook', true, failing('EAI_AGAIN'))).rejects.toMatchObject({ code: 'service_unavailable', extensions: { retryAfterSeconds: 5 } });
+    await expect(assertWebhookUrlAllowed('https://hooks.example.com/hook', true, failing('ENOTFOUND'))).rejects.toMatchObject({
+      code: 'validation_failed',
+      extensions: { errors: { webhookUrl: ['Host does not resolve.'] } },
+    });
+  });
 });

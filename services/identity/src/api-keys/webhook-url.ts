@@ -20,5 +20,8 @@ export async function assertWebhookUrlAllowed(raw: string, production: boolean, 
   const verdict = await judgeHost(url.hostname, resolve);
   if (verdict.allowed) return;
   if (verdict.reason === 'dns_error') throw DomainError.field('webhookUrl', 'Host does not resolve.');
+  // A lookup that failed for now says nothing of the URL: 503, to retry, not a 400 to fix it.
+  if (verdict.reason === 'dns_unavailable')
+    throw new DomainError('service_unavailable', "The webhook URL's host could not be looked up just now (no answer from DNS), so its addresses could not be checked; nothing was changed. Retry shortly.", { retryAfterSeconds: 5 });
   throw DomainError.field('webhookUrl', 'Must resolve only to public (global unicast) addresses; loopback, private, link-local, CGNAT, multicast, reserved and documentation ranges are refused, also inside IPv4-mapped, NAT64 and 6to4 forms.');
 }
