@@ -1,8 +1,11 @@
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
+import { SecretBox } from '@billing/service-runtime';
 import { REPO_ROOT } from '../../scripts/lib/start-platform.mjs';
+import { createTestDatabase, onServer } from '../support/database.js';
+import { eventually } from '../support/fixtures.js';
 
 // Services used to start in development mode unless told otherwise, and production mode
 // accepted the published development encryption key when it was set explicitly.
@@ -82,6 +85,40 @@ describe('production mode refuses unsafe settings at start-up', () => {
     expect(output).toContain('Invalid configuration:\n  IDENTITY_ENCRYPTION_KEY: a stored secret (identity/token-signing-keys) does not open with the configured encryption key');
     expect(output).not.toMatch(/\n\s+at /);
     expect(output).not.toContain(other);
+  });
+
+  it('refuses a BILLING_ENCRYPTION_KEY that does not open the stored gateway credentials, as a configuration error at start (a provider update was a 500 much later)', async () => {
+    const db = await createTestDatabase();
+    try {
+      const sealedWith = strong();
+      const env = { PLATFORM_MODE: 'test', DATABASE_URL: db.url, BILLING_GRPC_ADDRESS: '127.0.0.1:0', METRICS_PORT: '0', NATS_URL: natsWithCredentials() };
+      // Billing migrates its schema and runs on (NATS unreachable); stopped once the schema is there.
+      const first = spawn(process.execPath, [path.join(REPO_ROOT, 'services', 'billing', 'dist', 'main.js')], {
+        cwd: REPO_ROOT,
+        env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'fatal', BILLING_ENCRYPTION_KEY: sealedWith, ...env },
+        stdio: 'ignore',
+      });
+      const exited = new Promise((resolve) => first.on('exit', resolve));
+      try {
+        await eventually(async () => (await onServer(db.url, (c) => c.query(`select to_regclass('billing.merchants') as t`))).rows[0].t, 20_000, 100);
+      } finally {
+        first.kill('SIGKILL');
+        await exited;
+      }
+      const credentials = new SecretBox(sealedWith, 'billing/payment-gateway-credentials').seal(JSON.stringify({ gatewayUsername: 'gw', gatewayPassword: 'gw-secret' }));
+      await onServer(db.url, (c) =>
+        c.query(`insert into billing.merchants (id, name, contact_email, provider_credentials_sealed, gateway_configured, created_at, updated_at) values ($1, 'Sealed', 'sealed@example.com', $2, true, now(), now())`, [randomUUID(), credentials]),
+      );
+      const other = strong();
+      const { code, output } = await runService('billing', { ...env, BILLING_ENCRYPTION_KEY: other });
+      expect(code).toBe(78);
+      expect(output).toContain('Invalid configuration:\n  BILLING_ENCRYPTION_KEY: a stored secret (billing/payment-gateway-credentials) does not open with the configured encryption key');
+      expect(output).not.toMatch(/\n\s+at /);
+      expect(output).not.toContain(other);
+      expect(output).not.toContain('gw-secret');
+    } finally {
+      await db.drop();
+    }
   });
 
   it('refuses TLS settings it cannot use with their reason and status 78', async () => {
