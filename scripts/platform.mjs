@@ -327,7 +327,9 @@ async function start() {
 
   const lines = platform.services.map((name) => {
     const p = platform.processes[name];
-    return `  ${name.padEnd(18)} ${p?.address.replace('127.0.0.1', 'localhost')}`;
+    // The operations listener beside each service's own address: /metrics, /health/live, /health/ready.
+    const ops = p?.metricsUrl ? `   metrics ${p.metricsUrl.replace('127.0.0.1', 'localhost')}/metrics` : '';
+    return `  ${name.padEnd(18)} ${(p?.address.replace('127.0.0.1', 'localhost') ?? '').padEnd(24)}${ops}`;
   });
   const gateway = platform.gatewayUrl?.replace('127.0.0.1', 'localhost');
   console.log(

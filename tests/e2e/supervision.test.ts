@@ -84,6 +84,16 @@ describe('npm start', () => {
     expect(output).not.toContain(adminToken);
   });
 
+  it("names each service's operations listener, which answers /metrics there", async () => {
+    for (const name of ['sandbox-provider', 'identity', 'billing', 'checkout', 'webhooks', 'gateway']) {
+      const m = new RegExp(`\\n  ${name} +\\S+ +metrics (http://localhost:\\d+/metrics)`).exec(output);
+      expect(m, name).not.toBeNull();
+      const res = await fetch(m![1]!.replace('localhost', '127.0.0.1'));
+      expect(res.status, name).toBe(200);
+      expect(await res.text(), name).toContain('# TYPE');
+    }
+  });
+
   it('restarts its own nats-server killed with SIGKILL, and the services reconnect to it', async () => {
     await killAndAwaitRestart('nats-server', 'nats-server', 60_000);
     // The gateway's readiness includes its NATS connection (and the services' health).
