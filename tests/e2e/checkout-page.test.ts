@@ -116,6 +116,7 @@ describe('hosted checkout page', () => {
     expect(csp).not.toContain('unsafe-inline');
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent(), WAIT).toBe('Subscribe to Monthly');
     expect(await page.locator('#merchant').textContent()).toMatch(/^Subscribing with Merchant /);
+    expect(await page.title()).toMatch(/^Subscribe to Monthly with Merchant /);
     expect(await page.locator('#plan-price').textContent()).toMatch(/19\.95 per month/);
     expect(await page.getByLabel('First name').inputValue()).toBe('Grace');
     // The link is out of the address bar and the history (anyone who found it there could open
@@ -240,6 +241,8 @@ describe('hosted checkout page', () => {
     const { page, context } = await open(`${gatewayUrl}/checkout?d=${link.d}&s=${link.s}`);
     await expect.poll(() => page.locator('#alert').textContent(), WAIT).toContain('expired');
     expect(await page.locator('form').isVisible()).toBe(false);
+    // The tab's title says so too (it stayed "Checkout" in every state).
+    expect(await page.title()).toBe('Checkout unavailable – Checkout');
     expect(await page.getByRole('button', { name: /^Subscribe/ }).count()).toBe(0);
     await page.screenshot({ path: join(shots, 'checkout-phone-expired.png'), fullPage: true });
     expect(await seriousViolations(page)).toEqual([]);
@@ -282,6 +285,7 @@ describe('hosted checkout page', () => {
     const { page, context } = await open(`${gatewayUrl}/checkout?d=${link.d}&s=${link.s}`, DESKTOP);
     await expect.poll(() => page.locator('#notice').textContent(), WAIT).toContain('already complete');
     expect(await page.locator('form').isVisible()).toBe(false);
+    expect(await page.title()).toMatch(/^Already subscribed – Subscribe to Monthly with Merchant /);
     await page.screenshot({ path: join(shots, 'checkout-desktop-completed.png'), fullPage: true });
     await context.close();
   });

@@ -70,8 +70,13 @@ function formatPrice(plan: SessionView['plan']): string {
   return count > 1 ? `${amount} every ${count} ${unit}s` : `${amount} per ${unit}`;
 }
 
+/** The tab's title for the plan being bought, once the session is read (until then "Checkout"). */
+let pageTitle = 'Checkout';
+
 /** A message instead of the form (bad link, already completed): nothing to submit. */
 function stop(message: string, kind: 'alert' | 'notice' = 'alert'): void {
+  // The tab says it too, as the other pages' titles follow their state.
+  document.title = kind === 'alert' ? `Checkout unavailable – ${pageTitle}` : `Already subscribed – ${pageTitle}`;
   form.hidden = true;
   announce(status, '');
   announce(kind === 'alert' ? alertBox : notice, message);
@@ -92,6 +97,8 @@ async function load(): Promise<void> {
   byId('merchant').textContent = `Subscribing with ${session.merchantName}`;
   byId('merchant').hidden = false;
   title.textContent = `Subscribe to ${session.plan.name}`;
+  pageTitle = `Subscribe to ${session.plan.name} with ${session.merchantName}`;
+  document.title = pageTitle;
   byId('plan-name').textContent = session.plan.name;
   byId('plan-price').textContent = formatPrice(session.plan);
   byId('summary').hidden = false;
