@@ -243,6 +243,8 @@ describe('billing runs', () => {
     expect(await cancel.sub(c.id)).toMatchObject({ status: 'Cancelled', nextBillingAt: null });
     expect(await run(day(30))).toMatchObject({ charged: 0 });
 
+    // The schedule's retries are tied to the period by subscription and attempt, not to the charge before (as the API reference says).
+    expect((await cancel.transactions(c.id)).map((t) => t.originalTransactionId)).toEqual([null, null, null]);
     expect((await cancel.transactions(c.id)).map((t) => [t.status, t.attempt, t.occurredAt])).toEqual([
       ['Failed', 1, T0],
       ['Failed', 2, day(1)],
