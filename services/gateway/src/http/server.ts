@@ -463,10 +463,14 @@ function queryNamesOf(schema: import('zod').ZodType | undefined): Map<string, st
 function canonicalQuery(names: Map<string, string> | undefined, query: unknown): unknown {
   if (!names || !isObject(query)) return query;
   const out: Record<string, unknown> = Object.create(null);
+  const twice: Record<string, string[]> = {};
   for (const [key, value] of Object.entries(query)) {
     const name = names.get(key.toLowerCase()) ?? key;
     out[name] = name in out ? ([] as unknown[]).concat(out[name], value) : value;
+    // Every parameter takes one value: said as such, not as the value's check failing on a list.
+    if (Array.isArray(out[name]) && names.has(name.toLowerCase())) twice[name] = ['Must be given once.'];
   }
+  if (Object.keys(twice).length > 0) throw DomainError.validation(twice);
   return out;
 }
 

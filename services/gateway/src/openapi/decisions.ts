@@ -56,7 +56,7 @@ API keys and webhooks
 - GET /api/ApiKeys/{id} reads one key (never its secret).
 
 Collections
-- Paged collections take page (1 to 2147483647: pages are int32) and pageSize (1..200, default 50); outside those ranges is 400 naming the parameter, never a wrapped or clamped page. Both are decimal digits (leading zeros allowed); anything else (0x10, 1e1, 1.0, a sign or spaces, the parameter given twice) is 400 naming it. Query parameter names match case-insensitively, as paths do (PageSize=10&Status=Active is pageSize=10&status=Active); two spellings of one name are the parameter given twice (400). Filter values are exact (status=active is 400). A page past the last is an empty page of the collection (hasNextPage false).
+- Paged collections take page (1 to 2147483647: pages are int32) and pageSize (1..200, default 50); outside those ranges is 400 naming the parameter, never a wrapped or clamped page. Both are decimal digits (leading zeros allowed); anything else (0x10, 1e1, 1.0, a sign or spaces, the parameter given twice) is 400 naming it. Query parameter names match case-insensitively, as paths do (PageSize=10&Status=Active is pageSize=10&status=Active); every query parameter takes one value: one given twice, or two spellings of one name, is 400 naming it ("Must be given once."). Filter values are exact (status=active is 400). A page past the last is an empty page of the collection (hasNextPage false).
 
 Idempotency
 - Endpoints that take Idempotency-Key check it after authentication and before anything else, the body's validation included: missing, empty (or blank) or over 255 characters is 400 with "errors" naming "Idempotency-Key". Any characters are accepted; the key is compared exactly (case-sensitive).
