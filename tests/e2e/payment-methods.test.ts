@@ -76,6 +76,11 @@ describe('adding payment methods', () => {
     expect(Object.keys(full.body.errors).sort()).toEqual(['cardNumber', 'cvv']);
     expect(JSON.stringify(full.body)).not.toContain('4242424242424242');
     expect((await add(member.id, { ...BANK, accountNumber: '12345678' })).body.errors).toHaveProperty('accountNumber');
+    // Any spelling of those names (a client serialising in PascalCase, snake or kebab case) is refused too, named as sent.
+    const spelled = await add(member.id, { ...CARD, CardNumber: '4242424242424242', CVV: '123', 'account-number': '12345678', PAN: '4242424242424242' });
+    expect(spelled.status).toBe(400);
+    expect(Object.keys(spelled.body.errors).sort()).toEqual(['CVV', 'CardNumber', 'PAN', 'account-number']);
+    expect(JSON.stringify(spelled.body)).not.toContain('4242424242424242');
     expect((await add(member.id, { ...CARD, last4: '424' })).body.errors).toHaveProperty('last4');
     expect((await add(member.id, { ...CARD, last4: '42a2' })).body.errors).toHaveProperty('last4');
     expect((await add(member.id, { ...CARD, expiryYear: 2001 })).body.errors).toHaveProperty('expiryYear');

@@ -35,6 +35,19 @@ export const Last4 = z.string().regex(/^\d{4}$/, 'Must be exactly 4 digits.');
 /** Body fields that would carry full instrument numbers; refused outright, never stored or logged. */
 export const FORBIDDEN_INSTRUMENT_FIELDS = ['cardNumber', 'number', 'pan', 'accountNumber', 'cvc', 'cvv', 'cvn', 'securityCode', 'card_number', 'account_number'] as const;
 
+/** A field name as compared with `FORBIDDEN_INSTRUMENT_FIELDS`: lower-cased, without `_`, `-` or spaces. */
+const instrumentFieldKey = (name: string): string => name.toLowerCase().replace(/[-_\s]/g, '');
+const FORBIDDEN_INSTRUMENT_KEYS: ReadonlySet<string> = new Set(FORBIDDEN_INSTRUMENT_FIELDS.map(instrumentFieldKey));
+
+/**
+ * The fields of `body` that would carry a full number or security code, named as sent: any
+ * spelling of `FORBIDDEN_INSTRUMENT_FIELDS` (`CardNumber`, `CARD_NUMBER`, `card-number`, `CVV`),
+ * as clients serialise names in their own case.
+ */
+export function forbiddenInstrumentFields(body: Record<string, unknown>): string[] {
+  return Object.keys(body).filter((field) => FORBIDDEN_INSTRUMENT_KEYS.has(instrumentFieldKey(field)));
+}
+
 const FULL_NUMBER_MESSAGE = 'Full card or account numbers and security codes must never be sent; send the tokenisation result (type, brand, last4) or use from-token.';
 
 /** Fields of a tokenisation result, shared by the payment-method endpoints and onboarding. */
@@ -61,7 +74,7 @@ export function checkPaymentMethodDetails(
   now = new Date(),
   opts: { draft?: boolean } = {},
 ): void {
-  for (const field of FORBIDDEN_INSTRUMENT_FIELDS) if (field in pm) ctx.addIssue({ code: 'custom', path: [field], message: FULL_NUMBER_MESSAGE });
+  for (const field of forbiddenInstrumentFields(pm)) ctx.addIssue({ code: 'custom', path: [field], message: FULL_NUMBER_MESSAGE });
   const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
   if (!opts.draft) for (const [field, message] of Object.entries(missingTypeFields(pm))) issue(field, message);
   if (pm.type === 'Card') {
