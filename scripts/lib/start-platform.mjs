@@ -137,6 +137,22 @@ export async function startPlatform(opts) {
   const processes = {};
   /** @type {ServiceSpec[][]} */
   const waves = startWaves(specs);
+  // The environment each started service got: a service started earlier can carry the address
+  // of one started later (identity's and checkout's PUBLIC_BASE_URL is the gateway's), so when a
+  // later one moves to another port, those whose environment that changed are restarted with it.
+  /** @type {Map<string, string>} */
+  const startedWith = new Map();
+  /** @param {ServiceSpec} spec */
+  const envText = (spec) => JSON.stringify(envFor(spec));
+  const restartOutdated = async () => {
+    for (const [name, text] of startedWith) {
+      const spec = /** @type {ServiceSpec} */ (specs.find((s) => s.name === name));
+      if (envText(spec) === text) continue;
+      await processes[name].stop();
+      await processes[name].start();
+      startedWith.set(name, envText(spec));
+    }
+  };
   try {
     for (const wave of waves) {
       // allSettled: on a failure, the rest of the wave has finished spawning before stopAll.
@@ -158,6 +174,7 @@ export async function startPlatform(opts) {
           for (let attempt = 1; ; attempt++) {
             try {
               await svc.start();
+              startedWith.set(spec.name, envText(spec));
               break;
             } catch (e) {
               // Another process took a port between our check and the bind: the service's own
@@ -174,6 +191,8 @@ export async function startPlatform(opts) {
                 metricsPorts.set(spec.name, await findFreePort());
                 svc.metricsUrl = `http://127.0.0.1:${metricsPorts.get(spec.name)}`;
               }
+              // Links the services started before it hand out name its new address.
+              await restartOutdated();
             }
           }
         }),

@@ -5,6 +5,7 @@ import net from 'node:net';
 import { afterAll, expect, it } from 'vitest';
 import { listensOn } from '../../scripts/lib/health.mjs';
 import { startPlatform } from '../../scripts/lib/start-platform.mjs';
+import { startTestPlatform } from '../support/platform.js';
 
 /**
  * Regression: `npm start` aborted ("sandbox-provider exited with code 1 while the platform was
@@ -106,3 +107,31 @@ it("moves a service's operations listener when another process takes its METRICS
     strangers.forEach((s) => s.close());
   }
 }, 60_000);
+
+it("restarts the services that link to the gateway when the gateway moves to another port (their links named a port it never got)", async () => {
+  // The stranger takes the gateway's port after identity has started with PUBLIC_BASE_URL set to
+  // it and before the gateway binds it: the gateway moves, so identity's email links must follow.
+  const strangers: net.Server[] = [];
+  let taken: number | undefined;
+  const platform = await startTestPlatform({
+    services: ['identity', 'gateway'],
+    onSpawn: (name: string, pid: number) => {
+      if (name !== 'gateway' || taken !== undefined) return;
+      const environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      taken = Number(environ.find((v) => v.startsWith('PORT='))!.split('=')[1]);
+      const stranger = net.createServer();
+      strangers.push(stranger);
+      stranger.listen(taken, '127.0.0.1');
+    },
+  });
+  try {
+    expect(taken).toBeGreaterThan(0);
+    expect(platform.gatewayUrl).not.toBe(`http://127.0.0.1:${taken}`);
+    const identityPid = platform.processes.identity!.pid!;
+    const environ = fs.readFileSync(`/proc/${identityPid}/environ`, 'utf8').split('\0');
+    expect(environ.find((v) => v.startsWith('PUBLIC_BASE_URL='))).toBe(`PUBLIC_BASE_URL=${platform.gatewayUrl}`);
+  } finally {
+    await platform.stop();
+    strangers.forEach((s) => s.close());
+  }
+}, 120_000);

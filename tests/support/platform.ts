@@ -25,6 +25,8 @@ export interface TestPlatformOptions {
   logs?: boolean;
   /** Called with every line of service output (e.g. to assert what reaches the logs). */
   onLog?: (service: string, line: string) => void;
+  /** Called with the pid of every service process the launcher spawns (e.g. to race it for its port). */
+  onSpawn?: (service: string, pid: number) => void;
 }
 
 export interface TestPlatform extends Platform {
@@ -71,6 +73,7 @@ export async function startTestPlatform(opts: TestPlatformOptions = {}): Promise
       serviceEnv: opts.serviceEnv,
       ports: 'free',
       host: '127.0.0.1',
+      onSpawn: opts.onSpawn,
       onLog:
         echo || opts.onLog
           ? (name, line) => {
