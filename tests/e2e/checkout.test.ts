@@ -432,6 +432,10 @@ describe('POST /api/Checkout/sessions/me/complete', () => {
     expect(noToken.body).toMatchObject({ status: 'Failed', returnUrl: s.payload.returnUrl, failureReason: expect.stringContaining('providerToken'), errors: { providerToken: [expect.any(String)] } });
     const wrongType = await api.post('/api/Checkout/sessions/me/complete', { sessionId: s.sessionId, providerToken: 42 }, { token: s.token });
     expect([wrongType.status, wrongType.body.status]).toEqual([400, 'Failed']);
+    // A token over the length limit is told so (it was "Must be a string." for a string).
+    const tooLong = await api.post('/api/Checkout/sessions/me/complete', { sessionId: s.sessionId, providerToken: `btok_${'a'.repeat(124)}` }, { token: s.token });
+    expect([tooLong.status, tooLong.body.status]).toEqual([400, 'Failed']);
+    expect(tooLong.body.errors).toEqual({ providerToken: ['Must be at most 128 characters.'] });
     // A body refused before the route runs (not JSON, a NUL character) is a Failed completion result as well, not problem details.
     const notJson = await api.request('POST', '/api/Checkout/sessions/me/complete', { token: s.token, raw: '{"sessionId":', headers: { 'content-type': 'application/json' } });
     expect(notJson.status).toBe(400);

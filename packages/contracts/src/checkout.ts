@@ -92,7 +92,7 @@ export const BankCaptureResult = z.object({ providerToken: z.string().nullable()
 
 export const CompleteCheckoutRequest = z
   // An empty token is answered as an unknown one: a Failed completion result (interface.md), not a problem.
-  .object({ sessionId: Uuid, providerToken: z.string(required()).max(128) })
+  .object({ sessionId: Uuid, providerToken: z.string(required()).max(128, 'Must be at most 128 characters.') })
   .meta({ id: 'CompleteCheckoutRequest' });
 
 /** Checkout completion result (interface.md): 200 Completed, 400 or 409 Failed, 409 Pending. */
