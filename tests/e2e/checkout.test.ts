@@ -491,6 +491,28 @@ describe('POST /api/Checkout/sessions/me/complete', () => {
     expect((await complete(api, s, token)).body.status).toBe('Completed');
   });
 
+  it("refuses (409) a change of the customer's details while a completion of the session is running: the completion provisions the details it took", async () => {
+    const s = await openSession(api, m);
+    const token = await captureBank(api, s);
+    const before = (await api.get('/api/Checkout/sessions/me', { token: s.token })).body.customer;
+    await sandbox('POST', '/__sandbox/faults', { latencyMs: 1500, account: m.id });
+    try {
+      const first = complete(api, s, token);
+      await new Promise((r) => setTimeout(r, 500));
+      // It was 204, and the completed session then showed details its member and checkout.completed did not have.
+      const change = await api.patch('/api/Checkout/sessions/me/customer', { email: `${unique('late')}@example.com`, firstName: 'Late', lastName: 'Change' }, { token: s.token });
+      expect(change.status).toBe(409);
+      expect(change.body).toMatchObject({ status: 409, traceId: expect.any(String) });
+      expect((await first).status).toBe(200);
+    } finally {
+      await sandbox('DELETE', `/__sandbox/faults?account=${m.id}`);
+    }
+    const after = (await api.get('/api/Checkout/sessions/me', { token: s.token })).body;
+    expect(after).toMatchObject({ status: 'Completed', customer: before });
+    const members = await api.get(`/api/Members?merchantId=${m.id}&email=${encodeURIComponent(before.email)}`, { token: m.key });
+    expect(members.body.items).toHaveLength(1);
+  });
+
   it('502 while the provider is down, then completes once it is back', async () => {
     const s = await openSession(api, m);
     const token = await captureBank(api, s);

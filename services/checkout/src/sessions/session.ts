@@ -44,9 +44,15 @@ export class CheckoutSession {
     return this.status === 'Completed';
   }
 
-  /** Customer details may change until the session completes; an absent phone stays as it is. */
+  /**
+   * Customer details may change until the session completes; an absent phone stays as it is.
+   * Not while a completion holds the session: it provisions the details it took, so a change
+   * then would be answered 204 and never reach the member (the completed session would show
+   * details its member, subscription and `checkout.completed` do not have).
+   */
   updateCustomer(c: { email: string; firstName: string; lastName: string; phone?: string | null }, now = new Date()): void {
     this.refuseWhenCompleted();
+    if (this.completionLeaseUntil && this.completionLeaseUntil > now) throw new DomainError('conflict', 'The checkout session is being completed; its customer details cannot change now.');
     Object.assign(this, c, { updatedAt: now });
   }
 

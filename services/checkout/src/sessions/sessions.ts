@@ -1,4 +1,4 @@
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { DomainError, isUuidText, type FieldErrors } from '@billing/contracts';
 import { scopeOfMerchant } from '@billing/service-runtime';
 import type { CheckoutSession__Output as SessionView } from '@billing/proto-types/checkout/v1/CheckoutSession';
@@ -12,8 +12,8 @@ export const BSB_PATTERN = /^\d{3}-?\d{3}$/;
 export const ACCOUNT_NUMBER_PATTERN = /^\d{5,9}$/;
 
 /** A session of the merchant; another merchant's, or an unknown id, is not found. */
-export async function findSession(em: EntityManager, merchantId: string, sessionId: string): Promise<CheckoutSession> {
-  const session = isUuidText(sessionId) ? await em.findOne(CheckoutSession, { id: sessionId.toLowerCase(), merchantId }) : null;
+export async function findSession(em: EntityManager, merchantId: string, sessionId: string, opts: { lock?: boolean } = {}): Promise<CheckoutSession> {
+  const session = isUuidText(sessionId) ? await em.findOne(CheckoutSession, { id: sessionId.toLowerCase(), merchantId }, opts.lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {}) : null;
   if (!session) throw new DomainError('not_found', 'Checkout session not found.');
   return session;
 }
@@ -51,7 +51,9 @@ export class Sessions {
 
   async updateCustomer(merchantId: string, sessionId: string, c: { email: string; firstName: string; lastName: string; phone?: string | null }): Promise<void> {
     await this.orm.em.fork().transactional(async (em) => {
-      const s = await findSession(em, merchantId, sessionId);
+      // Locked: a completion taking the session's lease meanwhile either waits for this change
+      // (and provisions it) or has taken it first (and this change is refused).
+      const s = await findSession(em, merchantId, sessionId, { lock: true });
       s.updateCustomer(c);
     });
   }

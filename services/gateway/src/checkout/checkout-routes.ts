@@ -137,7 +137,7 @@ export function checkoutRoutes(backends: Backends, access: MerchantAccess): Rout
       url: '/api/Checkout/sessions/me/customer',
       tag: 'Hosted checkout',
       summary: "Set the session's customer details",
-      description: 'Checkout-session token only. 204. phone: absent leaves the session\'s as it is (the one the link carried, say); null clears it; strings are stored as sent. A completed session: 409.',
+      description: 'Checkout-session token only. 204. phone: absent leaves the session\'s as it is (the one the link carried, say); null clears it; strings are stored as sent. A completed session: 409; so is a session whose completion is running (the completion provisions the details it took; retry once it has answered).',
       auth: { checkout: true },
       body: UpdateCheckoutCustomerRequest,
       responses: { 204: null, 400: null, 404: null, 409: null },
