@@ -102,6 +102,29 @@ describe('merchant-user JWTs', () => {
     expect((await api.get('/api/Merchants/me', { token: again.body.token })).status).toBe(200);
   });
 
+  // A login whose password check is under way when the user is deactivated or given another role
+  // must not hand out a token that outlives the change (the check takes hundreds of milliseconds).
+  it.each([
+    ['deactivated', { isActive: false }],
+    ['given another role', { role: 'Viewer' }],
+  ])('a login racing the user being %s yields no token of the old state', async (_name, change) => {
+    const m = await createMerchant(api, admin);
+    await createMerchantUser(api, admin, m.id, 'Owner');
+    const u = await createMerchantUser(api, admin, m.id, 'Owner');
+    const login = api.post('/api/auth/login', { email: u.email, password: u.password });
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await api.patch(`/api/admin/merchants/${m.id}/users/${u.user.id}`, change, { token: admin })).status).toBe(200);
+    const res = await login;
+    if (res.status === 200) {
+      const after = await api.get(`/api/admin/merchants/${m.id}/users`, { token: res.body.token });
+      // Either the token was revoked by the change, or it carries the new state (Viewer: 403).
+      expect([401, 403]).toContain(after.status);
+      if (after.status === 403) expect(res.body.user.role).toBe('Viewer');
+    } else {
+      expect(res.status).toBe(401);
+    }
+  });
+
   it('answers 403 when the role is below the endpoint, and 404 for an unknown user', async () => {
     const viewer = await createMerchantUser(api, admin, merchantId, 'Viewer');
     const res = await api.put(`/api/ApiKeys/6d1f7c39-5d0c-4a4e-9d59-0d0b4f1d1c11/webhook`, { id: '6d1f7c39-5d0c-4a4e-9d59-0d0b4f1d1c11', merchantId }, { token: viewer.token });

@@ -1,5 +1,5 @@
 import { merchantFilter, queryRows, requireMerchantScope, requireScope, type ServiceImpl } from '@billing/service-runtime';
-import { UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { LockMode, UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
 import { CreateMerchantUserRequest, DomainError, isUuidText, MERCHANT_TOKEN_TTL_SECONDS, MerchantLoginRequest, parseOrThrow, UpdateMerchantUserRequest } from '@billing/contracts';
 import { CredentialChange } from '../credential-changes/credential-change.js';
 import type { LoginLockout } from '../passwords/login-lockout.js';
@@ -89,8 +89,17 @@ export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer:
       }
       const stillLocked = await lockout.recordSuccess(em, email, req.client);
       if (stillLocked) throw locked(stillLocked);
-      const { token, expiresAt } = await issuer.issue('merchantUser', user.id, { mid: user.merchantId, role: user.role, iat_ms: Date.now() }, MERCHANT_TOKEN_TTL_SECONDS);
-      return { token, expiresAt: expiresAt.toISOString(), user: user.toView() };
+      // The password check takes a good fraction of a second, and the user may have been
+      // deactivated or given another role meanwhile: that change revoked only the tokens issued
+      // before it, so a token built from the row read above would outlive it. The token is issued
+      // from the row as it is now, held (FOR SHARE) while its iat is taken: a change either
+      // committed first (and is seen here) or waits, and then revokes this token too.
+      return orm.em.fork().transactional(async (tx) => {
+        const current = await tx.findOne(MerchantUser, { id: user.id }, { lockMode: LockMode.PESSIMISTIC_READ });
+        if (!current || !current.isActive || current.passwordHash !== user.passwordHash) throw new DomainError('unauthenticated', 'Invalid email or password.');
+        const { token, expiresAt } = await issuer.issue('merchantUser', current.id, { mid: current.merchantId, role: current.role, iat_ms: Date.now() }, MERCHANT_TOKEN_TTL_SECONDS);
+        return { token, expiresAt: expiresAt.toISOString(), user: current.toView() };
+      });
     },
   };
 }
