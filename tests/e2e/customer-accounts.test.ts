@@ -456,6 +456,36 @@ describe('suspension', () => {
     expectProblem(await api.get('/api/account/me', { token }), 401);
   });
 
+  // A login whose password check is under way when the account is suspended must not hand out a
+  // token that outlives the suspension (the check takes hundreds of milliseconds).
+  it('a login racing the suspension yields no working token', async () => {
+    const { email, id } = await signUp();
+    const login = api.post('/api/account/login', { email, password: PASSWORD });
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await api.post(`/api/admin/accounts/${id}/suspend`, undefined, { token: admin })).status).toBe(204);
+    const res = await login;
+    if (res.status === 200) {
+      // Checked on an endpoint that trusts the token alone (it does not read the account).
+      expectProblem(await api.get('/api/onboard/00000000-0000-4000-8000-000000000000', { token: res.body.token }), 401);
+    } else {
+      expectProblem(res, 403, 'account-suspended');
+    }
+  });
+
+  it('a login with the old password racing a password reset yields no working token', async () => {
+    const { email, id } = await signUp();
+    const reset = await api.post(`/api/admin/accounts/${id}/password-reset`, undefined, { token: admin });
+    expect(reset.status).toBe(200);
+    // The reset hashes the new password before it commits: the login starts meanwhile, so that
+    // the reset lands while the login checks the old password.
+    const done = api.post('/api/account/reset-password', { token: reset.body.token, newPassword: 'another-password-9' });
+    await new Promise((r) => setTimeout(r, 100));
+    const res = await api.post('/api/account/login', { email, password: PASSWORD });
+    expect((await done).status).toBe(204);
+    if (res.status === 200) expectProblem(await api.get('/api/onboard/00000000-0000-4000-8000-000000000000', { token: res.body.token }), 401);
+    else expectProblem(res, 401);
+  });
+
   it('answers 404 for an unknown account and 401 for a non-admin', async () => {
     const { id, token } = await signUp();
     expectProblem(await api.post('/api/admin/accounts/00000000-0000-4000-8000-000000000000/suspend', undefined, { token: admin }), 404);

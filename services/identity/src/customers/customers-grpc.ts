@@ -166,8 +166,17 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
       }
       const stillLocked = await lockout.recordSuccess(em, email, client);
       if (stillLocked) throw locked(stillLocked);
-      if (account.isSuspended()) throw new DomainError('account_suspended', 'This account is suspended.');
-      return signIn(account);
+      // The password check takes a good fraction of a second, and the account may have been
+      // suspended or its password reset meanwhile: that change revoked only the tokens issued
+      // before it, so a token for the row read above would outlive it. The token is issued from
+      // the row as it is now, held (FOR SHARE) while its iat is taken: a change either committed
+      // first (and is seen here) or waits, and then revokes this token too.
+      return orm.em.fork().transactional(async (tx) => {
+        const current = await tx.findOne(CustomerAccount, { id: account.id }, { lockMode: LockMode.PESSIMISTIC_READ });
+        if (!current || current.passwordHash !== account.passwordHash) throw new DomainError('unauthenticated', 'Invalid email or password.');
+        if (current.isSuspended()) throw new DomainError('account_suspended', 'This account is suspended.');
+        return signIn(current);
+      });
     },
 
     GetCustomerAccount: async (req) => {
