@@ -575,4 +575,20 @@ describe('with a 2-second lockout window', () => {
     expectProblem(await locked.post('/api/account/signup', signupBody(email)), 409);
     expect(await customers.EnsureCustomerAccount({ email, firstName: 'X', lastName: 'Y' })).toEqual({ id: first.id, created: false, claimed: true });
   });
+
+  it('signup does not claim, nor hand a token for, an unclaimed account the platform suspended', async () => {
+    const email = newEmail();
+    const { id } = await customers.EnsureCustomerAccount({ email, firstName: 'Checkout', lastName: 'Customer' });
+    expect((await api.post(`/api/admin/accounts/${id}/suspend`, undefined, { token: admin })).status).toBe(204);
+
+    const refused = await locked.post('/api/account/signup', signupBody(email));
+    expectProblem(refused, 403, 'account-suspended');
+    expect(refused.body.token).toBeUndefined();
+    expect(await customers.EnsureCustomerAccount({ email, firstName: 'X', lastName: 'Y' })).toEqual({ id, created: false, claimed: false });
+
+    expect((await api.post(`/api/admin/accounts/${id}/unsuspend`, undefined, { token: admin })).status).toBe(204);
+    const claim = await locked.post('/api/account/signup', signupBody(email));
+    expect(claim.status).toBe(200);
+    expect(claim.body.account.id).toBe(id);
+  });
 });

@@ -72,10 +72,10 @@ export function customerRoutes(backends: Backends, feed: CredentialFeed): RouteS
       tag: 'Customer accounts',
       summary: 'Sign up a customer (or claim the unclaimed account of this email)',
       description:
-        'Creates a customer account and returns a customer token (one hour). When an invitation or a checkout already created an unclaimed account for the email, this claims it: sets the password and the whole profile from this body alone, so a contact field not given here is null, whatever the invitation or checkout stored (200). A claimed account for the email: 409. The email is stored and returned as sent and matched case-insensitively (a claim stores it as typed here). A verification link is emailed; emailVerified stays false until it is used (or a password reset with an emailed token).',
+        'Creates a customer account and returns a customer token (one hour). When an invitation or a checkout already created an unclaimed account for the email, this claims it: sets the password and the whole profile from this body alone, so a contact field not given here is null, whatever the invitation or checkout stored (200). A claimed account for the email: 409. An unclaimed account that the platform suspended: 403 (type .../account-suspended), and it stays unclaimed. The email is stored and returned as sent and matched case-insensitively (a claim stores it as typed here). A verification link is emailed; emailVerified stays false until it is used (or a password reset with an emailed token).',
       auth: { anonymous: true },
       body: CustomerSignupRequest,
-      responses: { 200: CustomerSignInResult, 400: null, 409: null },
+      responses: { 200: CustomerSignInResult, 400: null, 403: null, 409: null },
       handler: async ({ body }) => ok(toSignInResult(await customers.SignUpCustomer(withoutNulls(body), { deadlineMs: backends.passwordDeadlineMs }))),
     }),
     defineRoute({

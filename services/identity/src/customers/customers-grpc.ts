@@ -126,16 +126,22 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
       const passwordHash = await hasher.hash(input.password);
       let verification: string;
       let account: CustomerAccount;
+      let signedIn: Awaited<ReturnType<typeof signIn>>;
       try {
-        ({ account, verification } = await orm.em.fork().transactional(async (em) => {
+        ({ account, verification, signedIn } = await orm.em.fork().transactional(async (em) => {
           let account = await em.findOne(CustomerAccount, byEmail(email), { lockMode: LockMode.PESSIMISTIC_WRITE });
-          if (account) account.claim(email, input, passwordHash, input.acceptedTerms === true);
-          else em.persist((account = CustomerAccount.signUp(email, input, passwordHash, input.acceptedTerms === true)));
+          if (account) {
+            // A suspended account (an unclaimed one too: the platform may suspend the account a
+            // checkout or invitation created) gets no token, as at login; it stays unclaimed.
+            if (!account.isClaimed() && account.isSuspended()) throw new DomainError('account_suspended', 'This account is suspended.');
+            account.claim(email, input, passwordHash, input.acceptedTerms === true);
+          } else em.persist((account = CustomerAccount.signUp(email, input, passwordHash, input.acceptedTerms === true)));
           // The token row references the account: the account's insert must come first.
           await em.flush();
           const { token, entity } = CustomerToken.mint(account.id, 'email_verification', 'email', EMAIL_VERIFICATION_TTL_SECONDS);
           em.persist(entity);
-          return { account, verification: token };
+          // Issued while the row is locked: a suspension waiting for it then revokes this token.
+          return { account, verification: token, signedIn: await signIn(account) };
         }));
       } catch (e) {
         // Two sign-ups for a new email at once: the loser finds the winner's claimed account.
@@ -143,7 +149,7 @@ export function customersGrpc(deps: CustomersDeps): ServiceImpl<'identity.v1.Cus
         throw e;
       }
       deliver('verification', account.id, () => channels.email.send(emailVerificationEmail(account.email, account.firstName, verification, publicBaseUrl)));
-      return signIn(account);
+      return signedIn;
     },
 
     LoginCustomer: async (req) => {
