@@ -119,6 +119,16 @@ async function chargedPeriods(subscriptionId: string) {
 }
 
 
+/** A statement of the merchant's period, generated and finalised, with its lines (read with the merchant's key). */
+async function closedStatement(m: { id: string; key: string }, periodStart: string, periodEnd: string) {
+  const gen = await api.post('/api/admin/fee-statements/generate', { merchantId: m.id, periodStart, periodEnd }, { token: admin });
+  expect(gen.status, JSON.stringify(gen.body)).toBe(201);
+  const fin = await api.post(`/api/admin/fee-statements/${gen.body.id}/finalise`, {}, { token: admin });
+  expect(fin.status).toBe(200);
+  const lines = await api.get(`/api/FeeStatements/${gen.body.id}/lines`, { token: m.key });
+  return { ...fin.body, lines: lines.body.items } as { reference: string; totalFees: number; totalNet: number; transactionCount: number; lines: any[] };
+}
+
 /**
  * A subscriber of a 100.00 plan charged (Settled) by a run at T0, with a refund of that charge
  * (a fresh Idempotency-Key unless one is given) and the subscription's refunds.
@@ -1427,14 +1437,7 @@ describe('fees and fee statements', () => {
     const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3 }, plan: { amount: 100 } });
     await m.subscriber([{ ...BANK, last4: '9002' }], { startDate: '2030-01-31T12:00:00.000Z' });
     expect(await run('2030-01-31T12:00:00.000Z')).toMatchObject({ charged: 1, failed: 0 });
-    const statement = async (periodStart: string, periodEnd: string) => {
-      const gen = await api.post('/api/admin/fee-statements/generate', { merchantId: m.id, periodStart, periodEnd }, { token: admin });
-      expect(gen.status, JSON.stringify(gen.body)).toBe(201);
-      const fin = await api.post(`/api/admin/fee-statements/${gen.body.id}/finalise`, {}, { token: admin });
-      expect(fin.status).toBe(200);
-      const lines = await api.get(`/api/FeeStatements/${gen.body.id}/lines`, { token: m.key });
-      return { ...fin.body, lines: lines.body.items } as { reference: string; totalFees: number; totalNet: number; transactionCount: number; lines: any[] };
-    };
+    const statement = (periodStart: string, periodEnd: string) => closedStatement(m, periodStart, periodEnd);
     const january = await statement('2030-01-01', '2030-02-01');
     expect(january).toMatchObject({ totalFees: 1.8, totalNet: 98.2, transactionCount: 1 });
     const [billed] = january.lines;
@@ -1453,14 +1456,7 @@ describe('fees and fee statements', () => {
 
   it('takes back on the next closed statement a refund billed while Processing that the provider then refused, once', async () => {
     const { m, charge, refund, refunds } = await settledCharge();
-    const statement = async (periodStart: string, periodEnd: string) => {
-      const gen = await api.post('/api/admin/fee-statements/generate', { merchantId: m.id, periodStart, periodEnd }, { token: admin });
-      expect(gen.status, JSON.stringify(gen.body)).toBe(201);
-      const fin = await api.post(`/api/admin/fee-statements/${gen.body.id}/finalise`, {}, { token: admin });
-      expect(fin.status).toBe(200);
-      const lines = await api.get(`/api/FeeStatements/${gen.body.id}/lines`, { token: m.key });
-      return { ...fin.body, lines: lines.body.items } as { reference: string; totalFees: number; totalNet: number; transactionCount: number; lines: any[] };
-    };
+    const statement = (periodStart: string, periodEnd: string) => closedStatement(m, periodStart, periodEnd);
     // The provider is down: the refund's outcome is unknown, so it stays Processing.
     await fault(m.id, { down: true });
     expect((await refund({ amount: 40 })).status).toBe(502);

@@ -66,8 +66,8 @@ async function continueFrom(page: Page, id: string) {
   await step(page, id).getByRole('button', { name: 'Continue' }).click();
 }
 
-/** Walks from the link to the plan step; answers the invitation's email. */
-async function toPlanStep(page: Page, link: string, email: string, checks: (p: Page) => Promise<void> = async () => {}) {
+/** Opens the link and walks to the account step, filled in (the invitation's email already there), not sent. */
+async function toFilledAccountStep(page: Page, link: string, email: string, checks: (p: Page) => Promise<void> = async () => {}) {
   await page.goto(link);
   await heading(page, 'Welcome').waitFor();
   await checks(page);
@@ -77,6 +77,11 @@ async function toPlanStep(page: Page, link: string, email: string, checks: (p: P
   await step(page, 'account').getByLabel('Password').fill('correct-horse-42');
   await step(page, 'account').getByLabel('Date of birth').fill('1990-05-17');
   await checks(page);
+}
+
+/** Walks from the link to the plan step; answers the invitation's email. */
+async function toPlanStep(page: Page, link: string, email: string, checks: (p: Page) => Promise<void> = async () => {}) {
+  await toFilledAccountStep(page, link, email, checks);
   await continueFrom(page, 'account');
   await heading(page, 'Your details').waitFor();
   expect(await step(page, 'details').getByLabel('First name').inputValue()).toBe('Ada');
@@ -281,13 +286,7 @@ describe('the onboarding page', () => {
   it('signs up once when Continue is pressed twice, and shows the next step without an error', async () => {
     const { link, email } = await linkFor();
     const { page, sentBodies, close } = await openPage(375);
-    await page.goto(link);
-    await heading(page, 'Welcome').waitFor();
-    await step(page, 'welcome').getByRole('button', { name: 'Continue' }).click();
-    await heading(page, 'Your account').waitFor();
-    expect(await step(page, 'account').getByLabel('Email').inputValue()).toBe(email);
-    await step(page, 'account').getByLabel('Date of birth').fill('1990-05-17');
-    await step(page, 'account').getByLabel('Password').fill('correct-horse-42');
+    await toFilledAccountStep(page, link, email);
     await step(page, 'account').getByLabel('Password').press('Enter');
     await step(page, 'account').getByLabel('Password').press('Enter');
     await heading(page, 'Your details').waitFor();
@@ -300,12 +299,7 @@ describe('the onboarding page', () => {
   it('a session that ends mid-wizard says so and asks to sign in again, then resumes', async () => {
     const { link, email } = await linkFor();
     const { page, sentBodies, close } = await openPage(375);
-    await page.goto(link);
-    await heading(page, 'Welcome').waitFor();
-    await step(page, 'welcome').getByRole('button', { name: 'Continue' }).click();
-    await heading(page, 'Your account').waitFor();
-    await step(page, 'account').getByLabel('Date of birth').fill('1990-05-17');
-    await step(page, 'account').getByLabel('Password').fill('correct-horse-42');
+    await toFilledAccountStep(page, link, email);
     await continueFrom(page, 'account');
     await heading(page, 'Your details').waitFor();
     // The customer token has expired by the time the invitee continues.
