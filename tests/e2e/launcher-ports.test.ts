@@ -14,6 +14,18 @@ import { startTestPlatform } from '../support/platform.js';
  * ready, and ours then died with EADDRINUSE. A service is ready only while its own process
  * listens on its port.
  */
+/** The environment variable `name` of process `pid`. */
+const envOf = (pid: number, name: string) => fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((v) => v.startsWith(`${name}=`));
+
+/** Takes, with a stranger listening on it before the process binds it, the port the process was given in `variable`; answers that port. */
+function takePortOf(pid: number, variable: string, strangers: net.Server[]): number {
+  const port = Number(envOf(pid, variable)!.split('=')[1]);
+  const stranger = net.createServer();
+  strangers.push(stranger);
+  stranger.listen(port, '127.0.0.1');
+  return port;
+}
+
 const servers: Server[] = [];
 afterAll(() => Promise.all(servers.map((s) => new Promise((r) => s.close(r)))));
 
@@ -86,11 +98,7 @@ it("moves a service's operations listener when another process takes its METRICS
     stopGraceMs: 2_000,
     onSpawn: (_name: string, pid: number) => {
       if (taken !== undefined) return;
-      const environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-      taken = Number(environ.find((v) => v.startsWith('METRICS_PORT='))!.split('=')[1]);
-      const stranger = net.createServer();
-      strangers.push(stranger);
-      stranger.listen(taken, '127.0.0.1');
+      taken = takePortOf(pid, 'METRICS_PORT', strangers);
     },
   });
   try {
@@ -117,19 +125,13 @@ it("restarts the services that link to the gateway when the gateway moves to ano
     services: ['identity', 'gateway'],
     onSpawn: (name: string, pid: number) => {
       if (name !== 'gateway' || taken !== undefined) return;
-      const environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-      taken = Number(environ.find((v) => v.startsWith('PORT='))!.split('=')[1]);
-      const stranger = net.createServer();
-      strangers.push(stranger);
-      stranger.listen(taken, '127.0.0.1');
+      taken = takePortOf(pid, 'PORT', strangers);
     },
   });
   try {
     expect(taken).toBeGreaterThan(0);
     expect(platform.gatewayUrl).not.toBe(`http://127.0.0.1:${taken}`);
-    const identityPid = platform.processes.identity!.pid!;
-    const environ = fs.readFileSync(`/proc/${identityPid}/environ`, 'utf8').split('\0');
-    expect(environ.find((v) => v.startsWith('PUBLIC_BASE_URL='))).toBe(`PUBLIC_BASE_URL=${platform.gatewayUrl}`);
+    expect(envOf(platform.processes.identity!.pid!, 'PUBLIC_BASE_URL')).toBe(`PUBLIC_BASE_URL=${platform.gatewayUrl}`);
   } finally {
     await platform.stop();
     strangers.forEach((s) => s.close());
