@@ -42,12 +42,29 @@ export class SecretBox {
 }
 
 /** A sealed secret that the configured encryption key does not open: a configuration problem (the key changed or is mistyped) far more often than tampering. */
-export class SecretKeyMismatchError extends Error {
+class SecretKeyMismatchError extends Error {
   constructor(readonly purpose: string) {
     super(
       `a stored secret (${purpose}) does not open with the configured encryption key: the key differs from the one it was sealed with (changed or mistyped), or the value was altered. Start with the key the data was written with.`,
     );
     this.name = 'SecretKeyMismatchError';
+  }
+}
+
+/**
+ * Runs `open`, which opens secrets sealed under the key configured in `variable` (at start-up:
+ * the stored ones). When that key does not open them (changed or mistyped), the process stops as
+ * at any invalid setting: "Invalid configuration" naming the variable, status 78, no stack trace
+ * and never the key; `close` runs first (the database pool). Any other failure is rethrown.
+ */
+export async function openWithConfiguredKey<T>(variable: string, open: () => T | Promise<T>, close: () => Promise<void>): Promise<T> {
+  try {
+    return await open();
+  } catch (e) {
+    if (!(e instanceof SecretKeyMismatchError)) throw e;
+    await close();
+    process.stderr.write(`Invalid configuration:\n  ${variable}: ${e.message}\n`);
+    process.exit(78);
   }
 }
 

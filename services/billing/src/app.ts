@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, databaseOptions, openDatabase, queryRows, SecretBox, SecretKeyMismatchError, shutdownServer, startOutboxRelay, startOps, postgresDependency, natsDependency, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, databaseOptions, openDatabase, openWithConfiguredKey, queryRows, SecretBox, shutdownServer, startOutboxRelay, startOps, postgresDependency, natsDependency, type Logger } from '@billing/service-runtime';
 import { MemberAnswerSchema } from './answers/member-answer.js';
 import { answersGrpc } from './answers/answers-grpc.js';
 import type { BillingConfig } from './config.js';
@@ -52,16 +52,7 @@ export async function startBilling(config: BillingConfig): Promise<BillingApp> {
   // A key other than the one the stored gateway credentials were sealed with would surface only
   // as a failed provider update much later: said now as a setting to fix (status 78).
   const [sealed] = await queryRows<{ value: string }>(orm.em.fork(), `select provider_credentials_sealed as value from merchants where provider_credentials_sealed is not null limit 1`);
-  if (sealed) {
-    try {
-      box.open(sealed.value);
-    } catch (e) {
-      if (!(e instanceof SecretKeyMismatchError)) throw e;
-      await orm.close();
-      process.stderr.write(`Invalid configuration:\n  BILLING_ENCRYPTION_KEY: ${e.message}\n`);
-      process.exit(78);
-    }
-  }
+  if (sealed) await openWithConfiguredKey('BILLING_ENCRYPTION_KEY', () => box.open(sealed.value), () => orm.close());
 
   const { server, setServing } = createGrpcServer(BILLING_CALLERS);
   addGrpcService(server, 'billing.v1.Merchants', logger, merchantsGrpc(orm, box));

@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { OutboxMessageSchema, createDeliveryChannels, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, databaseOptions, openDatabase, SecretBox, SecretKeyMismatchError, shutdownServer, startOutboxRelay, startOps, postgresDependency, natsDependency, type Logger } from '@billing/service-runtime';
+import { OutboxMessageSchema, createDeliveryChannels, addGrpcService, configureGrpcTransport, createGrpcServer, createLogger, listen, migrate, databaseOptions, openDatabase, openWithConfiguredKey, SecretBox, shutdownServer, startOutboxRelay, startOps, postgresDependency, natsDependency, type Logger } from '@billing/service-runtime';
 import { ApiKeySchema } from './api-keys/api-key.js';
 import { apiKeysGrpc } from './api-keys/api-keys-grpc.js';
 import { webhookSigningGrpc } from './api-keys/webhook-signing-grpc.js';
@@ -45,16 +45,8 @@ export async function startIdentity(config: IdentityConfig): Promise<IdentityApp
   const hasher = new PasswordHasher(undefined, config.PASSWORD_HASH_MAX_CONCURRENT);
   const maxLockSeconds = 86_400;
   const issuer = new TokenIssuer(new SecretBox(config.IDENTITY_ENCRYPTION_KEY, 'identity/token-signing-keys'));
-  try {
-    await issuer.load(orm.em.fork());
-  } catch (e) {
-    // The key that sealed the token-signing keys is not the one configured: a setting to fix,
-    // said as one (its message and status 78), not a stack trace and status 1.
-    if (!(e instanceof SecretKeyMismatchError)) throw e;
-    await orm.close();
-    process.stderr.write(`Invalid configuration:\n  IDENTITY_ENCRYPTION_KEY: ${e.message}\n`);
-    process.exit(78);
-  }
+  // A key other than the one that sealed the token-signing keys is a setting to fix, said as one.
+  await openWithConfiguredKey('IDENTITY_ENCRYPTION_KEY', () => issuer.load(orm.em.fork()), () => orm.close());
 
   const { server, setServing } = createGrpcServer(IDENTITY_CALLERS);
   addGrpcService(server, 'identity.v1.MerchantUsers', logger, merchantUsersGrpc(orm, hasher, issuer, new LoginLockout('merchant_user', { threshold: config.MERCHANT_USER_LOCKOUT_THRESHOLD, lockSeconds: config.MERCHANT_USER_LOCKOUT_SECONDS, maxLockSeconds })));
