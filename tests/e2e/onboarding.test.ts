@@ -141,6 +141,8 @@ describe('the wizard writes and GET /api/onboard/{invitationId}', () => {
     const pan = await api.post('/api/onboard/payment-method', { invitationId, ...CARD, cardNumber: '4242424242424242' }, { token });
     expect(pan.status).toBe(400);
     expect(pan.body.errors.cardNumber).toBeDefined();
+    const inBrand = await api.post('/api/onboard/payment-method', { invitationId, type: 'Card', brand: '4242424242424242' }, { token });
+    expect(inBrand.body.errors).toEqual({ brand: ['Must not hold a card number; send only its last4.'] });
     // What is sent is checked (only type is required at this step: see the draft test below).
     const bank = await api.post('/api/onboard/payment-method', { invitationId, type: 'BankAccount', last4: '12345', expiryMonth: 1 }, { token });
     expect(bank.status).toBe(400);

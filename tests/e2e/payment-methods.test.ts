@@ -81,6 +81,12 @@ describe('adding payment methods', () => {
     expect(spelled.status).toBe(400);
     expect(Object.keys(spelled.body.errors).sort()).toEqual(['CVV', 'CardNumber', 'PAN', 'account-number']);
     expect(JSON.stringify(spelled.body)).not.toContain('4242424242424242');
+    // A full number in a text field (a form that put it in the wrong box) is refused too, and not echoed.
+    const inBrand = await add(member.id, { ...CARD, brand: 'Visa 4242 4242 4242 4242' });
+    expect(inBrand.status).toBe(400);
+    expect(inBrand.body.errors).toEqual({ brand: ['Must not hold a card number; send only its last4.'] });
+    expect(JSON.stringify(inBrand.body)).not.toContain('4242 4242');
+    expect((await add(member.id, { ...BANK, accountName: '4111-1111-1111-1111' })).body.errors).toHaveProperty('accountName');
     expect((await add(member.id, { ...CARD, last4: '424' })).body.errors).toHaveProperty('last4');
     expect((await add(member.id, { ...CARD, last4: '42a2' })).body.errors).toHaveProperty('last4');
     expect((await add(member.id, { ...CARD, expiryYear: 2001 })).body.errors).toHaveProperty('expiryYear');

@@ -50,6 +50,30 @@ export function forbiddenInstrumentFields(body: Record<string, unknown>): string
 
 const FULL_NUMBER_MESSAGE = 'Full card or account numbers and security codes must never be sent; send the tokenisation result (type, brand, last4) or use from-token.';
 
+/**
+ * Whether `text` holds what looks like a full card number: 13 to 19 digits in a row, spaces or
+ * dashes allowed between them (as printed on a card), that pass the Luhn check. A form that put
+ * the number in the wrong field (`brand`, `accountName`) would otherwise have it stored and shown.
+ */
+export function holdsCardNumber(text: string): boolean {
+  return (text.match(/\d(?:[ -]?\d)+/g) ?? []).some((run) => {
+    const digits = run.replace(/[ -]/g, '');
+    return digits.length >= 13 && digits.length <= 19 && passesLuhn(digits);
+  });
+}
+
+function passesLuhn(digits: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = digits.charCodeAt(digits.length - 1 - i) - 48;
+    if (i % 2 === 1) d = d * 2 > 9 ? d * 2 - 9 : d * 2;
+    sum += d;
+  }
+  return sum % 10 === 0;
+}
+
+const CARD_NUMBER_IN_TEXT_MESSAGE = 'Must not hold a card number; send only its last4.';
+
 /** Fields of a tokenisation result, shared by the payment-method endpoints and onboarding. */
 export const paymentMethodDetailsShape = {
   type: z.enum(PAYMENT_METHOD_TYPES),
@@ -76,6 +100,10 @@ export function checkPaymentMethodDetails(
 ): void {
   for (const field of forbiddenInstrumentFields(pm)) ctx.addIssue({ code: 'custom', path: [field], message: FULL_NUMBER_MESSAGE });
   const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  for (const field of ['brand', 'accountName'] as const) {
+    const text = pm[field];
+    if (typeof text === 'string' && holdsCardNumber(text)) issue(field, CARD_NUMBER_IN_TEXT_MESSAGE);
+  }
   if (!opts.draft) for (const [field, message] of Object.entries(missingTypeFields(pm))) issue(field, message);
   if (pm.type === 'Card') {
     if (pm.accountName != null) issue('accountName', 'Only for a BankAccount.');

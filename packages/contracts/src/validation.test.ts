@@ -6,6 +6,7 @@ import { CustomerLoginRequest, CustomerSignupRequest, ResetPasswordRequest } fro
 import { CreateMerchantUserRequest, MerchantLoginRequest } from './merchant-users.js';
 import { GenerateFeeStatementRequest } from './fee-statements.js';
 import { canonicalRetryOffsets, RetryOffsetsDays, UpdateMerchantRequest } from './merchants.js';
+import { AddPaymentMethodRequest, holdsCardNumber } from './payment-methods.js';
 import { UpdatePlanRequest } from './plans.js';
 import { DateOrDateTime } from './subscriptions.js';
 import { SaveOnboardingDetailsRequest } from './onboarding.js';
@@ -90,5 +91,24 @@ describe('field errors', () => {
     const period = { merchantId: ID, periodStart: '2030-01-01', periodEnd: '2030-02-01' };
     expect(GenerateFeeStatementRequest.parse({ ...period, currency: 'kwd' }).currency).toBe('KWD');
     expect(Object.keys(errorsOf(GenerateFeeStatementRequest, { ...period, currency: 'XXX' }))).toEqual(['currency']);
+  });
+});
+
+describe('payment method details', () => {
+  const card = { type: 'Card', last4: '4242', expiryMonth: 12, expiryYear: 2099 };
+  const bank = { type: 'BankAccount', last4: '6789', accountName: 'Ada Lovelace', bsb: '062-000' };
+
+  it('refuse a full card number put in brand or accountName, however it is spaced', () => {
+    expect(holdsCardNumber('4242424242424242')).toBe(true);
+    expect(holdsCardNumber('Visa 4242 4242 4242 4242')).toBe(true);
+    expect(holdsCardNumber('3782-822463-10005')).toBe(true);
+    expect(errorsOf(AddPaymentMethodRequest, { ...card, brand: 'Visa 4242 4242 4242 4242' })).toEqual({ brand: ['Must not hold a card number; send only its last4.'] });
+    expect(errorsOf(AddPaymentMethodRequest, { ...bank, accountName: '4111111111111111' })).toEqual({ accountName: ['Must not hold a card number; send only its last4.'] });
+  });
+
+  it('take names and brands with digits that are not a card number', () => {
+    for (const text of ['Visa', 'Mastercard 2 Series', 'Account 12345678', 'Ada 4242 4242', '4242424242424241', '12345678901234567890123']) expect(holdsCardNumber(text)).toBe(false);
+    expect(AddPaymentMethodRequest.safeParse({ ...card, brand: 'Visa' }).success).toBe(true);
+    expect(AddPaymentMethodRequest.safeParse({ ...bank, accountName: 'Ada Lovelace Trust 2024' }).success).toBe(true);
   });
 });

@@ -199,7 +199,7 @@ export function onboardingRoutes(backends: Backends): RouteSpec[] {
       url: '/api/onboard/payment-method',
       tag: 'Self-serve onboarding',
       summary: 'Save the payment method (a tokenisation result)',
-      description: `type Card (brand, last4, expiryMonth, expiryYear) or BankAccount (accountName, bsb, last4). Only type is required here: the step saves a draft, and what is sent is checked (400 naming the field: last4 not 4 digits, a Card's expiry in the past, bank fields on a Card or expiry on a BankAccount); completion asks for what the method still lacks (last4; a Card's expiryMonth and expiryYear; a BankAccount's accountName and bsb) as \`paymentMethod.<field>\`, and the wizard resumes at PaymentMethod until it is complete. Full card or account numbers are refused (400) and never stored. ${WRITE_NOTE}`,
+      description: `type Card (brand, last4, expiryMonth, expiryYear) or BankAccount (accountName, bsb, last4). Only type is required here: the step saves a draft, and what is sent is checked (400 naming the field: last4 not 4 digits, a Card's expiry in the past, bank fields on a Card or expiry on a BankAccount); completion asks for what the method still lacks (last4; a Card's expiryMonth and expiryYear; a BankAccount's accountName and bsb) as \`paymentMethod.<field>\`, and the wizard resumes at PaymentMethod until it is complete. Full card or account numbers are refused (400) and never stored, in their own fields or in brand or accountName. ${WRITE_NOTE}`,
       auth: { customer: true },
       body: SaveOnboardingPaymentMethodRequest,
       responses: { 204: null, 400: null, 401: null, 404: null, 409: null, 410: null },
