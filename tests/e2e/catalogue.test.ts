@@ -156,6 +156,8 @@ describe('questions', () => {
     const multi = await ask({ text: 'Classes', kind: 'MultiChoice', required: false, options: [{ label: 'Yoga' }] });
     expect(multi.body.order).toBe(3);
     expect((await api.get(`/api/Products/${productId}/questions/${single.body.id}`, { token: a.key })).body).toEqual(single.body);
+    // An id of the uuid shape without RFC 9562's version digit names nothing: 404, as in every path, not 400.
+    expect((await api.get(`/api/Products/${productId}/questions/00000000-0000-0000-0000-000000000001`, { token: a.key })).status).toBe(404);
   });
 
   it('validates kinds and options', async () => {

@@ -53,6 +53,8 @@ describe('adding payment methods', () => {
     expect(Object.keys(res.body).sort()).toEqual([...PAYMENT_METHOD_FIELDS].sort());
     expect(res.body).toMatchObject({ memberId: member.id, merchantId: a.id, type: 'Card', brand: 'Visa', last4: '4242', expiryMonth: 12, expiryYear: 2099, accountName: null, bsb: null, rank: 1, isDefault: true });
     expect((await api.get(`/api/members/${member.id}/payment-methods/${res.body.id}`, { token: a.key })).body).toEqual(res.body);
+    // An id of the uuid shape without RFC 9562's version digit names nothing: 404, as in every path, not 400.
+    expect((await api.get(`/api/members/${member.id}/payment-methods/00000000-0000-0000-0000-000000000001`, { token: a.key })).status).toBe(404);
     const events = await outboxEvents(db, 'payment_method.added', res.body.id);
     expect(events).toHaveLength(1);
     expect(events[0]!.data).toMatchObject({ id: res.body.id, memberId: member.id, last4: '4242', isDefault: true });

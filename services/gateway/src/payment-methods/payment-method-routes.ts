@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AddPaymentMethodFromTokenRequest, AddPaymentMethodRequest, PathId, PAYMENT_METHOD_TYPES, PaymentMethod, ReorderPaymentMethodsRequest, Uuid } from '@billing/contracts';
+import { AddPaymentMethodFromTokenRequest, AddPaymentMethodRequest, PathId, PAYMENT_METHOD_TYPES, PaymentMethod, ReorderPaymentMethodsRequest } from '@billing/contracts';
 import { PLATFORM_SCOPE } from '@billing/service-runtime';
 import type { MerchantAccess } from '../auth/access.js';
 import { callScope, merchantCallScope } from '../auth/call-scope.js';
@@ -109,7 +109,7 @@ export function paymentMethodRoutes(backends: Backends, access: MerchantAccess):
       tag: 'Payment methods',
       summary: 'Read a payment method',
       auth: { merchant: 'Viewer' },
-      params: MemberParams.extend({ id: Uuid }),
+      params: MemberParams.extend({ id: PathId }),
       responses: { 200: PaymentMethod, 404: null },
       handler: async ({ params, principal }) =>
         ok(toPaymentMethod(await methods.GetPaymentMethod({ scope: await callScope(access, principal), memberId: params.memberId, id: params.id }))),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreateQuestionRequest, PathId, Question, QUESTION_KINDS, ReorderQuestionsRequest, Uuid } from '@billing/contracts';
+import { CreateQuestionRequest, PathId, Question, QUESTION_KINDS, ReorderQuestionsRequest } from '@billing/contracts';
 import type { MerchantAccess } from '../auth/access.js';
 import { callScope, merchantCallScope } from '../auth/call-scope.js';
 import type { Backends } from '../backends/clients.js';
@@ -72,7 +72,7 @@ export function questionRoutes(backends: Backends, access: MerchantAccess): Rout
       tag: 'Questions',
       summary: 'Read a question',
       auth: { merchant: 'Viewer' },
-      params: ProductParams.extend({ id: Uuid }),
+      params: ProductParams.extend({ id: PathId }),
       responses: { 200: Question, 404: null },
       handler: async ({ params, principal }) =>
         ok(toQuestion(await questions.GetQuestion({ scope: await callScope(access, principal), productId: params.productId, id: params.id }))),
