@@ -1433,19 +1433,21 @@ describe('fees and fee statements', () => {
     expect((await api.get('/api/FeeStatements', { token: m.key })).status).toBe(200);
   });
 
-  it('credits on the next closed statement the fee of a charge billed while Processing that failed at settlement, once', async () => {
-    const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3 }, plan: { amount: 100 } });
+  it('credits on the next closed statement the fee of a charge billed while Processing that failed at settlement, once, in its currency', async () => {
+    // In USD: a period whose only line is the reversal is stated in the reversal's currency (it was
+    // an empty AUD statement, the credit left out of the statement generated without a currency).
+    const m = await billingMerchant({ merchant: { bankSettlementWindowDays: 3 }, plan: { amount: 100, currency: 'USD' } });
     await m.subscriber([{ ...BANK, last4: '9002' }], { startDate: '2030-01-31T12:00:00.000Z' });
     expect(await run('2030-01-31T12:00:00.000Z')).toMatchObject({ charged: 1, failed: 0 });
     const statement = (periodStart: string, periodEnd: string) => closedStatement(m, periodStart, periodEnd);
     const january = await statement('2030-01-01', '2030-02-01');
-    expect(january).toMatchObject({ totalFees: 1.8, totalNet: 98.2, transactionCount: 1 });
+    expect(january).toMatchObject({ currency: 'USD', totalFees: 1.8, totalNet: 98.2, transactionCount: 1 });
     const [billed] = january.lines;
     expect(billed).toMatchObject({ status: 'Processing', amount: 100, feeAmount: 1.8, netAmount: 98.2 });
 
     expect(await run('2030-02-03T12:00:00.000Z')).toMatchObject({ failed: 1 });
     const february = await statement('2030-02-01', '2030-03-01');
-    expect(february).toMatchObject({ totalFees: -1.8, totalNet: -98.2, transactionCount: 1 });
+    expect(february).toMatchObject({ currency: 'USD', totalFees: -1.8, totalNet: -98.2, transactionCount: 1 });
     expect(february.lines).toEqual([
       expect.objectContaining({ transactionId: billed.transactionId, status: 'Failed', occurredAt: '2030-02-03T12:00:00.000Z', amount: -100, feeAmount: -1.8, netAmount: -98.2 }),
     ]);

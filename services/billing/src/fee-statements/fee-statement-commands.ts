@@ -130,9 +130,9 @@ function recordStatementEvents(em: EntityManager, s: FeeStatement): void {
 
 /**
  * A Draft statement of the merchant's transactions in the period in `currency`. Without one, in
- * the currency of the period's transactions that would be lines (AUD when there are none); when
- * they are in several, 400 naming `currency` and them, rather than a statement that silently
- * leaves some out.
+ * the currency of the transactions that would be its lines, reversals included (AUD when there
+ * are none); when they are in several, 400 naming `currency` and them, rather than a statement
+ * that silently leaves some out.
  */
 export async function generateStatement(orm: MikroORM, input: { merchantId: string; periodStart: Date; periodEnd: Date; currency?: string }): Promise<FeeStatement> {
   return orm.em.fork().transactional(async (em) => {
@@ -147,17 +147,35 @@ export async function generateStatement(orm: MikroORM, input: { merchantId: stri
   });
 }
 
-/** The one currency of the transactions a statement of the period would have as lines; AUD when there are none. */
+/**
+ * The one currency of the lines a statement of the period would have: its charges and refunds not
+ * billed on a closed statement yet, and the reversals it would credit (a charge or refund billed
+ * while Processing on a closed statement that failed before the period's end, whatever currency
+ * the period's own transactions are in). AUD when there are none.
+ */
 async function periodCurrency(em: EntityManager, merchantId: string, periodStart: Date, periodEnd: Date): Promise<string> {
+  // The lines' conditions are those of `takeLines`, for a statement not stored yet.
   const rows = await queryRows<{ currency: string }>(
     em,
-    `select distinct t.currency from transactions t
+    `select t.currency from transactions t
       where t.merchant_id = ?::uuid and t.occurred_at >= ?::timestamptz and t.occurred_at < ?::timestamptz and t.status in ('Settled','Processing')
+        and not exists (select 1 from fee_statement_lines l join fee_statements f on f.id = l.statement_id
+                         where l.transaction_id = t.id and f.status in ('Finalised','Paid'))
+     union
+     select t.currency from fee_statements f
+       join fee_statement_lines l on l.statement_id = f.id and l.status = 'Processing'
+       join transactions t on t.id = l.transaction_id
+      where f.merchant_id = ?::uuid and f.status in ('Finalised','Paid') and t.status = 'Failed' and t.updated_at < ?::timestamptz
+        and not exists (select 1 from fee_statement_lines r join fee_statements g on g.id = r.statement_id
+                         where r.transaction_id = t.id and r.status = 'Failed' and g.status in ('Finalised','Paid'))
       order by 1`,
-    [merchantId, periodStart.toISOString(), periodEnd.toISOString()],
+    [merchantId, periodStart.toISOString(), periodEnd.toISOString(), merchantId, periodEnd.toISOString()],
   );
   if (rows.length > 1) {
-    throw DomainError.field('currency', `The merchant has transactions in ${rows.map((r) => r.currency).join(', ')} in this period; a statement is in one currency: generate one for each, naming it.`);
+    throw DomainError.field(
+      'currency',
+      `The merchant has transactions in ${rows.map((r) => r.currency).join(', ')} to bill in this period (its charges and refunds, and reversals of ones billed earlier that failed); a statement is in one currency: generate one for each, naming it.`,
+    );
   }
   return rows[0]?.currency ?? 'AUD';
 }

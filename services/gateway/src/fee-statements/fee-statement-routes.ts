@@ -71,7 +71,7 @@ export function feeStatementRoutes(backends: Backends, access: MerchantAccess): 
       url: '/api/admin/fee-statements/generate',
       tag: 'Admin',
       summary: 'Generate a Draft fee statement for a merchant and period',
-      description: `periodStart and periodEnd are dates or date-times (periodEnd after periodStart, else 400); currency, when not given, is the currency of the period's transactions that would be lines (AUD when there are none); when they are in several, 400 naming currency and them (generate one statement per currency, naming it). Unknown merchant: 404. A period whose fees or net amounts total more than the largest amount the API carries (999,999,999,999.99 in a currency with 2 decimal places): 422, nothing stored (generate over shorter periods); finalising such a Draft is 422 likewise. ${STATEMENT_RULES}`,
+      description: `periodStart and periodEnd are dates or date-times (periodEnd after periodStart, else 400); currency, when not given, is the currency of the transactions that would be its lines: the period's charges and refunds, and the reversals of earlier statements' Processing lines that failed (AUD when there are none); when they are in several, 400 naming currency and them (generate one statement per currency, naming it). Unknown merchant: 404. A period whose fees or net amounts total more than the largest amount the API carries (999,999,999,999.99 in a currency with 2 decimal places): 422, nothing stored (generate over shorter periods); finalising such a Draft is 422 likewise. ${STATEMENT_RULES}`,
       auth: { admin: true },
       body: GenerateFeeStatementRequest,
       responses: { 201: FeeStatement, 400: null, 404: null, 422: null },
