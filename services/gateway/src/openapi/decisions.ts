@@ -71,7 +71,7 @@ Idempotency
 
 Money
 - Amounts cross the REST boundary as decimals in major units (19.95) with an ISO 4217 currency (default AUD); they are stored and computed as integer minor units. A JSON number is read through its shortest decimal form (what the client wrote); a decimal string ("19.95") is accepted too. More fraction digits than the currency has (19.951 AUD, "19.950", 1.5 JPY) are 400 naming "amount", never rounded. Amounts the platform computes (fees, proportions) are rounded half-even to the minor unit.
-- Supported currencies: AUD, NZD, USD, CAD, EUR, GBP, CHF, SGD, HKD, SEK, NOK, DKK, ZAR, INR, MYR, PHP, THB, IDR, CNY, MXN, BRL, FJD, PGK (2 decimals), JPY, KRW, VND, XPF (0), KWD, BHD, OMR, JOD (3); lower case is accepted and upper-cased. Largest amount: 999,999,999,999.99 (in minor units: 99,999,999,999,999).
+- Supported currencies: AUD, NZD, USD, CAD, EUR, GBP, CHF, SGD, HKD, SEK, NOK, DKK, ZAR, INR, MYR, PHP, THB, IDR, CNY, MXN, BRL, FJD, PGK (2 decimals), JPY, KRW, VND, XPF (0), KWD, BHD, OMR, JOD (3); lower case is accepted and upper-cased. Largest amount: 99,999,999,999,999 minor units in every currency, so 999,999,999,999.99 with 2 decimals, 99,999,999,999,999 with none (JPY) and 99,999,999,999.999 with 3 (KWD); a larger one is 400 naming amount.
 
 Catalogue (products, questions, plans)
 - Writes need the Admin role (or an API key); reads Viewer. Collections are ordered oldest first.
