@@ -182,13 +182,30 @@ describe('Subscription transitions', () => {
     ended.endAtPeriodEnd(periodEnd);
     expect(ended).toMatchObject({ status: 'Cancelled', cancelledAt: periodEnd });
 
-    // Its first period never paid: the pause holds that charge; a resume makes it due, as for any.
-    const unpaid = start();
-    unpaid.cancel(true, T0);
-    unpaid.pause(null, T0);
-    expect(unpaid.endsWhilePaused(later(60))).toBe(false);
-    unpaid.resume(MONTHLY, later(60));
-    expect(unpaid).toMatchObject({ status: 'Active', nextBillingAt: later(60) });
+    // Its first period never charged (paused before a billing run came): that period is the one
+    // the cancellation was asked for. Resumed after it ended, it is Cancelled, where it used to
+    // start a new period and charge it; resumed before, a period starts at the resume and is due
+    // then, as for any resume past a due date (charged, and ending at its end).
+    const unpaid = () => {
+      const s = start();
+      s.cancel(true, T0);
+      s.pause(null, T0);
+      s.pullEvents();
+      return s;
+    };
+    const unpaidAfter = unpaid();
+    expect(unpaidAfter.endsWhilePaused(later(27))).toBe(false);
+    expect(unpaidAfter.endsWhilePaused(periodEnd)).toBe(true);
+    unpaidAfter.resume(MONTHLY, later(60));
+    expect(unpaidAfter).toMatchObject({ status: 'Cancelled', cancelledAt: later(60), nextBillingAt: null });
+    expect(unpaidAfter.pullEvents()).toEqual(['subscription.cancelled']);
+    const unpaidEnded = unpaid();
+    expect(unpaidEnded.endsAtPeriodEnd(periodEnd)).toBe(true);
+    unpaidEnded.endAtPeriodEnd(periodEnd);
+    expect(unpaidEnded).toMatchObject({ status: 'Cancelled', cancelledAt: periodEnd });
+    const unpaidBefore = unpaid();
+    unpaidBefore.resume(MONTHLY, later(10));
+    expect(unpaidBefore).toMatchObject({ status: 'Active', cancelAtPeriodEnd: true, currentPeriodStart: later(10), nextBillingAt: later(10) });
   });
 
   it('ends at its period end a subscription set to cancel then whose period\'s charge failed at settlement: no retry after it', () => {

@@ -195,19 +195,17 @@ export class Subscription {
 
   /**
    * Whether it is Paused, set to cancel at its period end (cancelled with `atPeriodEnd` while
-   * Active, then paused), and its paid period has ended by `at`: a billing run or a resume then
-   * cancels it (`endAtPeriodEnd`, `resume`). Not while it owes a period: a pause holds that
-   * period's collection, and a resume charges it first, as for an Active one.
+   * Active, then paused), and that period has ended by `at`: a billing run or a resume then
+   * cancels it (`endAtPeriodEnd`, `resume`). The period is its paid one (it ends at
+   * `nextBillingAt`) or, paused before its first charge was made, its current one unpaid: the
+   * period the cancellation was asked for has ended, so none after it is started and charged.
+   * Not while it owes a period whose charge failed (PastDue, then paused): a resume collects that
+   * first, as for a PastDue one.
    */
   endsWhilePaused(at: Date): boolean {
-    return (
-      this.status === 'Paused' &&
-      this.cancelAtPeriodEnd &&
-      this.dunningPeriodStart === null &&
-      this.nextBillingAt !== null &&
-      this.nextBillingAt.getTime() !== this.currentPeriodStart.getTime() &&
-      this.nextBillingAt <= at
-    );
+    if (this.status !== 'Paused' || !this.cancelAtPeriodEnd || this.dunningPeriodStart !== null || this.nextBillingAt === null) return false;
+    const unpaid = this.nextBillingAt.getTime() === this.currentPeriodStart.getTime();
+    return (unpaid ? this.currentPeriodEnd : this.nextBillingAt) <= at;
   }
 
   /**
