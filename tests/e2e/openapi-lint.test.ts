@@ -133,6 +133,13 @@ describe('OpenAPI document', () => {
     expect(description).toContain('a host name that does not resolve when the URL is set is 400');
   });
 
+  it('keeps the statements a later edit of the reference had put back to their old text: the sandbox keeps its ledger across restarts, a plan without questions goes on to Review', () => {
+    const text = JSON.stringify({ info: doc.info, tags: doc.tags, paths: doc.paths });
+    expect(text.includes('a sandbox restart forgets tokens and charges'), 'sandbox said to forget its ledger').toBe(false);
+    expect(text.includes('(SANDBOX_LEDGER=file, the default)'), 'sandbox ledger file').toBe(true);
+    expect(text.includes('A chosen plan whose product has no questions goes on to Review without an answers save.'), 'plan without questions').toBe(true);
+  });
+
   it('says how the API is versioned', () => {
     expect(doc.info.version).toBe('1.0.0');
     const intro: string = doc.info.description;
