@@ -132,7 +132,7 @@ export const WEBHOOK_EVENT_SUMMARIES: Record<EventType, string> = {
   'subscription.cancelled': 'A subscription was cancelled',
   'subscription.past_due': 'A charge of a subscription failed: it is PastDue and its retries are scheduled',
   'transaction.succeeded': 'A charge settled (a bank debit when its settlement window ends; a settled refund sends transaction.refunded)',
-  'transaction.failed': 'A charge failed',
+  'transaction.failed': 'A charge or a refund failed (data.kind says which; a failed refund\'s amount is refundable again)',
   'transaction.refunded': 'A refund of a charge settled (its data is the Refund transaction)',
   'onboarding.completed': 'An invited customer completed onboarding',
   'fee_statement.finalised': 'A fee statement was finalised',

@@ -300,6 +300,9 @@ function pruneUnused(schemas: Record<string, Json>, users: Json): void {
 }
 
 /** One OpenAPI 3.1 webhook per event type: the signed POST the platform sends, with its `data` schema. */
+/** "A charge of a subscription failed: it is PastDue" in the middle of a sentence: only the first letter lowered. */
+const lowerFirst = (text: string): string => text.charAt(0).toLowerCase() + text.slice(1);
+
 function webhooksSection(schemas: Record<string, Json>, inputRef: (id: string) => string): Record<string, unknown> {
   const signature = [
     { name: 'webhook-id', in: 'header', required: true, description: 'The event id: the same on every attempt and replay; de-duplicate on it.', schema: { type: 'string', format: 'uuid' } },
@@ -325,7 +328,7 @@ function webhooksSection(schemas: Record<string, Json>, inputRef: (id: string) =
         operationId: `webhook${name.replace(/Webhook$/, '')}`,
         tags: ['Webhook events'],
         summary: WEBHOOK_EVENT_SUMMARIES[type],
-        description: `Sent to every enabled, subscribed API key of the merchant when ${WEBHOOK_EVENT_SUMMARIES[type].toLowerCase()}. Answer 2xx within 15 s; anything else is retried.`,
+        description: `Sent to every enabled, subscribed API key of the merchant when ${lowerFirst(WEBHOOK_EVENT_SUMMARIES[type])}. Answer 2xx within 15 s; anything else is retried.`,
         parameters: signature,
         requestBody: { required: true, content: { 'application/json': { schema: { $ref: `${REF_BASE}${name}` } } } },
         responses: { '200': { description: 'Received. Any 2xx counts as delivered.' }, '429': { description: 'The next attempt waits at least Retry-After.' } },
