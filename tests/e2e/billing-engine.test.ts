@@ -230,6 +230,9 @@ describe('billing runs', () => {
     await db.query(`update billing.payment_methods set provider_token = null where merchant_id = $1 and last4 = '1111'`, [m.id]);
     expect(await run(day(1))).toMatchObject({ charged: 1, succeeded: 1, failed: 0, retried: 1 });
     expect(await m.sub(only.id)).toMatchObject({ status: 'Active', currentPeriodStart: T0 });
+    // A receiver following subscriptions by their events learns it is Active again, at the run's clock.
+    expect((await outbox('subscription.recovered', 'id', only.id)).map((d) => [d.status, d.updatedAt])).toEqual([['Active', day(1)]]);
+    expect(await outbox('subscription.recovered', 'id', both.id)).toEqual([]);
     const l = await ledger(m.id);
     expect(l.charges.map((c) => [c.paymentMethod.last4, c.status])).toEqual([['4242', 'Settled'], ['1111', 'Settled']]);
     expect(sumMinor(l.charges)).toBe(2 * 1995);
@@ -1604,6 +1607,6 @@ describe('published events', () => {
     const { mismatches, types } = await eventsAgainstPublishedSchemas(db);
     expect(mismatches).toEqual([]);
     // Not vacuous: the tests above published each kind of event the billing engine sends.
-    for (const t of ['transaction.succeeded', 'transaction.failed', 'transaction.refunded', 'fee_statement.finalised', 'fee_statement.paid', 'subscription.created', 'subscription.past_due', 'member.created', 'payment_method.added']) expect(types).toContain(t);
+    for (const t of ['transaction.succeeded', 'transaction.failed', 'transaction.refunded', 'fee_statement.finalised', 'fee_statement.paid', 'subscription.created', 'subscription.past_due', 'subscription.recovered', 'member.created', 'payment_method.added']) expect(types).toContain(t);
   });
 });

@@ -140,7 +140,7 @@ describe('OpenAPI document', () => {
     expect(text.includes('A chosen plan whose product has no questions goes on to Review without an answers save.'), 'plan without questions').toBe(true);
   });
 
-  it("tells a webhook receiver what it needs: that transaction.failed comes for refunds too, how to rotate a signing secret, what data and timestamp hold, and that a PastDue subscription's recovery sends no subscription event", () => {
+  it("tells a webhook receiver what it needs: that transaction.failed comes for refunds too, how to rotate a signing secret, what data and timestamp hold, and that a PastDue subscription's recovery sends subscription.recovered", () => {
     expect(doc.webhooks['transaction.failed'].post.summary).toMatch(/a refund failed \(data\.kind says which/);
     // Only the first letter of a summary is lowered in a description: the status is PastDue, never "pastdue".
     expect(doc.webhooks['subscription.past_due'].post.description).toContain('when a charge of a subscription failed: it is PastDue');
@@ -148,7 +148,8 @@ describe('OpenAPI document', () => {
     expect(deliveries).toContain('Rotating a signing secret: a key\'s signing secret never changes, so rotating it means a new API key.');
     expect(deliveries).toContain('a fee statement adds statementId and leaves out notes and createdAt');
     expect(deliveries).toContain('timestamp is when the event was recorded');
-    expect(JSON.stringify(doc.tags)).toContain('Active again (no subscription event says so');
+    expect(JSON.stringify(doc.tags)).toContain('Active again (subscription.recovered');
+    expect(doc.webhooks['subscription.recovered'].post.summary).toContain('it is Active again');
   });
 
   it('says how the API is versioned', () => {

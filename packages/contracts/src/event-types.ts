@@ -8,6 +8,7 @@ export const EVENT_TYPES = [
   'subscription.resumed',
   'subscription.cancelled',
   'subscription.past_due',
+  'subscription.recovered',
   'transaction.succeeded',
   'transaction.failed',
   'transaction.refunded',

@@ -225,8 +225,11 @@ describe('Subscription transitions', () => {
     s.recordFailedCharge(POLICY, T0);
     expect(s.status).toBe('PastDue');
     expect(codeOf(() => s.resume(MONTHLY))).toBe('invalid_transition');
+    s.pullEvents();
     s.advancePeriod(MONTHLY);
     expect(s.status).toBe('Active');
+    // A receiver following the subscription by its events learns it is Active again.
+    expect(s.pullEvents()).toEqual(['subscription.recovered']);
     s.recordFailedCharge(POLICY, T0);
     s.pause(null);
     expect(s.status).toBe('Paused');
@@ -320,10 +323,14 @@ describe('Subscription transitions', () => {
       s.advancePeriod(MONTHLY, T0, { processing: true }); // attempt 1, a bank debit, Processing
       expect(s.recordFailedSettlement(T0, 1, POLICY, later(3))).toBe('past_due');
       expect([s.status, s.nextBillingAt?.toISOString(), s.chargeAttempt()]).toEqual(['PastDue', later(4).toISOString(), 2]);
+      s.pullEvents();
       s.advancePeriod(MONTHLY, later(4), { processing: true }); // attempt 2 (retry 1), Processing
       expect([s.status, s.nextBillingAt?.toISOString()]).toEqual(['Active', '2026-02-28T10:00:00.000Z']);
+      expect(s.pullEvents()).toEqual(['subscription.recovered']);
       // Retry 1 fails at settlement three days later: retry 2 is at 3 + 3 days, retry 3 at 3 + 7.
       expect(s.recordFailedSettlement(T0, 2, POLICY, later(7))).toBe('retry_scheduled');
+      // PastDue again, said as it was when it became Active.
+      expect(s.pullEvents()).toEqual(['subscription.past_due']);
       expect([s.status, s.duePeriodStart()?.toISOString(), s.nextBillingAt?.toISOString(), s.chargeAttempt()]).toEqual(['PastDue', T0.toISOString(), later(6).toISOString(), 3]);
       s.advancePeriod(MONTHLY, later(7), { processing: true }); // attempt 3
       expect(s.recordFailedSettlement(T0, 3, POLICY, later(10))).toBe('retry_scheduled');

@@ -4,7 +4,7 @@ import { DomainError, type SubscriptionStatus } from '@billing/contracts';
 import { addDays, addDaysWithin, periodEnd, storable, type BillingSchedule } from '../plans/billing-interval.js';
 
 
-export type SubscriptionEventType = 'subscription.created' | 'subscription.paused' | 'subscription.resumed' | 'subscription.cancelled' | 'subscription.past_due';
+export type SubscriptionEventType = 'subscription.created' | 'subscription.paused' | 'subscription.resumed' | 'subscription.cancelled' | 'subscription.past_due' | 'subscription.recovered';
 
 /** What the merchant decided happens when a charge fails (contract §7, §10). */
 export interface DunningPolicy {
@@ -280,13 +280,16 @@ export class Subscription {
    * then goes on from where it was (`recordFailedSettlement`), so when it started is kept, and
    * for a retry (made PastDue) how many retries had run. A period collected after a resume that
    * started a newer one (`resume`) stays behind it: the newer one, started at the resume, is then due.
+   * A PastDue one is Active again, with `subscription.recovered`.
    */
   advancePeriod(schedule: BillingSchedule, now = new Date(), charge: { processing?: boolean } = {}): void {
     if (this.status !== 'Active' && this.status !== 'PastDue') throw new DomainError('invalid_transition', `A ${this.status} subscription is not billed.`);
     const start = this.duePeriodStart();
     if (!start) throw new DomainError('invalid_transition', 'Nothing is due.');
-    this.collected(start, schedule, now, { processing: charge.processing, retrying: this.status === 'PastDue' });
+    const retrying = this.status === 'PastDue';
+    this.collected(start, schedule, now, { processing: charge.processing, retrying });
     this.status = 'Active';
+    if (retrying) this.record('subscription.recovered');
   }
 
   /**
@@ -369,6 +372,8 @@ export class Subscription {
       this.dunningStartedAt ??= at;
       // `retryCount` is the retries before this one, as `advancePeriod` kept it (not `attempt - 2`:
       // manual retries of the period take attempt numbers too); recordFailedCharge counts this one.
+      // PastDue again after the retry made it Active (`subscription.recovered`): said as such.
+      this.record('subscription.past_due');
     }
     return this.recordFailedCharge(policy, at);
   }
