@@ -139,10 +139,13 @@ function countHeader(raw: string[], name: string): number {
 /**
  * Headers that carry one value, given more than once: 400. Node would keep the first
  * Content-Type and join two Idempotency-Keys into "a, b" (a key no client sent, so a retry with
- * either one ran the request again). Authorization is checked on authenticated routes (401).
+ * either one ran the request again). Idempotency-Key only on a route that takes it: any other
+ * route ignores the header (interface rule 8: member creation, webhook replay and deep-link
+ * resolve do not take it), however often it is given. Authorization is checked on
+ * authenticated routes (401).
  */
-function repeatedHeaderError(raw: string[]): DomainError | undefined {
-  for (const name of ['idempotency-key', 'content-type']) {
+function repeatedHeaderError(raw: string[], takesIdempotencyKey: boolean): DomainError | undefined {
+  for (const name of takesIdempotencyKey ? ['idempotency-key', 'content-type'] : ['content-type']) {
     if (countHeader(raw, name) > 1) {
       const shown = name === 'content-type' ? 'Content-Type' : 'Idempotency-Key';
       return DomainError.validation({ [shown]: ['Given more than once; send it once.'] }, `The ${shown} header is given more than once.`);
@@ -251,11 +254,11 @@ export function buildHttpServer(opts: HttpServerOptions): { app: FastifyInstance
   // (and without tracing, in unit tests) a fresh one.
   app.addHook('onRequest', (request, reply, done) => {
     startResponse(request, reply);
-    const repeated = repeatedHeaderError(request.raw.rawHeaders);
+    const config = routeConfigOf(request);
+    const repeated = repeatedHeaderError(request.raw.rawHeaders, config?.spec?.idempotent === true);
     if (repeated) return done(repeated);
     // A routed request counts against its client's limit before anything else costs: its body
     // is not read yet, so one refused as malformed, too deep or too large is counted as well.
-    const config = routeConfigOf(request);
     if (config?.spec || config?.clientLimited) {
       try {
         pipeline.admitClient?.(request, reply);
