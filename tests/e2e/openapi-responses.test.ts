@@ -473,6 +473,22 @@ describe('the document states the types and limits of the interface', () => {
     expect(wrong).toEqual([]);
   });
 
+  it('declares Idempotent-Replayed only where a replay can answer: 2xx and 5xx (a 4xx releases its key and is never replayed)', () => {
+    const declared: string[] = [];
+    let replayable = 0;
+    for (const [path, ops] of Object.entries<any>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(ops)) {
+        for (const [status, res] of Object.entries<any>(op?.responses ?? {})) {
+          if (!res?.headers?.['Idempotent-Replayed']) continue;
+          if (Number(status) >= 400 && Number(status) < 500) declared.push(`${method.toUpperCase()} ${path} → ${status}`);
+          else replayable++;
+        }
+      }
+    }
+    expect(declared).toEqual([]);
+    expect(replayable).toBeGreaterThan(0);
+  });
+
   it('says every problem has a detail and a traceId (the answers above all did; the schema left both optional)', () => {
     expect(doc.components.schemas.ProblemDetails.required).toEqual(expect.arrayContaining(['type', 'title', 'status', 'detail', 'traceId']));
   });

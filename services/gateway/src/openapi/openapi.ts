@@ -165,7 +165,8 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Json {
       if (status === 201) headers.Location = header('Location');
       if (status === 401) headers['WWW-Authenticate'] = header('WWWAuthenticate');
       if (status === 429 || status === 503 || (status === 409 && r.idempotent)) headers['Retry-After'] = header('RetryAfter');
-      if (r.idempotent && status !== 429) headers['Idempotent-Replayed'] = header('IdempotentReplayed');
+      // Only a 2xx or 5xx outcome is kept and replayed (a 4xx releases the key: the retry runs again).
+      if (r.idempotent && (status < 400 || status >= 500)) headers['Idempotent-Replayed'] = header('IdempotentReplayed');
       if (limited) Object.assign(headers, RATE_LIMIT_HEADERS);
       const base = { description, headers };
       const example = examples?.responses?.[status];
