@@ -102,6 +102,10 @@ export function toGrpcError(e: DomainError): Partial<grpc.StatusObject> {
   return { code: GRPC_STATUS[e.code], details: e.message, metadata };
 }
 
+/** Detail of the 503 for a call that got no answer within its deadline. */
+export const DEADLINE_EXCEEDED_DETAIL =
+  'A backing service did not answer in time: a change this request asked for may or may not have been made. Check the resource before repeating the request.';
+
 /**
  * Rebuilds the DomainError a service threw from a gRPC error, so a caller (the gateway or
  * another service) sees the same code. Transport failures become `service_unavailable`.
@@ -110,8 +114,13 @@ export function fromGrpcError(err: grpc.ServiceError): DomainError {
   const raw = err.metadata?.get(ERROR_EXTENSIONS_KEY)[0];
   const known = rebuiltError(err.metadata?.get(ERROR_CODE_KEY)[0]?.toString(), err.details, raw === undefined ? undefined : raw.toString());
   if (known) return known;
-  if (err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED) {
+  if (err.code === grpc.status.UNAVAILABLE) {
     return new DomainError('service_unavailable', 'A backing service is unavailable; retry shortly.', { retryAfterSeconds: 1 });
+  }
+  // The call went out and got no answer in time: the service may still have made the change (a
+  // subscription created, a payment method added), so "retry" alone would invite a duplicate.
+  if (err.code === grpc.status.DEADLINE_EXCEEDED) {
+    return new DomainError('service_unavailable', DEADLINE_EXCEEDED_DETAIL, { retryAfterSeconds: 1 });
   }
   // Without a platform error code, RESOURCE_EXHAUSTED is the transport's: a message over
   // GRPC_MAX_MESSAGE_BYTES (it was a 500).
