@@ -75,7 +75,7 @@ export function paymentMethodRoutes(backends: Backends, access: MerchantAccess):
       tag: 'Payment methods',
       summary: 'Add a payment method from a payment-provider token',
       description:
-        "The token (e.g. a btok_ from capture-bank) is validated with the merchant's payment provider, which supplies type, last4 and the other details. Unknown token, another merchant's token, or a token already attached to another member: 400 naming providerToken. The same token for the same member returns the existing method with 200. Provider unreachable or timing out: 502 (safe to retry with backoff). Requires an Idempotency-Key.",
+        "The token (e.g. a btok_ from capture-bank) is validated with the merchant's payment provider, which supplies type, last4 and the other details. Unknown token, another merchant's token, or a token already attached to another member: 400 naming providerToken. The same token for the same member returns the existing method with 200. Provider unreachable or timing out: 502 (safe to retry with backoff under a new Idempotency-Key: the same key replays the 502 with its outcome unknown; the same token for the same member then answers the method if the first call stored it). Requires an Idempotency-Key.",
       auth: { merchant: 'Staff' },
       idempotent: true,
       ownerOf,
