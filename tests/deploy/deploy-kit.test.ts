@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import Ajv2019 from 'ajv/dist/2019.js';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { DatabaseUrl } from '@billing/service-runtime/process';
 
 /**
  * The operators' docker-compose.yml, checked without a Docker engine: valid under the Compose
@@ -77,6 +78,22 @@ describe('docker-compose.yml', () => {
       expect(env?.NATS_URL, name).toBe('nats://billing:set-nats_password@nats:4222');
       expect(env?.NATS_AUTH, name).toBeUndefined();
     }
+  });
+
+  it('gives the services a DATABASE_URL they accept and read back for any POSTGRES_PASSWORD made as .env.example says (base64, with / + =)', () => {
+    // Compose pastes the password into the URL unencoded: one with "/" (half of all
+    // `openssl rand -base64 32`) made every service refuse DATABASE_URL as "not a PostgreSQL URL".
+    const raw = parse(composeText) as { 'x-common-env': { DATABASE_URL: string } };
+    const template = raw['x-common-env'].DATABASE_URL;
+    const { parse: parseConnectionString } = require('pg-connection-string') as { parse: (url: string) => { user?: string; password?: string; host?: string; port?: string; database?: string } };
+    for (const password of ['Zm9v/YmFy+YmF6/cXV4LnRoaXMgaXMgYmFzZTY0IQ==', 'a/b', '+/=', 'c2VjcmV0', 'p%40ss']) {
+      const url = template.replace(/\$\{POSTGRES_PASSWORD:\?[^}]*\}/, password);
+      const parsed = DatabaseUrl.safeParse(url);
+      expect(parsed.success, password).toBe(true);
+      // What the driver connects with: the password as written (an already percent-encoded one, as encoded).
+      expect(parseConnectionString(parsed.data!), password).toMatchObject({ user: 'billing', password: password === 'p%40ss' ? 'p@ss' : password, host: 'postgres', port: '5432', database: 'billing' });
+    }
+    expect(DatabaseUrl.safeParse('postgres://billing:a/b@postgres:5432').success).toBe(false);
   });
 
   it('has an OpenTelemetry collector, Jaeger, Prometheus, Grafana and Mailpit, and the files they mount', () => {

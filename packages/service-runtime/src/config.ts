@@ -63,19 +63,40 @@ export function natsCredentialsProblem(config: NatsConfig): string | undefined {
  * `DATABASE_URL` of a service with a database: `postgres://user:password@host:port/database`
  * (or `postgresql://`). Checked with the rest of the config, so that a wrong value is one line
  * at start-up rather than the ORM's stack trace; the message never repeats the value, which
- * holds the password.
+ * holds the password. A user or password written as is rather than percent-encoded (a base64
+ * password with `/`, as docker-compose puts `POSTGRES_PASSWORD` into the URL) is encoded here,
+ * so it reaches Postgres as written instead of making the URL unparsable.
  */
-export const DatabaseUrl = z.string({ error: 'is required' }).superRefine((value, ctx) => {
-  let url: URL | undefined;
-  try {
-    url = new URL(value);
-  } catch {
-    url = undefined;
-  }
-  if (!url || !['postgres:', 'postgresql:'].includes(url.protocol) || url.pathname.length < 2) {
-    ctx.addIssue({ code: 'custom', message: 'must be a PostgreSQL URL naming its database, e.g. postgres://user:password@host:5432/billing (the value is not shown: it may hold a password)' });
-  }
-});
+export const DatabaseUrl = z
+  .string({ error: 'is required' })
+  .transform((value) => withEncodedUserinfo(value))
+  .superRefine((value, ctx) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(value);
+    } catch {
+      url = undefined;
+    }
+    if (!url || !['postgres:', 'postgresql:'].includes(url.protocol) || url.pathname.length < 2) {
+      ctx.addIssue({ code: 'custom', message: 'must be a PostgreSQL URL naming its database, e.g. postgres://user:password@host:5432/billing (the value is not shown: it may hold a password)' });
+    }
+  });
+
+/**
+ * `value` unchanged when it parses as a URL; otherwise, when its user and password (everything
+ * between `://` and the last `@`) hold characters a URL reserves, the same URL with them
+ * percent-encoded. A URL that parses is never changed, so a password already encoded stays so.
+ */
+function withEncodedUserinfo(value: string): string {
+  if (URL.canParse(value)) return value;
+  const match = /^([a-z][a-z0-9+.-]*:\/\/)(.*)@([^@]*)$/is.exec(value);
+  if (!match) return value;
+  const [, scheme, userinfo, rest] = match as unknown as [string, string, string, string];
+  const colon = userinfo.indexOf(':');
+  const encoded = colon < 0 ? encodeURIComponent(userinfo) : `${encodeURIComponent(userinfo.slice(0, colon))}:${encodeURIComponent(userinfo.slice(colon + 1))}`;
+  const candidate = `${scheme}${encoded}@${rest}`;
+  return URL.canParse(candidate) ? candidate : value;
+}
 
 /**
  * `DB_POOL_MAX` of a service with a database: its pooled connections to Postgres at most (the
