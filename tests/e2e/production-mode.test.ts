@@ -70,6 +70,16 @@ describe('production mode refuses unsafe settings at start-up', () => {
     expect(output).not.toMatch(/\n\s+at /);
   });
 
+  it('refuses to call gRPC in plaintext at a non-loopback address, as a configuration error before anything else (it exited 1 with a stack trace once its database was up)', async () => {
+    const { code, output } = await runService('gateway', { PLATFORM_MODE: 'production', BILLING_ADMIN_TOKEN: strong(), NATS_URL: natsWithCredentials(), WEBHOOKS_GRPC_URL: 'webhooks:50054' });
+    expect(code).toBe(78);
+    expect(output).toContain('Invalid configuration:\n  refusing to call gRPC at webhooks:50054 without TLS in production mode');
+    expect(output).not.toMatch(/\n\s+at /);
+    const checkout = await runService('checkout', { PLATFORM_MODE: 'production', NATS_URL: natsWithCredentials(), BILLING_GRPC_URL: 'billing:50052' });
+    expect(checkout.code).toBe(78);
+    expect(checkout.output).toContain('refusing to call gRPC at billing:50052 without TLS in production mode');
+  });
+
   it('refuses an IDENTITY_ENCRYPTION_KEY that does not open the signing keys stored with another, as a configuration error (it exited 1 with a stack trace)', async () => {
     // The test platform's database: its token-signing keys were sealed with the platform's key, not this one.
     const other = strong();

@@ -80,16 +80,18 @@ function readPem(variable: string, file: string): Buffer {
 /**
  * Sets the credentials every gRPC server (`listen`) and client (`createClient`) of this process
  * uses, from its parsed config. Call once at start-up, before listening or creating clients;
- * with the address the service will listen on, it refuses at once (before any other start-up
- * work) when production would serve it in plaintext off loopback. A refusal, or TLS files
+ * with the address the service will listen on and the addresses it will call, it refuses at
+ * once (before any other start-up work) when production would serve or call one of them in
+ * plaintext off loopback. A refusal, or TLS files
  * that cannot be read or are not all given, exits with status 78 and the reason. One credentials object is
  * shared by every client, so clients of one target share one connection (grpc-js pools
  * subchannels by target, options and credentials).
  */
-export function configureGrpcTransport(config: GrpcTlsConfig & { PLATFORM_MODE: PlatformMode }, listenAddress?: string): void {
+export function configureGrpcTransport(config: GrpcTlsConfig & { PLATFORM_MODE: PlatformMode }, listenAddress?: string, callAddresses: readonly string[] = []): void {
   try {
     setTransport(config);
     if (listenAddress !== undefined) refuseInsecureOutsideLoopback(listenAddress, 'serve gRPC on');
+    for (const address of callAddresses) refuseInsecureOutsideLoopback(address, 'call gRPC at');
   } catch (e) {
     // A setting to fix, like any other invalid configuration: its message and status 78, not a stack trace.
     process.stderr.write(`Invalid configuration:\n  ${(e as Error).message}\n`);

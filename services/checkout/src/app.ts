@@ -55,7 +55,7 @@ export interface CheckoutApp {
  */
 export async function startCheckout(config: CheckoutConfig): Promise<CheckoutApp> {
   const logger = createLogger('checkout', config.LOG_LEVEL);
-  configureGrpcTransport(config, config.CHECKOUT_GRPC_ADDRESS);
+  configureGrpcTransport(config, config.CHECKOUT_GRPC_ADDRESS, [config.IDENTITY_GRPC_URL, config.BILLING_GRPC_URL]);
   const orm = await openCheckoutDatabase(config, logger);
   await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
   const backends = createCheckoutBackends(config);

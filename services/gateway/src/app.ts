@@ -56,7 +56,7 @@ export interface GatewayApp {
 /** Composition root of the gateway: credentials, cross-cutting pipeline, feature routes. */
 export async function buildGateway(config: GatewayConfig): Promise<GatewayApp> {
   const logger = createLogger('gateway', config.LOG_LEVEL);
-  configureGrpcTransport(config);
+  configureGrpcTransport(config, undefined, [config.IDENTITY_GRPC_URL, config.BILLING_GRPC_URL, config.CHECKOUT_GRPC_URL, config.WEBHOOKS_GRPC_URL]);
   const orm = await openGatewayDatabase(config, logger);
   await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
   const backends: Backends = createBackends(config);

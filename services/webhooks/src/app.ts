@@ -37,7 +37,7 @@ export interface WebhooksApp {
  */
 export async function startWebhooks(config: WebhooksConfig): Promise<WebhooksApp> {
   const logger = createLogger('webhooks', config.LOG_LEVEL);
-  configureGrpcTransport(config, config.WEBHOOKS_GRPC_ADDRESS);
+  configureGrpcTransport(config, config.WEBHOOKS_GRPC_ADDRESS, [config.IDENTITY_GRPC_URL]);
   const orm = await openWebhooksDatabase(config, logger);
   await migrate(orm, config.DB_SCHEMA, MIGRATIONS);
 
