@@ -75,13 +75,30 @@ export function postgresDependency(orm: MikroORM): Dependency {
 }
 
 /**
- * NATS: the state of a connection of its own (connected, not reconnecting). No round trip, so
- * a busy server or event loop does not flap readiness.
+ * How often the readiness connection pings NATS, and how many pings may go unanswered before it
+ * counts as disconnected: a server that stops answering without closing the connection (hung,
+ * or cut off by the network) is not ready within about three seconds, not nats.js's default of
+ * two pings two minutes apart.
+ */
+const NATS_HEALTH_PING_MS = 1000;
+const NATS_HEALTH_MAX_PINGS_OUT = 2;
+
+/**
+ * NATS: the state of a connection of its own (connected, not reconnecting, answering its pings).
+ * The probe itself makes no round trip, so a busy server or event loop does not flap readiness.
  */
 export function natsDependency(url: string, name: string): Dependency {
   let nc: NatsConnection | undefined;
   let connected = false;
-  const connecting = connect({ ...natsServerOptions(url), name: `${name}-health`, maxReconnectAttempts: -1, reconnectTimeWait: 500, waitOnFirstConnect: true }).then(
+  const connecting = connect({
+    ...natsServerOptions(url),
+    name: `${name}-health`,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    waitOnFirstConnect: true,
+    pingInterval: NATS_HEALTH_PING_MS,
+    maxPingOut: NATS_HEALTH_MAX_PINGS_OUT,
+  }).then(
     (c) => {
       nc = c;
       connected = true;
