@@ -706,7 +706,11 @@ describe('never twice, never lost', () => {
     const m = await billingMerchant();
     const subs = [await m.subscriber(), await m.subscriber(), await m.subscriber()];
     await fault(m.id, { down: true });
+    // An outage counts on /metrics as charges without an answer (it counted nothing: a dashboard saw "no charges due").
+    const unanswered = async () => Number(/^billing_charges_total\{[^}]*outcome="unanswered"[^}]*\} (\d+)/m.exec(await (await fetch(`${platform.processes.billing!.metricsUrl}/metrics`)).text())?.[1] ?? 0);
+    const before = await unanswered();
     expect(await run(T0)).toMatchObject({ charged: 3, succeeded: 0, failed: 0 });
+    expect(await unanswered()).toBe(before + 3);
     expect((await ledger(m.id)).charges).toEqual([]);
     for (const s of subs) expect(await m.sub(s.id)).toMatchObject({ status: 'Active', nextBillingAt: T0 });
     await fault(m.id, null);

@@ -209,6 +209,17 @@ export class BillingRun {
     return this.result;
   }
 
+  /**
+   * Subscriptions whose latest charge by this run got no answer it could record (the provider
+   * unreachable, failing or too slow): neither succeeded nor failed, left for a later run to
+   * reconcile or charge. Read after `execute`.
+   */
+  unansweredCharges(): number {
+    let n = 0;
+    for (const last of this.lastCharge.values()) if (last === 'unknown') n++;
+    return n;
+  }
+
   private lease(): Date {
     return new Date(Date.now() + this.opts.leaseMs);
   }

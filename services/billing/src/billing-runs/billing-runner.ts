@@ -25,11 +25,14 @@ export class BillingRunner {
   async run(asOf: Date = new Date()): Promise<BillingRunResult> {
     const started = performance.now();
     try {
-      const result = await new BillingRun(this.orm, this.providers, this.opts, this.logger, asOf, this.subscriptions).execute();
+      const billingRun = new BillingRun(this.orm, this.providers, this.opts, this.logger, asOf, this.subscriptions);
+      const result = await billingRun.execute();
       recordBillingRun('succeeded', (performance.now() - started) / 1000);
       recordCharge('succeeded', result.succeeded);
       recordCharge('failed', result.failed);
       recordCharge('skipped', result.skipped);
+      // A provider outage shows as charges without an answer, not as no charges at all.
+      recordCharge('unanswered', billingRun.unansweredCharges());
       return result;
     } catch (e) {
       recordBillingRun('failed', (performance.now() - started) / 1000);
