@@ -85,6 +85,10 @@ describe('tracing', () => {
     // The delivery: the POST to the endpoint (the observer key gets one too), whose span the receiver's traceparent names.
     const posts = spans.filter((s) => s.service === 'webhooks' && s.kind === SPAN_KIND.CLIENT && isPost(s));
     expect(posts.map((s) => s.spanId), summary).toContain(deliverySpanId);
+    // Named by the endpoint's origin only: a webhook URL's path is often its credential (it was exported whole).
+    const post = posts.find((s) => s.spanId === deliverySpanId)!;
+    expect(JSON.stringify(post.attributes)).not.toContain(path);
+    expect(String(post.attributes['http.url'] ?? post.attributes['url.full'])).toMatch(/^http:\/\/(127\.0\.0\.1|localhost):\d+\/\[webhook path\]$/);
 
     // The gateway's access log names the request with the same trace id, and nothing personal.
     const access = platform.processes.gateway!.logs

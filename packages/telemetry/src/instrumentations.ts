@@ -1,3 +1,5 @@
+import type { ClientRequest } from 'node:http';
+import type { Span } from '@opentelemetry/api';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
 import { FastifyInstrumentation } from '@opentelemetry/instrumentation-fastify';
 import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
@@ -7,6 +9,20 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 
 /** Probes and scrapes: answered many times a minute, never worth a trace. */
 const UNTRACED_PATHS = /^\/(?:health(?:\/.*)?|metrics)(?:\?|$)/;
+
+/** Every webhook delivery carries it (Standard Webhooks); nothing else the platform sends does. */
+const WEBHOOK_SIGNATURE_HEADER = 'webhook-signature';
+
+/**
+ * A webhook delivery's span names its endpoint by origin only: the path (and query) of a
+ * merchant's webhook URL often is its credential (`/hooks/catch/123/abc…`), and would otherwise
+ * reach the trace backend with every delivery.
+ */
+function redactWebhookTarget(span: Span, request: ClientRequest): void {
+  const host = request.getHeader('host') ?? request.host;
+  const url = `${request.protocol}//${String(host)}/[webhook path]`;
+  span.setAttributes({ 'http.url': url, 'url.full': url, 'http.target': '/[webhook path]', 'url.path': '/[webhook path]' });
+}
 
 /** The instrumentations this package knows, by the names `OTEL_NODE_DISABLED_INSTRUMENTATIONS` uses. */
 export type InstrumentationName = 'http' | 'undici' | 'fastify' | 'grpc' | 'pg';
@@ -35,6 +51,9 @@ export function createInstrumentations(opts: { recording: boolean; disabled?: Re
       new HttpInstrumentation({
         ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.test(req.url ?? ''),
         requireParentforOutgoingSpans: true,
+        requestHook: (span, request) => {
+          if ('getHeader' in request && request.getHeader(WEBHOOK_SIGNATURE_HEADER) !== undefined) redactWebhookTarget(span, request);
+        },
       }),
     undici: () => new UndiciInstrumentation({ requireParentforSpans: true }),
     fastify: () => new FastifyInstrumentation(),
