@@ -116,8 +116,10 @@ export class IdempotencyEngine {
     const key = parseIdempotencyKey(request.key);
     const scope = scopeOf(request.principal, request.actingFor);
     const method = request.method.toUpperCase();
-    const path = normalisePath(request.url);
-    const fingerprint = fingerprintOf(method, path, request.rawBody);
+    const fingerprint = fingerprintOf(method, normalisePath(request.url), request.rawBody);
+    // The problem's instance, here and in a record left in flight (read back once its lease has
+    // run out), is the path as sent; the fingerprint's is normalised.
+    const instance = request.url.split('?')[0]!;
 
     // A claim fails only because another record holds the key; a few rounds settle races with a
     // release or the expiry job between our claim and our read.
@@ -125,10 +127,9 @@ export class IdempotencyEngine {
       const claimToken = randomUUID();
       const now = this.clock();
       const claimed = await this.guard(() =>
-        this.store.claim({ scope, key, fingerprint, method, path, claimToken, now, expiresAt: new Date(now.getTime() + this.opts.retentionMs) }),
+        this.store.claim({ scope, key, fingerprint, method, path: instance, claimToken, now, expiresAt: new Date(now.getTime() + this.opts.retentionMs) }),
       );
-      // The problem's instance is the path as sent (the fingerprint's is normalised).
-      if (claimed) return this.execute(scope, key, claimToken, request.url.split('?')[0]!, request.traceId, run);
+      if (claimed) return this.execute(scope, key, claimToken, instance, request.traceId, run);
 
       const existing = await this.guard(() => this.store.find(scope, key));
       if (!existing) continue;

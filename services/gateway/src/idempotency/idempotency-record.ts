@@ -37,6 +37,7 @@ export class IdempotencyRecord {
   /** SHA-256 (hex) of method, normalised path and SHA-256 of the raw body. */
   fingerprint!: string;
   method!: string;
+  /** The path as the claiming request sent it (without the query): the instance of its "outcome unknown" problem. */
   path!: string;
   state!: IdempotencyState;
   /** Identifies the attempt that holds the claim; only it may record the outcome. */
