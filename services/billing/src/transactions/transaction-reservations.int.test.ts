@@ -122,6 +122,20 @@ describe('TransactionReservations.refund', () => {
     expect(await refundedOf(charge)).toBe(9950);
   });
 
+  it('refuses a refund beside one reserved by a process that stopped before this one started (billing killed mid-call), naming it, while its lease still runs', async () => {
+    const o = await seedMerchant();
+    const charge = await seedCharge(o, { status: 'Settled', amountMinor: 9950 });
+    // The process that died: it reserved a refund and never recorded its call's answer.
+    const dead = await new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS).refund({ scope: o.scope, id: charge, amountMinor: 3000, reason: null, startedAt: new Date() });
+    // Its replacement, started since; the caller, answered 503, tries again with a new key.
+    await new Promise((r) => setTimeout(r, 5));
+    const restarted = new TransactionReservations(orm(), ANY_PROVIDER, LEASE_MS, { processStartedAt: new Date() });
+    const [again] = await settle([restarted.refund({ scope: o.scope, id: charge, amountMinor: 3000, reason: null, startedAt: new Date() })]);
+    expect('error' in again! && again.error).toMatchObject({ code: 'conflict', extensions: { transactionId: dead.t.id } });
+    expect(await refundedOf(charge)).toBe(3000);
+    expect((await refundsOf(charge)).map((r) => r.id)).toEqual([dead.t.id]);
+  });
+
   it("refuses in a batch another merchant's charge, a charge not Settled, a malformed id and an excess alone, and reserves the others with what their calls need", async () => {
     const o = await seedMerchant();
     const other = await seedMerchant();

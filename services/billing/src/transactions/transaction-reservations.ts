@@ -83,17 +83,27 @@ interface UnconfirmedRefund {
   id: string;
   claimedUntil: string | null;
   outcomeUnknownAt: string | null;
+  createdAt: string;
 }
+
+/** When this process started: a reservation older than it was made by a process before it. */
+const PROCESS_STARTED_AT = new Date();
 
 /**
  * The refund of `unconfirmed` whose outcome was already unknown when a request that arrived at
  * `startedAt` began: it was answered provider_unavailable before then (`outcomeUnknownAt`), or
- * its reservation's lease had run out (the request that made it is gone). One whose call was in
- * flight then, a concurrent request's, is not: that request has not answered yet.
+ * its reservation's lease had run out (the request that made it is gone), or it was reserved
+ * before `processStartedAt`, when the process deciding started: then the request that made it
+ * was another process's, typically the one this process replaced after a crash (its caller was
+ * answered 503, outcome unknown, while its lease still runs). Rarely it is a replica's call still
+ * in flight across this process's start; refusing a refund beside it then is the safe side. One
+ * whose call was in flight then in this process, a concurrent request's, is not unknown: that
+ * request has not answered yet.
  */
-export function refundOfUnknownOutcome(unconfirmed: readonly UnconfirmedRefund[], startedAt: Date): string | null {
+export function refundOfUnknownOutcome(unconfirmed: readonly UnconfirmedRefund[], startedAt: Date, processStartedAt: Date = PROCESS_STARTED_AT): string | null {
   const before = (at: string | null) => at !== null && new Date(at).getTime() <= startedAt.getTime();
-  return unconfirmed.find((r) => (r.outcomeUnknownAt !== null ? before(r.outcomeUnknownAt) : r.claimedUntil === null || before(r.claimedUntil)))?.id ?? null;
+  const older = (r: UnconfirmedRefund) => new Date(r.createdAt).getTime() < processStartedAt.getTime();
+  return unconfirmed.find((r) => (r.outcomeUnknownAt !== null ? before(r.outcomeUnknownAt) : r.claimedUntil === null || before(r.claimedUntil) || older(r)))?.id ?? null;
 }
 
 interface LockedCharge {
@@ -129,22 +139,25 @@ function lockedChargeOf(r: LockedRow): LockedCharge {
 export class TransactionReservations {
   private readonly refunds: (r: RefundRequest) => Promise<Reserved>;
   private readonly retries: (r: RetryRequest) => Promise<Reserved>;
+  private readonly processStartedAt: Date;
 
   /**
    * `providers`: which merchant environments have a payment provider; nothing is reserved for a
    * merchant whose environment has none (nothing could be sent). `leaseMs`: how long a
    * reservation keeps billing runs off its unconfirmed call (and a retry off its subscription).
    * `optimisticAttempts` (default 5): 0 decides every refund under its charge's row lock, as
-   * tests of that path do.
+   * tests of that path do. `processStartedAt` (default: when this process started): refunds
+   * reserved before it are another process's (see `refundOfUnknownOutcome`).
    */
   constructor(
     private readonly orm: MikroORM,
     private readonly providers: Pick<PaymentProviders, 'configuredFor'>,
     private readonly leaseMs: number,
-    opts: { optimisticAttempts?: number } = {},
+    opts: { optimisticAttempts?: number; processStartedAt?: Date } = {},
   ) {
     const keyOf = (r: { id: string }) => r.id.toLowerCase();
     const { optimisticAttempts } = opts;
+    this.processStartedAt = opts.processStartedAt ?? PROCESS_STARTED_AT;
     this.refunds = optimisticWriter<RefundRequest, Reserved>(orm, (query, batch, mode) => this.reserveRefunds(query, batch, mode), { keyOf, optimisticAttempts });
     // Retries of two charges of one subscription may share a batch: the first claims the
     // subscription (on the aggregate both see), which refuses the second, as when they run in turn.
@@ -217,7 +230,7 @@ export class TransactionReservations {
     // For refunds, each charge's refunds not yet confirmed too, on `transactions_original_index`.
     const refunds = opts.unconfirmedRefunds
       ? `,
-              (select coalesce(json_agg(json_build_object('id', r.id, 'claimedUntil', r.claimed_until, 'outcomeUnknownAt', r.outcome_unknown_at) order by r.created_at), '[]')
+              (select coalesce(json_agg(json_build_object('id', r.id, 'claimedUntil', r.claimed_until, 'outcomeUnknownAt', r.outcome_unknown_at, 'createdAt', r.created_at) order by r.created_at), '[]')
                  from transactions r
                 where r.original_transaction_id = t.id and r.kind = 'Refund' and r.status = 'Processing' and r.provider_ref is null) as unconfirmed_refunds`
       : '';
@@ -242,7 +255,7 @@ export class TransactionReservations {
     const out = batch.map((r): Reserved => decideItem((): Reservation => {
       const charge = pickScoped(charges, r.scope, r.id, 'Transaction');
       const { merchant, unconfirmedRefunds } = locked.get(charge.id)!;
-      const unknown = refundOfUnknownOutcome(unconfirmedRefunds, r.startedAt);
+      const unknown = refundOfUnknownOutcome(unconfirmedRefunds, r.startedAt, this.processStartedAt);
       if (unknown) {
         throw new DomainError(
           'conflict',
