@@ -72,6 +72,10 @@ describe('plans', () => {
     expect(Object.keys(res.body).sort()).toEqual([...PLAN_FIELDS].sort());
     expect(res.body).toMatchObject({ productId: a.productId, amount: 19.95, currency: 'AUD', interval: 'Month', intervalCount: 1, trialDays: 0, isActive: true });
     expect((await api.get(`/api/Plans/${res.body.id}`, { token: a.key })).body).toEqual(res.body);
+    // Optional fields sent as null take their defaults, as null does on every other create.
+    const nulls = await api.post('/api/Plans', { merchantId: a.id, productId: a.productId, name: 'Nulls', amount: 5, interval: 'Week', currency: null, intervalCount: null, trialDays: null, isActive: null }, { token: a.key });
+    expect(nulls.status, JSON.stringify(nulls.body)).toBe(201);
+    expect(nulls.body).toMatchObject({ currency: 'AUD', intervalCount: 1, trialDays: 0, isActive: true });
   });
 
   it('keeps amounts exact: 0.29 and "1234.50" round-trip, other currencies by their own decimals', async () => {

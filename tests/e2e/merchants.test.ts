@@ -358,7 +358,7 @@ describe('merchant users (admin)', () => {
     const m = await createMerchant(api, admin);
     const { user, token } = await createMerchantUser(api, admin, m.id, 'Staff');
     const path = `/api/admin/merchants/${m.id}/users/${user.id}`;
-    for (const unchanged of [{ role: 'Staff' }, { isActive: true }, { role: 'Staff', isActive: true }]) {
+    for (const unchanged of [{ role: 'Staff' }, { isActive: true }, { role: 'Staff', isActive: true }, { role: null, isActive: null }, {}]) {
       const res = await api.patch(path, unchanged, { token: admin });
       expect(res.status, JSON.stringify(unchanged)).toBe(200);
       expect(res.body).toMatchObject({ role: 'Staff', isActive: true });

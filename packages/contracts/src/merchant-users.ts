@@ -22,7 +22,8 @@ export const CreateMerchantUserRequest = z
 export type CreateMerchantUserRequest = z.infer<typeof CreateMerchantUserRequest>;
 
 export const UpdateMerchantUserRequest = z
-  .object({ isActive: z.boolean().optional(), role: z.enum(MERCHANT_ROLES).optional() })
+  // Absent or null: unchanged.
+  .object({ isActive: z.boolean().nullish(), role: z.enum(MERCHANT_ROLES).nullish() })
   .meta({ id: 'UpdateMerchantUserRequest' });
 export type UpdateMerchantUserRequest = z.infer<typeof UpdateMerchantUserRequest>;
 

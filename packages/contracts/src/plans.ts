@@ -57,11 +57,12 @@ export const CreatePlanRequest = z
     productId: Uuid,
     name: NonBlankText(200),
     amount: DecimalAmount,
-    currency: Currency.default(DEFAULT_CURRENCY),
+    // Optional fields: absent or null takes the default, as null does on every other create.
+    currency: Currency.nullish().meta({ description: 'ISO 4217 code; AUD when absent or null.', default: DEFAULT_CURRENCY }).transform((v) => v ?? DEFAULT_CURRENCY),
     interval: z.enum(PLAN_INTERVALS),
-    intervalCount: z.number().int('Must be a whole number.').min(1).max(MAX_INTERVAL_COUNT).default(1),
-    trialDays: z.number().int('Must be a whole number.').min(0).max(MAX_TRIAL_DAYS).default(0),
-    isActive: z.boolean().default(true),
+    intervalCount: z.number().int('Must be a whole number.').min(1).max(MAX_INTERVAL_COUNT).nullish().meta({ description: '1 when absent or null.', default: 1 }).transform((v) => v ?? 1),
+    trialDays: z.number().int('Must be a whole number.').min(0).max(MAX_TRIAL_DAYS).nullish().meta({ description: '0 when absent or null.', default: 0 }).transform((v) => v ?? 0),
+    isActive: z.boolean().nullish().meta({ description: 'true when absent or null.', default: true }).transform((v) => v ?? true),
   })
   .superRefine((p, ctx) => checkPositiveAmount(p.amount, p.currency, ctx))
   .meta({ id: 'CreatePlanRequest' });

@@ -88,13 +88,13 @@ export function merchantUserRoutes(backends: Backends, access: MerchantAccess, f
       ...oneUser,
       method: 'PATCH',
       summary: 'Activate, deactivate or change the role of a merchant user',
-      description: "Deactivating an active user, or giving a user another role, ends the user's existing tokens: the next request with one is 401. A change to what the user already has (the same role, isActive true for an active user) changes nothing and leaves the tokens valid. An Owner cannot demote or deactivate the merchant's only active Owner (409); the platform admin can.",
+      description: "isActive and role are optional; absent or null leaves that one unchanged. Deactivating an active user, or giving a user another role, ends the user's existing tokens: the next request with one is 401. A change to what the user already has (the same role, isActive true for an active user) changes nothing and leaves the tokens valid. An Owner cannot demote or deactivate the merchant's only active Owner (409); the platform admin can.",
       body: UpdateMerchantUserRequest,
       responses: { ...oneUser.responses, 409: null },
       handler: async ({ params, body, principal }) => {
         const scope = await merchantCallScope(access, principal, params.id);
         const actingUserId = principal.kind === 'merchantUser' ? principal.userId : undefined;
-        const user = await users.UpdateMerchantUser({ scope, userId: params.userId, ...body, actingUserId });
+        const user = await users.UpdateMerchantUser({ scope, userId: params.userId, isActive: body.isActive ?? undefined, role: body.role ?? undefined, actingUserId });
         // Only identity knows whether the change did anything: the role sent may be the one the
         // user already has, and then the user's tokens stay valid.
         if (user.tokensRevokedAt) feed.apply({ kind: 'merchant_user', subjectId: user.id, revoked: true, at: user.tokensRevokedAt });

@@ -37,7 +37,7 @@ export function planRoutes(backends: Backends, access: MerchantAccess): RouteSpe
       tag: 'Plans',
       summary: 'Create a plan for a product',
       description:
-        '`amount` is a decimal in major units (19.95 or "19.95") with at most as many decimals as the currency has (2 for AUD; 19.951 is 400, never rounded); it must be positive. currency defaults to AUD. interval: Week | Fortnight | Month | Year; intervalCount 1..52 (default 1); trialDays 0..365 (default 0); isActive defaults to true. The product must be the merchant\'s (404 otherwise).',
+        '`amount` is a decimal in major units (19.95 or "19.95") with at most as many decimals as the currency has (2 for AUD; 19.951 is 400, never rounded); it must be positive. interval: Week | Fortnight | Month | Year. Optional, each taking its default when absent or null: currency (AUD), intervalCount 1..52 (1), trialDays 0..365 (0), isActive (true). The product must be the merchant\'s (404 otherwise).',
       auth: { merchant: 'Admin' },
       body: CreatePlanRequest,
       responses: { 201: Plan, 400: null, 403: null, 404: null },

@@ -36,7 +36,9 @@ export function merchantUsersGrpc(orm: MikroORM, hasher: PasswordHasher, issuer:
 
     UpdateMerchantUser: async (req) => {
       const scope = requireScope(req.scope);
-      const change = parseOrThrow(UpdateMerchantUserRequest, { isActive: req.isActive, role: req.role });
+      const parsed = parseOrThrow(UpdateMerchantUserRequest, { isActive: req.isActive, role: req.role });
+      // A null field (as some clients send an absent one) changes nothing, as an absent one.
+      const change = { isActive: parsed.isActive ?? undefined, role: parsed.role ?? undefined };
       return orm.em.fork().transactional(async (em) => {
         const owners = req.actingUserId && scope.kind === 'merchant' ? await lockActiveOwners(em, scope.merchantId) : undefined;
         const user = await em.findOne(MerchantUser, { id: req.userId, ...merchantFilter(scope) }, { lockMode: 4 /* pessimistic write */ });
