@@ -13,6 +13,17 @@ export interface EmailMessage {
   text: string;
 }
 
+/**
+ * `text` as one line, for a name someone else chose (a sign-up's first name, a merchant's name)
+ * quoted in a message: every run of line breaks, other control characters, bidirectional
+ * overrides and whitespace becomes one space. Names are stored as sent, line breaks included;
+ * quoted verbatim, an anonymous sign-up for someone else's address could put paragraphs of its
+ * own ("your account is locked, restore it at https://...") into an email the platform sends.
+ */
+export function oneLine(text: string): string {
+  return text.replace(/[\s\p{Cc}\p{Zl}\p{Zp}\u200e\u200f\u202a-\u202e\u2066-\u2069]+/gu, ' ').trim();
+}
+
 /** An SMS to one phone number. */
 export interface SmsMessage {
   to: string;

@@ -1,4 +1,4 @@
-import type { EmailMessage } from '@billing/service-runtime';
+import { oneLine, type EmailMessage } from '@billing/service-runtime';
 
 /** Links in customer emails point at `<publicBaseUrl>/<page>?token=<plaintext token>`. */
 function link(publicBaseUrl: string, page: string, token: string): string {
@@ -25,7 +25,7 @@ export function emailVerificationEmail(to: string, firstName: string, token: str
     to,
     subject: 'Confirm your email address',
     text: [
-      `Hello ${firstName},`,
+      `Hello ${oneLine(firstName)},`,
       '',
       'Please confirm your email address by opening this link (it works once, within 24 hours):',
       link(publicBaseUrl, 'verify-email', token),
