@@ -137,6 +137,11 @@ describe('the onboarding page', () => {
     await heading(page, "You're all set").waitFor();
     violations.push(...(await axeViolations(page)));
     await page.screenshot({ path: join(SCREENSHOTS, 'onboarding-done-375.png'), fullPage: true });
+    // Done: the tab keeps no customer token for a later user of the browser to find (a reload or a
+    // reopened tab); a reload says the invitation is complete.
+    expect(await page.evaluate(() => Object.values((globalThis as any).sessionStorage as Record<string, string>).filter((v) => v.startsWith('eyJ')))).toEqual([]);
+    await page.reload();
+    await page.getByText('This invitation has already been completed').waitFor();
 
     expect(violations).toEqual([]);
     expect(consoleErrors).toEqual([]);

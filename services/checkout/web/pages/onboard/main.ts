@@ -519,6 +519,11 @@ async function submitReview(): Promise<void> {
 }
 
 function prepareDone(): void {
+  // Nothing is left to do with the account here: the tab no longer keeps its token (an hour's
+  // access to the account's profile), which a later user of the browser would otherwise find in
+  // a reloaded or reopened tab. A reload now says the invitation is complete.
+  customerToken = '';
+  sessionStorage.removeItem(TOKEN_KEY);
   const plan = state?.plans.find((p) => p.id === state?.planId);
   byId('done-text').textContent = `Welcome aboard! Your membership with ${state?.merchantName ?? preview?.merchantName}${plan ? ` on the ${plan.name} plan` : ''} is active.`;
 }
