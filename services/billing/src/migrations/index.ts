@@ -23,4 +23,5 @@ export const MIGRATIONS: MigrationSource[] = [
   { name: 'Migration20261128100000_subscriptions_ending_index', load: async () => (await import('./Migration20261128100000_subscriptions_ending_index.js')).Migration20261128100000_subscriptions_ending_index },
   { name: 'Migration20261129000000_enrolment_claims', load: async () => (await import('./Migration20261129000000_enrolment_claims.js')).Migration20261129000000_enrolment_claims },
   { name: 'Migration20261129000100_subscription_enrolment_key', load: async () => (await import('./Migration20261129000100_subscription_enrolment_key.js')).Migration20261129000100_subscription_enrolment_key },
+  { name: 'Migration20261130000000_list_indexes', load: async () => (await import('./Migration20261130000000_list_indexes.js')).Migration20261130000000_list_indexes },
 ];

@@ -25,6 +25,9 @@ export function alreadyExists(existing: Pick<Subscription, 'id' | 'status'>): Do
   return new DomainError('subscription_exists', `The member already has a live (${existing.status}) subscription to this plan.`, { existingSubscriptionId: existing.id });
 }
 
+/** The order of `ListSubscriptions`, which its indexes by merchant (and status), plan and member hold. */
+export const SUBSCRIPTION_LIST_ORDER = { createdAt: 'asc', id: 'asc' } as const;
+
 export const planInactive = () => new DomainError('unprocessable', 'The plan is not active; members cannot be enrolled in it.');
 
 /**
@@ -134,7 +137,7 @@ export function subscriptionsGrpc(orm: MikroORM, store = new SubscriptionStore(o
         if (!(SUBSCRIPTION_STATUSES as readonly string[]).includes(req.status)) throw DomainError.field('status', `Must be one of ${SUBSCRIPTION_STATUSES.join(', ')}.`);
         where.status = req.status;
       }
-      const [items, total] = await orm.em.fork().findAndCount(Subscription, where, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageWindow(req) });
+      const [items, total] = await orm.em.fork().findAndCount(Subscription, where, { orderBy: SUBSCRIPTION_LIST_ORDER, ...pageWindow(req) });
       return { items: items.map((s) => s.toMessage()), totalCount: total };
     },
 

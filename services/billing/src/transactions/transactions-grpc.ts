@@ -7,6 +7,9 @@ import { Transaction } from './transaction.js';
 
 const STATUSES = ['Processing', 'Settled', 'Failed'];
 
+/** The order of `ListTransactions`, which the index `transactions_merchant_order_index` (and `_status_index`) holds. */
+export const TRANSACTION_LIST_ORDER = { occurredAt: 'asc', createdAt: 'asc', id: 'asc' } as const;
+
 /** `concurrency`: provider calls in flight per batch of refunds and retries. */
 export function transactionsGrpc(orm: MikroORM, providers: PaymentProviders, leaseMs: number, concurrency: number): ServiceImpl<'billing.v1.Transactions'> {
   const commands = new TransactionCommands({ orm, providers, leaseMs, concurrency });
@@ -26,7 +29,7 @@ export function transactionsGrpc(orm: MikroORM, providers: PaymentProviders, lea
         if (!STATUSES.includes(req.status)) throw DomainError.field('status', `Must be one of ${STATUSES.join(', ')}.`);
         where.status = req.status;
       }
-      const [items, total] = await orm.em.fork().findAndCount(Transaction, where, { orderBy: { occurredAt: 'asc', createdAt: 'asc', id: 'asc' }, ...pageWindow(req) });
+      const [items, total] = await orm.em.fork().findAndCount(Transaction, where, { orderBy: TRANSACTION_LIST_ORDER, ...pageWindow(req) });
       return { items: items.map((t) => t.toMessage()), totalCount: total };
     },
 
