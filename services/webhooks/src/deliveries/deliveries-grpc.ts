@@ -49,6 +49,9 @@ async function findDelivery(orm: MikroORM, scope: CallScope, id: string): Promis
   return d;
 }
 
+/** The order of `ListDeliveries`, newest first, which its indexes by merchant (and status) hold. */
+export const DELIVERY_LIST_ORDER = { createdAt: 'desc', id: 'asc' } as const;
+
 /** `webhooks.v1.WebhookDeliveries`: reads of deliveries with their attempts, and manual replays. */
 export function deliveriesGrpc(orm: MikroORM, scheduler: { nudge(): void }): ServiceImpl<'webhooks.v1.WebhookDeliveries'> {
   return {
@@ -58,7 +61,7 @@ export function deliveriesGrpc(orm: MikroORM, scheduler: { nudge(): void }): Ser
       const where: { merchantId: string; status?: DeliveryStatus; eventType?: string } = { merchantId };
       if (req.status) where.status = req.status as DeliveryStatus;
       if (req.eventType) where.eventType = req.eventType;
-      const [items, total] = await orm.em.fork().findAndCount(Delivery, where, { orderBy: { createdAt: 'desc', id: 'asc' }, ...pageWindow(req) });
+      const [items, total] = await orm.em.fork().findAndCount(Delivery, where, { orderBy: DELIVERY_LIST_ORDER, ...pageWindow(req) });
       const attempts = await attemptsOf(orm, items.map((d) => d.id));
       return { items: items.map((d) => toDeliveryMessage(d, attempts.get(d.id)!)), totalCount: total };
     },
