@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import type { QBFilterQuery } from '@mikro-orm/postgresql';
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '@billing/contracts';
 import { createLogger, DeliveryFailed, openDatabase, type EmailMessage, type SmsMessage } from '@billing/service-runtime';
@@ -8,6 +9,7 @@ import type { CheckoutBackends } from '../backends.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { createInvitation, invitationInserts, merchantNameOf } from './create-invitation.js';
 import { Invitation } from './invitation.js';
+import { INVITATION_LIST_ORDER, invitationListFilter } from './invitations-grpc.js';
 import { MerchantNames } from './merchant-names.js';
 
 // Creating invitations against a real Postgres database of its own, with billing's merchants and
@@ -149,5 +151,26 @@ describe('createInvitation', () => {
     expect(emails).toHaveLength(1);
     expect(ensuredAccounts).toHaveLength(1);
     expect(await orm().em.fork().count(Invitation, { id: invitation.id })).toBe(1);
+  });
+});
+
+/** A node of `explain (format json)`. */
+type PlanNode = { 'Node Type': string; Filter?: string; Plans?: PlanNode[] };
+const planNodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(planNodes)];
+
+describe('ListInvitations', () => {
+  it("finds a merchant's invitations of one email, in any case, from an index instead of reading all of them", async () => {
+    // Scans of the whole table and bitmap scans (unordered) ruled out: an index scan is left,
+    // which filters nothing out and needs no sort when an index holds the email and the order.
+    const plan = await orm().em.fork().transactional(async (em) => {
+      await em.execute('set local enable_seqscan = off');
+      await em.execute('set local enable_bitmapscan = off');
+      const where = invitationListFilter(randomUUID(), { email: 'Ann@Example.com' }, new Date());
+      const sql = em.createQueryBuilder(Invitation).select('*').where(where as QBFilterQuery<Invitation>).orderBy(INVITATION_LIST_ORDER).limit(50).getFormattedQuery();
+      const [{ 'QUERY PLAN': [explained] }] = await em.execute<{ 'QUERY PLAN': { Plan: PlanNode }[] }[]>(`explain (format json) ${sql}`);
+      return planNodes(explained!.Plan);
+    });
+    // With the index by merchant alone: every invitation of the merchant read, the other emails filtered out.
+    expect(plan.filter((n) => n['Node Type'].includes('Sort') || n.Filter).map((n) => `${n['Node Type']} ${n.Filter ?? ''}`)).toEqual([]);
   });
 });

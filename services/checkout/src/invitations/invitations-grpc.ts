@@ -36,6 +36,17 @@ function statusFilter(status: InvitationStatus, now: Date): FilterQuery<Invitati
   }
 }
 
+/** The order of `ListInvitations`, newest first, which its indexes by merchant (and email) hold. */
+export const INVITATION_LIST_ORDER = { createdAt: 'desc', id: 'asc' } as const;
+
+/** The merchant's invitations `ListInvitations` answers: of `status` at `now`, and of `email` compared case-insensitively. */
+export function invitationListFilter(merchantId: string, by: { status?: InvitationStatus; email?: string }, now: Date): FilterQuery<Invitation> {
+  const filters: FilterQuery<Invitation>[] = [{ merchantId }];
+  if (by.status) filters.push(statusFilter(by.status, now));
+  if (by.email) filters.push(emailInAnyCase(by.email));
+  return filters.length === 1 ? filters[0]! : { $and: filters };
+}
+
 export function invitationsGrpc(deps: InvitationDeps): ServiceImpl<'checkout.v1.Invitations'> {
   const { orm } = deps;
   const inserts = invitationInserts(orm);
@@ -62,12 +73,9 @@ export function invitationsGrpc(deps: InvitationDeps): ServiceImpl<'checkout.v1.
       if (scope.kind === 'merchant' && scope.merchantId !== merchantId) throw new DomainError('forbidden', 'The credential belongs to a different merchant.');
       if (req.status && !(INVITATION_STATUSES as readonly string[]).includes(req.status)) throw DomainError.field('status', `Must be one of ${INVITATION_STATUSES.join(', ')}.`);
       const now = new Date();
-      const filters: FilterQuery<Invitation>[] = [{ merchantId }];
-      if (req.status) filters.push(statusFilter(req.status as InvitationStatus, now));
-      if (req.email) filters.push(emailInAnyCase(req.email));
-      const where: FilterQuery<Invitation> = filters.length === 1 ? filters[0]! : { $and: filters };
+      const where = invitationListFilter(merchantId, { status: req.status as InvitationStatus | undefined, email: req.email }, now);
       const { limit, offset } = pageWindow(req);
-      const [items, totalCount] = await orm.em.fork().findAndCount(Invitation, where, { orderBy: { createdAt: 'desc', id: 'asc' }, limit, offset });
+      const [items, totalCount] = await orm.em.fork().findAndCount(Invitation, where, { orderBy: INVITATION_LIST_ORDER, limit, offset });
       return { items: items.map((i) => i.toMessage(now)), totalCount };
     },
 

@@ -12,4 +12,5 @@ export const MIGRATIONS: MigrationSource[] = [
     name: 'Migration20261125050000_session_completion_token',
     load: async () => (await import('./Migration20261125050000_session_completion_token.js')).Migration20261125050000_session_completion_token,
   },
+  { name: 'Migration20261130000000_invitation_email_index', load: async () => (await import('./Migration20261130000000_invitation_email_index.js')).Migration20261130000000_invitation_email_index },
 ];
