@@ -16,8 +16,11 @@ export const BillingConfig = BaseConfig.extend({
   PAYMENT_PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000),
   /** Kept-alive connections to the payment provider at most; calls beyond them wait (within their timeout). */
   PAYMENT_PROVIDER_MAX_SOCKETS: z.coerce.number().int().min(1).max(4096).default(128),
-  /** Interval of the scheduled billing run (asOf = now); 0 turns the scheduler off (tests use asOf). */
-  BILLING_RUN_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
+  /**
+   * Interval of the scheduled billing run (asOf = now); 0 turns the scheduler off (tests use asOf).
+   * At most 2^31-1 ms (24.8 days): a timer given more fires every millisecond instead.
+   */
+  BILLING_RUN_INTERVAL_MS: z.coerce.number().int().min(0).max(2_147_483_647).default(60_000),
   /** Subscriptions claimed per chunk of a billing run. */
   BILLING_RUN_CHUNK_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
   /** Chunks of one run processed at once. */

@@ -19,3 +19,12 @@ describe('gateway config', () => {
     expect(refused.error?.issues[0]?.message).toMatch(/schema is fixed: gateway/);
   });
 });
+
+describe('gateway config timers', () => {
+  it('refuses an idempotency cleanup interval a timer cannot hold, rather than sweeping back to back', () => {
+    expect(GatewayConfig.safeParse({ ...REQUIRED, IDEMPOTENCY_CLEANUP_INTERVAL_MS: '2147483647' }).success).toBe(true);
+    const refused = GatewayConfig.safeParse({ ...REQUIRED, IDEMPOTENCY_CLEANUP_INTERVAL_MS: '2592000000' });
+    expect(refused.success).toBe(false);
+    expect(refused.error?.issues[0]?.path).toEqual(['IDEMPOTENCY_CLEANUP_INTERVAL_MS']);
+  });
+});

@@ -55,8 +55,8 @@ export const GatewayConfig = BaseConfig.extend({
   IDEMPOTENCY_RETENTION_HOURS: z.coerce.number().positive().default(24),
   /** An idempotent request still in flight after this is presumed lost (its gateway died): outcome unknown. */
   IDEMPOTENCY_LEASE_SECONDS: z.coerce.number().positive().default(60),
-  /** How often expired idempotency records are deleted. */
-  IDEMPOTENCY_CLEANUP_INTERVAL_MS: z.coerce.number().int().min(1000).default(600_000),
+  /** How often expired idempotency records are deleted; at most 2^31-1 ms (a timer given more fires every millisecond). */
+  IDEMPOTENCY_CLEANUP_INTERVAL_MS: z.coerce.number().int().min(1000).max(2_147_483_647).default(600_000),
   /** Requests per second per credential (per client IP when anonymous); 0 turns rate limiting off. */
   RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(100),
   /** Requests a credential may send at once on top of the steady rate (the bucket size). */
