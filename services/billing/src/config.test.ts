@@ -12,3 +12,12 @@ describe('billing config', () => {
     expect(refused.error?.issues[0]?.path).toEqual(['BILLING_RUN_INTERVAL_MS']);
   });
 });
+
+describe('billing config provider timeout', () => {
+  it('refuses a provider timeout a timer cannot hold, rather than timing every call out at once', () => {
+    expect(BillingConfig.safeParse({ ...REQUIRED, PAYMENT_PROVIDER_TIMEOUT_MS: '2147483647' }).success).toBe(true);
+    const refused = BillingConfig.safeParse({ ...REQUIRED, PAYMENT_PROVIDER_TIMEOUT_MS: '2592000000' });
+    expect(refused.success).toBe(false);
+    expect(refused.error?.issues[0]?.path).toEqual(['PAYMENT_PROVIDER_TIMEOUT_MS']);
+  });
+});

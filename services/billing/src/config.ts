@@ -12,8 +12,8 @@ export const BillingConfig = BaseConfig.extend({
   ...DatabaseTuning.shape,
   /** Base URL of the sandbox payment provider (Staging merchants). */
   PAYMENT_PROVIDER_URL: z.url().default('http://127.0.0.1:8090'),
-  /** Timeout of each payment-provider call; past it the call is provider_unavailable (502). */
-  PAYMENT_PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000),
+  /** Timeout of each payment-provider call; past it the call is provider_unavailable (502). At most 2^31-1 ms (a timer given more fires after 1 ms). */
+  PAYMENT_PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(2_147_483_647).default(3000),
   /** Kept-alive connections to the payment provider at most; calls beyond them wait (within their timeout). */
   PAYMENT_PROVIDER_MAX_SOCKETS: z.coerce.number().int().min(1).max(4096).default(128),
   /**
