@@ -102,6 +102,14 @@ function withEncodedUserinfo(value: string): string {
  * `DB_POOL_MAX` of a service with a database: its pooled connections to Postgres at most (the
  * sum over every process is bounded by the server's `max_connections`).
  */
+/** The longest delay a Node timer holds (2^31-1 ms, 24.8 days): given more, setTimeout and setInterval fire after 1 ms. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** A setting in milliseconds that becomes a timer's delay or interval: a whole number from `min` to `MAX_TIMER_MS`. */
+export function TimerMs(min: number) {
+  return z.coerce.number().int().min(min).max(MAX_TIMER_MS);
+}
+
 export const DbPoolMax = z.coerce.number().int().min(1).default(10);
 
 /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, DatabaseUrl, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, FixedSchema, parseConfig, refuseWeakSecretsInProduction, NatsConfig } from '@billing/service-runtime';
+import { BaseConfig, DatabaseUrl, DatabaseTuning, DbPoolMax, DEV_ENCRYPTION_KEY, FixedSchema, TimerMs, parseConfig, refuseWeakSecretsInProduction, NatsConfig } from '@billing/service-runtime';
 
 export const BillingConfig = BaseConfig.extend({
   DATABASE_URL: DatabaseUrl,
@@ -13,14 +13,14 @@ export const BillingConfig = BaseConfig.extend({
   /** Base URL of the sandbox payment provider (Staging merchants). */
   PAYMENT_PROVIDER_URL: z.url().default('http://127.0.0.1:8090'),
   /** Timeout of each payment-provider call; past it the call is provider_unavailable (502). At most 2^31-1 ms (a timer given more fires after 1 ms). */
-  PAYMENT_PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(2_147_483_647).default(3000),
+  PAYMENT_PROVIDER_TIMEOUT_MS: TimerMs(100).default(3000),
   /** Kept-alive connections to the payment provider at most; calls beyond them wait (within their timeout). */
   PAYMENT_PROVIDER_MAX_SOCKETS: z.coerce.number().int().min(1).max(4096).default(128),
   /**
    * Interval of the scheduled billing run (asOf = now); 0 turns the scheduler off (tests use asOf).
    * At most 2^31-1 ms (24.8 days): a timer given more fires every millisecond instead.
    */
-  BILLING_RUN_INTERVAL_MS: z.coerce.number().int().min(0).max(2_147_483_647).default(60_000),
+  BILLING_RUN_INTERVAL_MS: TimerMs(0).default(60_000),
   /** Subscriptions claimed per chunk of a billing run. */
   BILLING_RUN_CHUNK_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
   /** Chunks of one run processed at once. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_INVITATION_EXPIRY_DAYS } from '@billing/contracts';
-import { BaseConfig, DatabaseUrl, DatabaseTuning, DbPoolMax, FixedSchema, GrpcGather, MessagingConfig, parseConfig, NatsConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseUrl, DatabaseTuning, DbPoolMax, FixedSchema, TimerMs, GrpcGather, MessagingConfig, parseConfig, NatsConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 export const CheckoutConfig = BaseConfig.extend({
   DATABASE_URL: DatabaseUrl,
@@ -38,7 +38,7 @@ export const CheckoutConfig = BaseConfig.extend({
    * itself, so a customer who does not press Subscribe again still ends Completed, with its
    * event. `0`: never (only the customer's retry finishes them).
    */
-  CHECKOUT_RECOVERY_INTERVAL_MS: z.coerce.number().int().min(0).max(2_147_483_647).default(15_000),
+  CHECKOUT_RECOVERY_INTERVAL_MS: TimerMs(0).default(15_000),
   /**
    * Test only (ignored in production mode): a file naming a completion step (`after-customer`,
    * `after-enrolment`, and for an onboarding `onboarding-after-enrolment`); the next completion deletes it and kills its own process right after that

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { BaseConfig, DatabaseUrl, DatabaseTuning, DbPoolMax, FixedSchema, GrpcGather, parseConfig, refuseWeakSecretsInProduction, NatsConfig } from '@billing/service-runtime';
+import { BaseConfig, DatabaseUrl, DatabaseTuning, DbPoolMax, FixedSchema, TimerMs, GrpcGather, parseConfig, refuseWeakSecretsInProduction, NatsConfig } from '@billing/service-runtime';
 
 export const GatewayConfig = BaseConfig.extend({
   /** Address of the public HTTP listener: loopback like every service unless told otherwise (`0.0.0.0` in a container). */
@@ -56,7 +56,7 @@ export const GatewayConfig = BaseConfig.extend({
   /** An idempotent request still in flight after this is presumed lost (its gateway died): outcome unknown. */
   IDEMPOTENCY_LEASE_SECONDS: z.coerce.number().positive().default(60),
   /** How often expired idempotency records are deleted; at most 2^31-1 ms (a timer given more fires every millisecond). */
-  IDEMPOTENCY_CLEANUP_INTERVAL_MS: z.coerce.number().int().min(1000).max(2_147_483_647).default(600_000),
+  IDEMPOTENCY_CLEANUP_INTERVAL_MS: TimerMs(1000).default(600_000),
   /** Requests per second per credential (per client IP when anonymous); 0 turns rate limiting off. */
   RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(100),
   /** Requests a credential may send at once on top of the steady rate (the bucket size). */

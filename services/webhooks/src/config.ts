@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BaseConfig, DatabaseUrl, DatabaseTuning, FixedSchema, GrpcGather, parseConfig, NatsConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
+import { BaseConfig, DatabaseUrl, DatabaseTuning, FixedSchema, TimerMs, GrpcGather, parseConfig, NatsConfig, refuseWeakSecretsInProduction } from '@billing/service-runtime';
 
 /** Comma-separated seconds, e.g. `5,300,1800`: the delay before each retry after the first attempt. */
 const RetrySchedule = z
@@ -24,7 +24,7 @@ export const WebhooksConfig = BaseConfig.extend({
   /** Each retry delay is spread by up to ± this fraction, so retries of one outage do not arrive at once. */
   WEBHOOK_RETRY_JITTER: z.coerce.number().min(0).max(0.5).default(0.1),
   /** A 2xx within this many milliseconds is success; anything slower is a failed attempt. */
-  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(2_147_483_647).default(15_000),
+  WEBHOOK_TIMEOUT_MS: TimerMs(100).default(15_000),
   /** Requests in flight at once, over all endpoints. */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).default(256),
   /** Requests in flight at once to one endpoint (API key), so a slow receiver cannot take the whole pool. */
